@@ -1,0 +1,30 @@
+// Command kubelet is the Classic Kubelet node agent.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/golang/glog"
+
+	"github.com/classic-kubelet/kubelet/cmd/kubelet/app"
+)
+
+func main() {
+	opts, err := app.ParseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kubelet: %v\n", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := app.Run(ctx, opts); err != nil {
+		glog.Errorf("%v", err)
+		glog.Flush()
+		os.Exit(1)
+	}
+	glog.Flush()
+}

@@ -1,0 +1,298 @@
+package api
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Support says what the agent does with a manifest field.
+type Support int
+
+const (
+	// Implemented fields are honoured exactly.
+	Implemented Support = iota
+	// Ignored fields are accepted and logged once: they are informational on a
+	// node without an API server (scheduling hints and the like).
+	Ignored
+	// Rejected fields make the pod invalid: silently not honouring them would
+	// change what runs.
+	Rejected
+)
+
+func (s Support) String() string {
+	return [...]string{"implemented", "ignored", "rejected"}[s]
+}
+
+// FieldRule is one row of the field table.
+type FieldRule struct {
+	Support Support
+	Note    string
+}
+
+func impl(note string) FieldRule   { return FieldRule{Implemented, note} }
+func ignore(note string) FieldRule { return FieldRule{Ignored, note} }
+func reject(note string) FieldRule { return FieldRule{Rejected, note} }
+
+const (
+	notYet      = "not implemented yet"
+	scheduling  = "scheduling: the pod is already on this node"
+	noAPIServer = "there is no API server to provide it"
+)
+
+// FieldTables lists, per Go type, what the agent does with each JSON field.
+// A field missing from its table (one a newer k8s.io/api added) is rejected:
+// the safe default for a field whose meaning the agent does not know.
+var FieldTables = map[reflect.Type]map[string]FieldRule{
+	reflect.TypeOf(metav1.ObjectMeta{}): {
+		"name":                       impl("required; DNS-1123 subdomain"),
+		"namespace":                  impl("defaults to `default`"),
+		"uid":                        impl("if absent, derived from node, source, namespace and name"),
+		"labels":                     impl("kept in /pods"),
+		"annotations":                impl("kept in /pods"),
+		"generateName":               reject("a static pod needs a fixed name"),
+		"selfLink":                   ignore("set by an API server"),
+		"resourceVersion":            ignore("set by an API server"),
+		"generation":                 ignore("set by an API server"),
+		"creationTimestamp":          ignore("set by an API server"),
+		"deletionTimestamp":          ignore("set by an API server"),
+		"deletionGracePeriodSeconds": ignore("set by an API server"),
+		"ownerReferences":            ignore(noAPIServer),
+		"finalizers":                 ignore(noAPIServer),
+		"managedFields":              ignore("set by an API server"),
+	},
+	reflect.TypeOf(v1.PodSpec{}): {
+		"volumes":                       impl("hostPath and disk-backed emptyDir"),
+		"containers":                    impl("at least one"),
+		"restartPolicy":                 impl("Always (default), OnFailure, Never"),
+		"terminationGracePeriodSeconds": impl("default 30, at least 2 s when stopping"),
+		"hostNetwork":                   impl("hostPort must equal containerPort"),
+		"dnsPolicy":                     impl("ClusterFirst, ClusterFirstWithHostNet and Default use the node's resolv.conf (no cluster DNS); None is rejected"),
+		"nodeName":                      ignore("set to this node"),
+		"nodeSelector":                  ignore(scheduling),
+		"affinity":                      ignore(scheduling),
+		"tolerations":                   ignore(scheduling),
+		"schedulerName":                 ignore(scheduling),
+		"priorityClassName":             ignore(scheduling),
+		"priority":                      ignore(scheduling),
+		"preemptionPolicy":              ignore(scheduling),
+		"topologySpreadConstraints":     ignore(scheduling),
+		"schedulingGates":               ignore(scheduling),
+		"schedulingGroup":               ignore(scheduling),
+		"overhead":                      ignore(scheduling),
+		"os":                            ignore("this agent runs Linux containers"),
+		"serviceAccountName":            ignore(noAPIServer),
+		"serviceAccount":                ignore(noAPIServer),
+		"automountServiceAccountToken":  ignore(noAPIServer),
+		"enableServiceLinks":            ignore("there are no services"),
+		"initContainers":                reject(notYet),
+		"ephemeralContainers":           reject("needs an API server"),
+		"activeDeadlineSeconds":         reject(notYet),
+		"hostPID":                       reject(notYet),
+		"hostIPC":                       reject(notYet),
+		"shareProcessNamespace":         reject(notYet),
+		"securityContext":               reject(notYet),
+		"imagePullSecrets":              reject(noAPIServer + "; use the Docker config for credentials"),
+		"hostname":                      reject(notYet),
+		"subdomain":                     reject(notYet),
+		"hostAliases":                   reject(notYet),
+		"dnsConfig":                     reject(notYet),
+		"readinessGates":                reject("nothing could ever set them on this node"),
+		"runtimeClassName":              reject("only the Docker runtime"),
+		"setHostnameAsFQDN":             reject(notYet),
+		"hostUsers":                     reject("user namespaces are not supported"),
+		"resourceClaims":                reject("dynamic resource allocation needs an API server"),
+		"resources":                     reject("pod-level resources are not supported"),
+		"hostnameOverride":              reject(notYet),
+		"evictionResponders":            reject("not supported"),
+	},
+	reflect.TypeOf(v1.Container{}): {
+		"name":                     impl("DNS-1123 label, unique in the pod"),
+		"image":                    impl("required"),
+		"command":                  impl("Docker Entrypoint"),
+		"args":                     impl("Docker Cmd"),
+		"workingDir":               impl(""),
+		"ports":                    impl("only ports with a hostPort are published, on the infra container"),
+		"env":                      impl("value only; valueFrom is rejected"),
+		"resources":                impl("cpu and memory; ephemeral-storage is ignored; others rejected"),
+		"volumeMounts":             impl("name, mountPath, readOnly"),
+		"imagePullPolicy":          impl("Always, IfNotPresent, Never"),
+		"terminationMessagePath":   ignore(notYet),
+		"terminationMessagePolicy": ignore(notYet),
+		"resizePolicy":             ignore("resources change only by replacing the container"),
+		"envFrom":                  reject(noAPIServer),
+		"restartPolicy":            reject("sidecar containers are not supported"),
+		"restartPolicyRules":       reject("sidecar containers are not supported"),
+		"volumeDevices":            reject("block volumes are not supported"),
+		"livenessProbe":            reject(notYet),
+		"readinessProbe":           reject(notYet),
+		"startupProbe":             reject(notYet),
+		"lifecycle":                reject(notYet),
+		"securityContext":          reject(notYet),
+		"stdin":                    reject(notYet),
+		"stdinOnce":                reject(notYet),
+		"tty":                      reject(notYet),
+	},
+	reflect.TypeOf(v1.Volume{}): {
+		"name":                  impl("DNS-1123 label, unique in the pod"),
+		"hostPath":              impl("type \"\", Directory, DirectoryOrCreate, File, FileOrCreate"),
+		"emptyDir":              impl("a directory under <root-dir>/pods/<uid>/volumes, removed with the pod; medium Memory is rejected"),
+		"gcePersistentDisk":     reject("not supported"),
+		"awsElasticBlockStore":  reject("not supported"),
+		"gitRepo":               reject("not supported"),
+		"secret":                reject(noAPIServer),
+		"nfs":                   reject("not supported"),
+		"iscsi":                 reject("not supported"),
+		"glusterfs":             reject("not supported"),
+		"persistentVolumeClaim": reject(noAPIServer),
+		"rbd":                   reject("not supported"),
+		"flexVolume":            reject("not supported"),
+		"cinder":                reject("not supported"),
+		"cephfs":                reject("not supported"),
+		"flocker":               reject("not supported"),
+		"downwardAPI":           reject(notYet),
+		"fc":                    reject("not supported"),
+		"azureFile":             reject("not supported"),
+		"configMap":             reject(noAPIServer),
+		"vsphereVolume":         reject("not supported"),
+		"quobyte":               reject("not supported"),
+		"azureDisk":             reject("not supported"),
+		"photonPersistentDisk":  reject("not supported"),
+		"projected":             reject(noAPIServer),
+		"portworxVolume":        reject("not supported"),
+		"scaleIO":               reject("not supported"),
+		"storageos":             reject("not supported"),
+		"csi":                   reject("not supported"),
+		"ephemeral":             reject(noAPIServer),
+		"image":                 reject("not supported"),
+	},
+	reflect.TypeOf(v1.VolumeMount{}): {
+		"name":              impl("must name a volume of the pod"),
+		"mountPath":         impl("absolute, unique in the container"),
+		"readOnly":          impl(""),
+		"subPath":           reject(notYet),
+		"subPathExpr":       reject(notYet),
+		"mountPropagation":  reject("not supported"),
+		"recursiveReadOnly": reject("not supported"),
+		"bindMountOptions":  reject("not supported"),
+	},
+	reflect.TypeOf(v1.EnvVar{}): {
+		"name":      impl(""),
+		"value":     impl(""),
+		"valueFrom": reject(notYet),
+	},
+	reflect.TypeOf(v1.ContainerPort{}): {
+		"name":          impl(""),
+		"containerPort": impl("1-65535"),
+		"hostPort":      impl("published on the infra container; unique on the node"),
+		"protocol":      impl("TCP (default) or UDP"),
+		"hostIP":        impl("default all addresses"),
+	},
+	reflect.TypeOf(v1.EmptyDirVolumeSource{}): {
+		"medium":    impl("only the default (disk); Memory is rejected until implemented"),
+		"sizeLimit": ignore("disk-backed emptyDir size is not enforced"),
+		"mode":      reject("not supported"),
+	},
+	reflect.TypeOf(v1.HostPathVolumeSource{}): {
+		"path": impl("absolute"),
+		"type": impl("\"\", Directory, DirectoryOrCreate, File, FileOrCreate"),
+	},
+	reflect.TypeOf(v1.ResourceRequirements{}): {
+		"requests": impl("cpu → CPU shares"),
+		"limits":   impl("cpu → CFS quota, memory → memory limit"),
+		"claims":   reject("dynamic resource allocation needs an API server"),
+	},
+}
+
+// jsonFields returns the JSON names of t's fields in declaration order,
+// flattening inlined structs (v1.Volume inlines VolumeSource).
+func jsonFields(t reflect.Type) []reflect.StructField {
+	var out []reflect.StructField
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name := strings.Split(f.Tag.Get("json"), ",")[0]
+		if name == "" && f.Anonymous {
+			for _, g := range jsonFields(f.Type) {
+				g.Index = append([]int{i}, g.Index...)
+				out = append(out, g)
+			}
+			continue
+		}
+		if name == "" || name == "-" {
+			continue
+		}
+		f.Name = name
+		out = append(out, f)
+	}
+	return out
+}
+
+// isSet reports whether a field was written: a pointer to an empty struct
+// (`securityContext: {}`) counts as not written.
+func isSet(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		return !v.IsNil() && !v.Elem().IsZero()
+	case reflect.Slice, reflect.Map:
+		return v.Len() > 0
+	default:
+		return !v.IsZero()
+	}
+}
+
+// checkFields applies t's field table to the written fields of v (a value of
+// type t): rejected fields become errors at path, ignored ones are appended to
+// ignored. It does not descend; callers check nested structs they accept.
+func checkFields(v reflect.Value, path *field.Path, ignored *[]string) field.ErrorList {
+	table := FieldTables[v.Type()]
+	var errs field.ErrorList
+	for _, f := range jsonFields(v.Type()) {
+		if !isSet(v.FieldByIndex(f.Index)) {
+			continue
+		}
+		rule, ok := table[f.Name]
+		if !ok {
+			rule = reject("unknown to this agent")
+		}
+		switch rule.Support {
+		case Ignored:
+			*ignored = append(*ignored, path.Child(f.Name).String())
+		case Rejected:
+			errs = append(errs, field.Forbidden(path.Child(f.Name), fmt.Sprintf("not supported by this agent: %s", rule.Note)))
+		}
+	}
+	return errs
+}
+
+// FieldTableMarkdown renders the field tables as the markdown the docs embed;
+// a test keeps docs/pod-fields.md equal to it.
+func FieldTableMarkdown() string {
+	var b strings.Builder
+	order := []reflect.Type{
+		reflect.TypeOf(metav1.ObjectMeta{}), reflect.TypeOf(v1.PodSpec{}), reflect.TypeOf(v1.Container{}),
+		reflect.TypeOf(v1.ContainerPort{}), reflect.TypeOf(v1.EnvVar{}), reflect.TypeOf(v1.ResourceRequirements{}),
+		reflect.TypeOf(v1.VolumeMount{}), reflect.TypeOf(v1.Volume{}), reflect.TypeOf(v1.HostPathVolumeSource{}),
+		reflect.TypeOf(v1.EmptyDirVolumeSource{}),
+	}
+	for _, t := range order {
+		fmt.Fprintf(&b, "\n### %s\n\n| field | support | note |\n|---|---|---|\n", t.Name())
+		names := make([]string, 0)
+		for _, f := range jsonFields(t) {
+			names = append(names, f.Name)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			rule, ok := FieldTables[t][n]
+			if !ok {
+				rule = reject("unknown to this agent")
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", n, rule.Support, rule.Note)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,286 @@
+package api
+
+import (
+	"fmt"
+	"net"
+	"path"
+	"reflect"
+	"regexp"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// MinMemoryLimit is the smallest memory limit Docker accepts (6 MiB); a
+// smaller limit is a validation error rather than a failed container create.
+const MinMemoryLimit = 6 << 20
+
+// uidPattern keeps `_` out of UIDs: it separates the parts of container names.
+var uidPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+
+// Validate checks a defaulted pod against what the agent implements. It
+// returns every error (with its field path) and the paths of written fields
+// the agent ignores.
+func Validate(pod *v1.Pod) (errs field.ErrorList, ignored []string) {
+	meta := field.NewPath("metadata")
+	errs = append(errs, checkFields(reflect.ValueOf(pod.ObjectMeta), meta, &ignored)...)
+	if pod.Name == "" {
+		errs = append(errs, field.Required(meta.Child("name"), ""))
+	} else {
+		for _, msg := range validation.IsDNS1123Subdomain(pod.Name) {
+			errs = append(errs, field.Invalid(meta.Child("name"), pod.Name, msg))
+		}
+	}
+	for _, msg := range validation.IsDNS1123Label(pod.Namespace) {
+		errs = append(errs, field.Invalid(meta.Child("namespace"), pod.Namespace, msg))
+	}
+	if !uidPattern.MatchString(string(pod.UID)) {
+		errs = append(errs, field.Invalid(meta.Child("uid"), pod.UID, "must match "+uidPattern.String()))
+	}
+	errs = append(errs, validateSpec(&pod.Spec, field.NewPath("spec"), &ignored)...)
+	return errs, ignored
+}
+
+func validateSpec(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.ErrorList {
+	errs := checkFields(reflect.ValueOf(*spec), p, ignored)
+	switch spec.RestartPolicy {
+	case v1.RestartPolicyAlways, v1.RestartPolicyOnFailure, v1.RestartPolicyNever:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("restartPolicy"), spec.RestartPolicy, []string{"Always", "OnFailure", "Never"}))
+	}
+	switch spec.DNSPolicy {
+	case "", v1.DNSClusterFirst, v1.DNSClusterFirstWithHostNet, v1.DNSDefault:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("dnsPolicy"), spec.DNSPolicy, []string{"ClusterFirst", "ClusterFirstWithHostNet", "Default"}))
+	}
+	if g := spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
+		errs = append(errs, field.Invalid(p.Child("terminationGracePeriodSeconds"), *g, "must be >= 0"))
+	}
+
+	volumes := sets.New[string]()
+	for i := range spec.Volumes {
+		vp := p.Child("volumes").Index(i)
+		vol := &spec.Volumes[i]
+		errs = append(errs, validateVolume(vol, vp, ignored)...)
+		if volumes.Has(vol.Name) {
+			errs = append(errs, field.Duplicate(vp.Child("name"), vol.Name))
+		}
+		volumes.Insert(vol.Name)
+	}
+
+	if len(spec.Containers) == 0 {
+		errs = append(errs, field.Required(p.Child("containers"), "at least one container"))
+	}
+	names := sets.New[string]()
+	hostPorts := map[HostPort]string{}
+	for i := range spec.Containers {
+		cp := p.Child("containers").Index(i)
+		c := &spec.Containers[i]
+		errs = append(errs, validateContainer(c, cp, volumes, spec.HostNetwork, ignored)...)
+		if names.Has(c.Name) {
+			errs = append(errs, field.Duplicate(cp.Child("name"), c.Name))
+		}
+		names.Insert(c.Name)
+		for j, port := range c.Ports {
+			if port.HostPort == 0 {
+				continue
+			}
+			hp := toHostPort(port)
+			pp := cp.Child("ports").Index(j)
+			for other, where := range hostPorts {
+				if hp.Conflicts(other) {
+					errs = append(errs, field.Duplicate(pp.Child("hostPort"), fmt.Sprintf("%s (also claimed by %s)", hp, where)))
+				}
+			}
+			hostPorts[hp] = pp.String()
+		}
+	}
+	return errs
+}
+
+func validateVolume(vol *v1.Volume, p *field.Path, ignored *[]string) field.ErrorList {
+	errs := checkFields(reflect.ValueOf(*vol), p, ignored)
+	for _, msg := range validation.IsDNS1123Label(vol.Name) {
+		errs = append(errs, field.Invalid(p.Child("name"), vol.Name, msg))
+	}
+	switch {
+	case vol.HostPath != nil && vol.EmptyDir != nil:
+		errs = append(errs, field.Forbidden(p, "may specify only one volume source"))
+	case vol.HostPath != nil:
+		hp := p.Child("hostPath")
+		errs = append(errs, checkFields(reflect.ValueOf(*vol.HostPath), hp, ignored)...)
+		if !path.IsAbs(vol.HostPath.Path) {
+			errs = append(errs, field.Invalid(hp.Child("path"), vol.HostPath.Path, "must be an absolute path"))
+		}
+		if t := vol.HostPath.Type; t != nil {
+			switch *t {
+			case v1.HostPathUnset, v1.HostPathDirectory, v1.HostPathDirectoryOrCreate, v1.HostPathFile, v1.HostPathFileOrCreate:
+			default:
+				errs = append(errs, field.NotSupported(hp.Child("type"), *t, []string{"", "Directory", "DirectoryOrCreate", "File", "FileOrCreate"}))
+			}
+		}
+	case vol.EmptyDir != nil:
+		ep := p.Child("emptyDir")
+		errs = append(errs, checkFields(reflect.ValueOf(*vol.EmptyDir), ep, ignored)...)
+		if vol.EmptyDir.Medium != v1.StorageMediumDefault {
+			errs = append(errs, field.NotSupported(ep.Child("medium"), vol.EmptyDir.Medium, []string{""}))
+		}
+	default:
+		// Another source was written: checkFields has rejected it already;
+		// otherwise the volume has no source at all.
+		if len(errs) == 0 {
+			errs = append(errs, field.Required(p, "a volume source (hostPath or emptyDir)"))
+		}
+	}
+	return errs
+}
+
+func validateContainer(c *v1.Container, p *field.Path, volumes sets.Set[string], hostNetwork bool, ignored *[]string) field.ErrorList {
+	errs := checkFields(reflect.ValueOf(*c), p, ignored)
+	for _, msg := range validation.IsDNS1123Label(c.Name) {
+		errs = append(errs, field.Invalid(p.Child("name"), c.Name, msg))
+	}
+	if strings.TrimSpace(c.Image) == "" || strings.ContainsAny(c.Image, " \t\n") {
+		errs = append(errs, field.Invalid(p.Child("image"), c.Image, "must be a non-empty image reference without spaces"))
+	}
+	switch c.ImagePullPolicy {
+	case "", v1.PullAlways, v1.PullIfNotPresent, v1.PullNever:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("imagePullPolicy"), c.ImagePullPolicy, []string{"Always", "IfNotPresent", "Never"}))
+	}
+	for i := range c.Ports {
+		errs = append(errs, validatePort(&c.Ports[i], p.Child("ports").Index(i), hostNetwork, ignored)...)
+	}
+	for i, env := range c.Env {
+		ep := p.Child("env").Index(i)
+		errs = append(errs, checkFields(reflect.ValueOf(env), ep, ignored)...)
+		if env.Name == "" || strings.Contains(env.Name, "=") {
+			errs = append(errs, field.Invalid(ep.Child("name"), env.Name, "must be non-empty and must not contain '='"))
+		}
+	}
+	errs = append(errs, validateResources(&c.Resources, p.Child("resources"), ignored)...)
+	mountPaths := sets.New[string]()
+	for i, m := range c.VolumeMounts {
+		mp := p.Child("volumeMounts").Index(i)
+		errs = append(errs, checkFields(reflect.ValueOf(m), mp, ignored)...)
+		if !volumes.Has(m.Name) {
+			errs = append(errs, field.NotFound(mp.Child("name"), m.Name))
+		}
+		if !path.IsAbs(m.MountPath) || strings.Contains(m.MountPath, ":") {
+			errs = append(errs, field.Invalid(mp.Child("mountPath"), m.MountPath, "must be an absolute path without ':'"))
+		}
+		if mountPaths.Has(path.Clean(m.MountPath)) {
+			errs = append(errs, field.Duplicate(mp.Child("mountPath"), m.MountPath))
+		}
+		mountPaths.Insert(path.Clean(m.MountPath))
+	}
+	return errs
+}
+
+func validatePort(port *v1.ContainerPort, p *field.Path, hostNetwork bool, ignored *[]string) field.ErrorList {
+	errs := checkFields(reflect.ValueOf(*port), p, ignored)
+	if port.ContainerPort < 1 || port.ContainerPort > 65535 {
+		errs = append(errs, field.Invalid(p.Child("containerPort"), port.ContainerPort, "must be between 1 and 65535"))
+	}
+	if port.HostPort < 0 || port.HostPort > 65535 {
+		errs = append(errs, field.Invalid(p.Child("hostPort"), port.HostPort, "must be between 1 and 65535, or 0 for none"))
+	}
+	if hostNetwork && port.HostPort != 0 && port.HostPort != port.ContainerPort {
+		errs = append(errs, field.Invalid(p.Child("hostPort"), port.HostPort, "must equal containerPort when hostNetwork is true"))
+	}
+	switch port.Protocol {
+	case "", v1.ProtocolTCP, v1.ProtocolUDP:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("protocol"), port.Protocol, []string{"TCP", "UDP"}))
+	}
+	if port.HostIP != "" && net.ParseIP(port.HostIP) == nil {
+		errs = append(errs, field.Invalid(p.Child("hostIP"), port.HostIP, "must be an IP address"))
+	}
+	if port.Name != "" {
+		for _, msg := range validation.IsValidPortName(port.Name) {
+			errs = append(errs, field.Invalid(p.Child("name"), port.Name, msg))
+		}
+	}
+	return errs
+}
+
+func validateResources(r *v1.ResourceRequirements, p *field.Path, ignored *[]string) field.ErrorList {
+	errs := checkFields(reflect.ValueOf(*r), p, ignored)
+	check := func(list v1.ResourceList, lp *field.Path) {
+		for name, q := range list {
+			rp := lp.Key(string(name))
+			switch name {
+			case v1.ResourceCPU, v1.ResourceMemory:
+				if q.Sign() < 0 {
+					errs = append(errs, field.Invalid(rp, q.String(), "must not be negative"))
+				}
+			case v1.ResourceEphemeralStorage:
+				*ignored = append(*ignored, rp.String())
+			default:
+				errs = append(errs, field.NotSupported(rp, name, []string{"cpu", "memory", "ephemeral-storage"}))
+			}
+		}
+	}
+	check(r.Requests, p.Child("requests"))
+	check(r.Limits, p.Child("limits"))
+	if m, ok := r.Limits[v1.ResourceMemory]; ok && m.Value() < MinMemoryLimit {
+		errs = append(errs, field.Invalid(p.Child("limits").Key("memory"), m.String(), "must be at least 6Mi (Docker's minimum)"))
+	}
+	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+		req, hasReq := r.Requests[name]
+		lim, hasLim := r.Limits[name]
+		if hasReq && hasLim && req.Cmp(lim) > 0 {
+			errs = append(errs, field.Invalid(p.Child("requests").Key(string(name)), req.String(), "must be less than or equal to the limit "+lim.String()))
+		}
+	}
+	return errs
+}
+
+// HostPort is one published port on the node.
+type HostPort struct {
+	IP       string // "" means every address
+	Port     int32
+	Protocol v1.Protocol
+}
+
+func toHostPort(p v1.ContainerPort) HostPort {
+	proto := p.Protocol
+	if proto == "" {
+		proto = v1.ProtocolTCP
+	}
+	ip := p.HostIP
+	if ip == "0.0.0.0" || ip == "::" {
+		ip = ""
+	}
+	return HostPort{IP: ip, Port: p.HostPort, Protocol: proto}
+}
+
+func (h HostPort) String() string {
+	ip := h.IP
+	if ip == "" {
+		ip = "0.0.0.0"
+	}
+	return fmt.Sprintf("%s/%s", net.JoinHostPort(ip, fmt.Sprint(h.Port)), h.Protocol)
+}
+
+// Conflicts reports whether two host ports cannot both be bound: the same port
+// and protocol on the same address, or on any address when either binds all.
+func (h HostPort) Conflicts(o HostPort) bool {
+	return h.Port == o.Port && h.Protocol == o.Protocol && (h.IP == o.IP || h.IP == "" || o.IP == "")
+}
+
+// HostPorts lists the ports the pod publishes on the node.
+func HostPorts(pod *v1.Pod) []HostPort {
+	var out []HostPort
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort != 0 {
+				out = append(out, toHostPort(p))
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,284 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/golang/glog"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/classic-kubelet/kubelet/pkg/api"
+)
+
+// writeDebounce coalesces the burst of write events one save produces, so a
+// file is parsed once it is whole rather than at every partial write.
+const writeDebounce = 100 * time.Millisecond
+
+// Sink receives a source's complete snapshots and its failures.
+type Sink interface {
+	Set(ctx context.Context, source string, pods []*v1.Pod)
+	SetError(source string, err error)
+}
+
+// fileState is the last reading of one manifest file.
+type fileState struct {
+	modTime time.Time
+	size    int64
+	pods    []*v1.Pod // last good: kept while the file fails to parse
+	err     error     // of the last reading, if it failed
+}
+
+// FileSource watches a directory of manifests (or a single manifest file)
+// and sends the pods of all its files as one snapshot. The unit of "last
+// good" is the file: a file that is empty or invalid keeps the pods it last
+// produced; a deleted file drops them. A directory that is missing or
+// unreadable keeps the whole last snapshot.
+type FileSource struct {
+	path   string
+	node   string
+	period time.Duration
+	sink   Sink
+
+	files   map[string]*fileState // by file name; owned by Run's goroutine
+	last    []*v1.Pod
+	sent    bool
+	lastErr string
+}
+
+// NewFileSource returns a source for path, re-read every period besides the
+// file-system notifications.
+func NewFileSource(path, node string, period time.Duration, sink Sink) *FileSource {
+	return &FileSource{path: path, node: node, period: period, sink: sink, files: map[string]*fileState{}}
+}
+
+// Run watches and reads until ctx is cancelled.
+func (s *FileSource) Run(ctx context.Context) {
+	watcher, err := fsnotify.NewWatcher()
+	if err != nil {
+		glog.Errorf("File source %s: no file notifications, re-reading every %v: %v", s.path, s.period, err)
+	} else {
+		defer watcher.Close()
+	}
+	watching := ""
+	watch := func() {
+		if watcher == nil {
+			return
+		}
+		dir := s.watchDir()
+		if dir == watching {
+			return
+		}
+		if err := watcher.Add(dir); err != nil {
+			glog.V(2).Infof("File source: watch %s: %v (retrying every %v)", dir, err, s.period)
+			return
+		}
+		watching = dir
+	}
+	var events <-chan fsnotify.Event
+	var errs <-chan error
+	if watcher != nil {
+		events, errs = watcher.Events, watcher.Errors
+	}
+
+	ticker := time.NewTicker(s.period)
+	defer ticker.Stop()
+	debounce := time.NewTimer(time.Hour)
+	debounce.Stop()
+	defer debounce.Stop()
+
+	watch()
+	s.read(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+			watch()
+			s.read(ctx)
+		case <-debounce.C:
+			s.read(ctx)
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			if !s.relevant(ev.Name) {
+				continue
+			}
+			if ev.Op&(fsnotify.Create|fsnotify.Remove|fsnotify.Rename) != 0 {
+				// A file renamed into place is whole: read it at once.
+				debounce.Stop()
+				s.read(ctx)
+			} else {
+				debounce.Reset(writeDebounce)
+			}
+		case err, ok := <-errs:
+			if !ok {
+				errs = nil
+				continue
+			}
+			glog.Errorf("File source %s: watch: %v", s.path, err)
+		}
+	}
+}
+
+// watchDir is the directory to watch: path itself, or a single file's parent
+// (watching the parent also sees the file being replaced by a rename).
+func (s *FileSource) watchDir() string {
+	if fi, err := os.Stat(s.path); err == nil && !fi.IsDir() {
+		return filepath.Dir(s.path)
+	}
+	return s.path
+}
+
+// relevant reports whether an event on name can change the snapshot.
+func (s *FileSource) relevant(name string) bool {
+	if fi, err := os.Stat(s.path); err == nil && !fi.IsDir() {
+		return filepath.Clean(name) == filepath.Clean(s.path)
+	}
+	return !ignoredFile(filepath.Base(name))
+}
+
+// ignoredFile reports hidden files and editor leftovers.
+func ignoredFile(name string) bool {
+	if strings.HasPrefix(name, ".") {
+		return true
+	}
+	for _, suffix := range []string{"~", ".swp", ".swx", ".bak", ".tmp"} {
+		if strings.HasSuffix(name, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// read re-reads the manifests and sends the snapshot if it changed.
+func (s *FileSource) read(ctx context.Context) {
+	names, err := s.list()
+	if err != nil {
+		s.fail(fmt.Errorf("file source %s: %w", s.path, err))
+		return
+	}
+	seen := map[string]bool{}
+	for _, name := range names {
+		seen[name] = true
+		s.readFile(name)
+	}
+	for name := range s.files {
+		if !seen[name] {
+			glog.Infof("File source: %s removed", name)
+			delete(s.files, name)
+		}
+	}
+
+	var pods []*v1.Pod
+	owner := map[string]string{}
+	var problems []string
+	for _, name := range names {
+		st := s.files[name]
+		if st.err != nil {
+			problems = append(problems, st.err.Error())
+		}
+		for _, pod := range st.pods {
+			key := api.Key(pod)
+			if first, dup := owner[key]; dup {
+				problems = append(problems, fmt.Sprintf("%s: pod %s ignored: already declared in %s", name, key, first))
+				continue
+			}
+			owner[key] = name
+			pods = append(pods, pod)
+		}
+	}
+	if msg := strings.Join(problems, "; "); msg != "" {
+		s.sink.SetError(SourceFile, errors.New(msg))
+		if msg != s.lastErr {
+			for _, p := range problems {
+				glog.Errorf("File source: %s", p)
+			}
+		}
+		s.lastErr = msg
+	} else {
+		s.lastErr = ""
+	}
+	if s.sent && podsEqual(s.last, pods) {
+		return
+	}
+	s.last, s.sent = pods, true
+	s.sink.Set(ctx, SourceFile, pods)
+}
+
+// list returns the manifest file paths the source consists of, sorted.
+func (s *FileSource) list() ([]string, error) {
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return []string{s.path}, nil
+	}
+	entries, err := os.ReadDir(s.path)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if ignoredFile(e.Name()) {
+			continue
+		}
+		full := filepath.Join(s.path, e.Name())
+		info, err := os.Stat(full) // follows symlinks
+		if err != nil || !info.Mode().IsRegular() {
+			continue
+		}
+		names = append(names, full)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// readFile parses one file unless it is unchanged since the last reading.
+func (s *FileSource) readFile(name string) {
+	st, ok := s.files[name]
+	if !ok {
+		st = &fileState{}
+		s.files[name] = st
+	}
+	info, err := os.Stat(name)
+	if err != nil {
+		st.err = fmt.Errorf("%s: %w", name, err)
+		return
+	}
+	if ok && info.ModTime().Equal(st.modTime) && info.Size() == st.size {
+		return
+	}
+	st.modTime, st.size = info.ModTime(), info.Size()
+	data, err := os.ReadFile(name)
+	if err != nil {
+		st.err = fmt.Errorf("%s: %w (keeping its last good pods)", name, err)
+		return
+	}
+	pods, ignored, err := api.Parse(data, s.node, SourceFile)
+	if err != nil {
+		st.err = fmt.Errorf("%s: %w (keeping its last good pods)", name, err)
+		return
+	}
+	for _, f := range ignored {
+		glog.Infof("File source: %s: %s is ignored by this agent", name, f)
+	}
+	st.pods, st.err = pods, nil
+}
+
+func (s *FileSource) fail(err error) {
+	s.sink.SetError(SourceFile, err)
+	if err.Error() != s.lastErr {
+		glog.Errorf("%v (keeping the pods it last produced)", err)
+	}
+	s.lastErr = err.Error()
+}

@@ -1,0 +1,388 @@
+package dockertools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	docker "github.com/fsouza/go-dockerclient"
+)
+
+// Errors callers can test for with errors.Is; Docker's own error types and
+// strings never leave this package.
+var (
+	ErrNotOurName        = errors.New("dockertools: not a container name of this agent")
+	ErrContainerNotFound = errors.New("dockertools: container not found")
+	ErrImageNotFound     = errors.New("dockertools: image not found")
+	ErrNameConflict      = errors.New("dockertools: container name already in use")
+	ErrDockerUnavailable = errors.New("dockertools: docker daemon unavailable")
+)
+
+// ShortTimeout bounds calls that should answer at once (list, inspect,
+// create, start, remove). Pull, stop, logs, wait and exec are bounded by
+// their own deadlines or their caller's context instead.
+const ShortTimeout = 30 * time.Second
+
+// stopDeadlineSlack is added to a stop's grace period for the HTTP deadline:
+// Docker answers only after the container is gone, which may take the whole
+// grace period plus the kill.
+const stopDeadlineSlack = 10 * time.Second
+
+// DefaultEndpoint is DOCKER_HOST, else the local socket.
+func DefaultEndpoint() string {
+	if h := os.Getenv("DOCKER_HOST"); h != "" {
+		return h
+	}
+	return "unix:///var/run/docker.sock"
+}
+
+// Container is one entry of a container list.
+type Container struct {
+	ID      string
+	Name    string // without Docker's leading "/"
+	Labels  map[string]string
+	Running bool
+	Created time.Time
+}
+
+// ContainerDetail is what inspect says of one container.
+type ContainerDetail struct {
+	ID         string
+	Name       string
+	Image      string // as requested at create time
+	ImageID    string
+	Labels     map[string]string
+	Status     string // created, running, exited, ...
+	Running    bool
+	ExitCode   int
+	Error      string
+	OOMKilled  bool
+	CreatedAt  time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
+	IP         string
+	Pid        int
+	// Resources as Docker applied them (for tests and status).
+	CPUShares, CPUQuota, CPUPeriod, Memory int64
+}
+
+// Event is a container event from Docker's event stream.
+type Event struct {
+	ContainerID string
+	Action      string
+}
+
+// Client is the agent's Docker client. It is safe for concurrent use.
+type Client struct {
+	c *docker.Client
+}
+
+// NewClient connects to endpoint (unix:// or tcp://). It does not contact the
+// daemon: the agent starts even when Docker is not up yet.
+func NewClient(endpoint string) (*Client, error) {
+	c, err := docker.NewClient(endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("docker client for %q: %w", endpoint, err)
+	}
+	return &Client{c: c}, nil
+}
+
+func short(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, ShortTimeout)
+}
+
+// Ping checks that the daemon answers.
+func (c *Client) Ping(ctx context.Context) error {
+	ctx, cancel := short(ctx)
+	defer cancel()
+	return translate(c.c.PingWithContext(ctx))
+}
+
+// List lists every container (running or not) carrying label=value.
+func (c *Client) List(ctx context.Context, label, value string) ([]Container, error) {
+	ctx, cancel := short(ctx)
+	defer cancel()
+	list, err := c.c.ListContainers(docker.ListContainersOptions{
+		All:     true,
+		Filters: map[string][]string{"label": {label + "=" + value}},
+		Context: ctx,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", translate(err))
+	}
+	out := make([]Container, 0, len(list))
+	for _, l := range list {
+		name := ""
+		if len(l.Names) > 0 {
+			name = strings.TrimPrefix(l.Names[0], "/")
+		}
+		out = append(out, Container{
+			ID:      l.ID,
+			Name:    name,
+			Labels:  l.Labels,
+			Running: l.State == "running",
+			Created: time.Unix(l.Created, 0),
+		})
+	}
+	return out, nil
+}
+
+// Inspect returns the details of one container.
+func (c *Client) Inspect(ctx context.Context, id string) (*ContainerDetail, error) {
+	ctx, cancel := short(ctx)
+	defer cancel()
+	ct, err := c.c.InspectContainerWithOptions(docker.InspectContainerOptions{ID: id, Context: ctx})
+	if err != nil {
+		return nil, fmt.Errorf("inspect container %s: %w", shortID(id), translate(err))
+	}
+	d := &ContainerDetail{
+		ID:         ct.ID,
+		Name:       strings.TrimPrefix(ct.Name, "/"),
+		Image:      ct.Config.Image,
+		ImageID:    ct.Image,
+		Labels:     ct.Config.Labels,
+		Status:     ct.State.Status,
+		Running:    ct.State.Running,
+		ExitCode:   ct.State.ExitCode,
+		Error:      ct.State.Error,
+		OOMKilled:  ct.State.OOMKilled,
+		CreatedAt:  ct.Created,
+		StartedAt:  ct.State.StartedAt,
+		FinishedAt: ct.State.FinishedAt,
+		Pid:        ct.State.Pid,
+	}
+	if ct.NetworkSettings != nil {
+		d.IP = ct.NetworkSettings.IPAddress
+		if d.IP == "" {
+			for _, n := range ct.NetworkSettings.Networks {
+				if n.IPAddress != "" {
+					d.IP = n.IPAddress
+					break
+				}
+			}
+		}
+	}
+	if hc := ct.HostConfig; hc != nil {
+		d.CPUShares, d.CPUQuota, d.CPUPeriod, d.Memory = hc.CPUShares, hc.CPUQuota, hc.CPUPeriod, hc.Memory
+	}
+	return d, nil
+}
+
+// Create creates a container from spec and returns its ID.
+func (c *Client) Create(ctx context.Context, spec *CreateSpec) (string, error) {
+	ctx, cancel := short(ctx)
+	defer cancel()
+	opts := spec.dockerOptions()
+	opts.Context = ctx
+	ct, err := c.c.CreateContainer(opts)
+	if err != nil {
+		return "", fmt.Errorf("create container %s: %w", spec.Name, translate(err))
+	}
+	return ct.ID, nil
+}
+
+// Start starts a created container. Starting a running one is success.
+func (c *Client) Start(ctx context.Context, id string) error {
+	ctx, cancel := short(ctx)
+	defer cancel()
+	err := c.c.StartContainerWithContext(id, nil, ctx)
+	var already *docker.ContainerAlreadyRunning
+	if errors.As(err, &already) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("start container %s: %w", shortID(id), translate(err))
+	}
+	return nil
+}
+
+// Stop sends the container's stop signal, waits up to grace, then kills.
+// Stopping a stopped or missing container is success.
+func (c *Client) Stop(ctx context.Context, id string, grace time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, grace+stopDeadlineSlack)
+	defer cancel()
+	secs := uint(grace.Round(time.Second) / time.Second)
+	err := c.c.StopContainerWithContext(id, secs, ctx)
+	var notRunning *docker.ContainerNotRunning
+	if errors.As(err, &notRunning) {
+		return nil
+	}
+	err = translate(err)
+	if err == nil || errors.Is(err, ErrContainerNotFound) {
+		return nil
+	}
+	return fmt.Errorf("stop container %s: %w", shortID(id), err)
+}
+
+// Remove removes a container (forcefully: it may still be running) and its
+// anonymous volumes. Removing a missing container is success.
+func (c *Client) Remove(ctx context.Context, id string) error {
+	ctx, cancel := short(ctx)
+	defer cancel()
+	err := translate(c.c.RemoveContainer(docker.RemoveContainerOptions{ID: id, Force: true, RemoveVolumes: true, Context: ctx}))
+	if err == nil || errors.Is(err, ErrContainerNotFound) {
+		return nil
+	}
+	// Docker answers 409 while a removal is already in progress.
+	var de *docker.Error
+	if errors.As(err, &de) && de.Status == http.StatusConflict && strings.Contains(de.Message, "in progress") {
+		return nil
+	}
+	return fmt.Errorf("remove container %s: %w", shortID(id), err)
+}
+
+// ImagePresent reports whether the image is in Docker's store.
+func (c *Client) ImagePresent(ctx context.Context, image string) (bool, error) {
+	_, err := c.c.InspectImage(image)
+	err = translate(err)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrImageNotFound):
+		return false, nil
+	default:
+		return false, fmt.Errorf("inspect image %s: %w", image, err)
+	}
+}
+
+// Pull pulls an image. It has no short timeout: the caller's context bounds
+// it, and a pull that makes no progress for inactivity is cancelled.
+func (c *Client) Pull(ctx context.Context, image string, inactivity time.Duration) error {
+	repo, tag := splitImage(image)
+	err := c.c.PullImage(docker.PullImageOptions{
+		Repository:        repo,
+		Tag:               tag,
+		OutputStream:      io.Discard,
+		InactivityTimeout: inactivity,
+		Context:           ctx,
+	}, docker.AuthConfiguration{})
+	if err != nil {
+		return fmt.Errorf("pull image %s: %w", image, translate(err))
+	}
+	return nil
+}
+
+// Events streams container events for containers carrying label=value until
+// ctx is cancelled or the stream breaks; the returned channel is closed then.
+// The caller relists after reconnecting: events lost in between are covered.
+func (c *Client) Events(ctx context.Context, label, value string) (<-chan Event, error) {
+	raw := make(chan *docker.APIEvents, 64)
+	err := c.c.AddEventListenerWithOptions(docker.EventsOptions{
+		Filters: map[string][]string{"type": {"container"}, "label": {label + "=" + value}},
+	}, raw)
+	if err != nil {
+		return nil, fmt.Errorf("subscribe to docker events: %w", translate(err))
+	}
+	out := make(chan Event)
+	go func() {
+		defer close(out)
+		defer func() {
+			// Keep draining until the library lets go of the channel: it
+			// blocks its own shutdown on sends to it.
+			go func() {
+				for range raw {
+				}
+			}()
+			_ = c.c.RemoveEventListener(raw)
+		}()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-raw:
+				if !ok {
+					return
+				}
+				select {
+				case out <- Event{ContainerID: ev.Actor.ID, Action: ev.Action}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out, nil
+}
+
+// translate maps go-dockerclient errors onto this package's sentinels.
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	var noSuch *docker.NoSuchContainer
+	switch {
+	case errors.As(err, &noSuch):
+		return fmt.Errorf("%w: %s", ErrContainerNotFound, noSuch.ID)
+	case errors.Is(err, docker.ErrNoSuchImage):
+		return ErrImageNotFound
+	case errors.Is(err, docker.ErrContainerAlreadyExists):
+		return ErrNameConflict
+	case errors.Is(err, docker.ErrConnectionRefused):
+		return fmt.Errorf("%w: %v", ErrDockerUnavailable, err)
+	}
+	var de *docker.Error
+	if errors.As(err, &de) {
+		switch {
+		case de.Status == http.StatusNotFound && strings.Contains(strings.ToLower(de.Message), "no such image"):
+			return fmt.Errorf("%w: %s", ErrImageNotFound, oneLine(de.Message))
+		case de.Status == http.StatusNotFound && strings.Contains(strings.ToLower(de.Message), "no such container"):
+			return fmt.Errorf("%w: %s", ErrContainerNotFound, oneLine(de.Message))
+		}
+		return fmt.Errorf("docker: %s (HTTP %d)", oneLine(de.Message), de.Status)
+	}
+	var se interface{ Timeout() bool }
+	if errors.As(err, &se) || errors.Is(err, context.DeadlineExceeded) || isConnError(err) {
+		return fmt.Errorf("%w: %v", ErrDockerUnavailable, err)
+	}
+	return err
+}
+
+func isConnError(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "connection refused") || strings.Contains(s, "no such file or directory") ||
+		strings.Contains(s, "connection reset") || strings.Contains(s, "broken pipe") || strings.Contains(s, "EOF")
+}
+
+// oneLine keeps a daemon message to its first line.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// splitImage splits "repo:tag" (a registry port is not a tag; a digest
+// reference keeps its "@" part in the repository).
+func splitImage(image string) (repo, tag string) {
+	if strings.Contains(image, "@") {
+		return image, ""
+	}
+	i := strings.LastIndex(image, ":")
+	if i < 0 || strings.Contains(image[i:], "/") {
+		return image, "latest"
+	}
+	return image[:i], image[i+1:]
+}
+
+// ParseRestartCount reads the restart-count label; absent or malformed is 0.
+func ParseRestartCount(labels map[string]string) int {
+	n, err := strconv.Atoi(labels[LabelRestartCount])
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}

@@ -1,0 +1,76 @@
+package dockertools
+
+import (
+	v1 "k8s.io/api/core/v1"
+)
+
+const (
+	// minShares is the smallest CPU shares value the kernel accepts; it is
+	// also what a container without a CPU request gets, as in Kubernetes.
+	minShares = 2
+	// sharesPerCPU is the cgroup weight of one full CPU.
+	sharesPerCPU = 1024
+	// QuotaPeriod is the CFS period in microseconds (100 ms), Kubernetes'.
+	QuotaPeriod = 100000
+	// minQuota is the smallest CFS quota the kernel accepts: 1 ms.
+	minQuota = 1000
+)
+
+// CPUShares converts a CPU request in milliCPU to cgroup shares. Zero means
+// no request, which gets the minimum.
+func CPUShares(milliCPU int64) int64 {
+	if milliCPU == 0 {
+		return minShares
+	}
+	shares := milliCPU * sharesPerCPU / 1000
+	if shares < minShares {
+		return minShares
+	}
+	return shares
+}
+
+// CPUQuota converts a CPU limit in milliCPU to a CFS quota over QuotaPeriod.
+// Zero means no limit (no quota).
+func CPUQuota(milliCPU int64) int64 {
+	if milliCPU == 0 {
+		return 0
+	}
+	quota := milliCPU * QuotaPeriod / 1000
+	if quota < minQuota {
+		return minQuota
+	}
+	return quota
+}
+
+// Resources is what Docker enforces for one container.
+type Resources struct {
+	CPUShares int64
+	CPUQuota  int64 // 0: unlimited
+	CPUPeriod int64 // set with CPUQuota
+	Memory    int64 // bytes; 0: unlimited
+}
+
+// ContainerResources computes a container's Docker resources as Kubernetes
+// does: requests default to limits when only a limit is written; shares come
+// from the CPU request, the quota only from the CPU limit.
+func ContainerResources(c *v1.Container) Resources {
+	var r Resources
+	cpuReq, hasReq := c.Resources.Requests[v1.ResourceCPU]
+	cpuLim, hasLim := c.Resources.Limits[v1.ResourceCPU]
+	switch {
+	case hasReq:
+		r.CPUShares = CPUShares(cpuReq.MilliValue())
+	case hasLim:
+		r.CPUShares = CPUShares(cpuLim.MilliValue())
+	default:
+		r.CPUShares = CPUShares(0)
+	}
+	if hasLim && !cpuLim.IsZero() {
+		r.CPUQuota = CPUQuota(cpuLim.MilliValue())
+		r.CPUPeriod = QuotaPeriod
+	}
+	if mem, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
+		r.Memory = mem.Value()
+	}
+	return r
+}

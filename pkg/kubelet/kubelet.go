@@ -1,0 +1,263 @@
+// Package kubelet reconciles the desired pods with Docker: the sync loop
+// takes changes from the config merger and the relist, and hands each pod to
+// its own worker, which compares the pod's spec with its containers and acts.
+package kubelet
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/golang/glog"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/classic-kubelet/kubelet/pkg/api"
+	"github.com/classic-kubelet/kubelet/pkg/config"
+	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+)
+
+// Runtime is what the agent needs from Docker.
+type Runtime interface {
+	containerLister
+	Create(ctx context.Context, spec *dockertools.CreateSpec) (string, error)
+	Start(ctx context.Context, id string) error
+	Stop(ctx context.Context, id string, grace time.Duration) error
+	Remove(ctx context.Context, id string) error
+	ImagePresent(ctx context.Context, image string) (bool, error)
+	Pull(ctx context.Context, image string, inactivity time.Duration) error
+}
+
+var _ Runtime = (*dockertools.Client)(nil)
+
+// SourcesSeen tells whether a config source has delivered its snapshot: only
+// then may its silence about a running pod remove that pod.
+type SourcesSeen interface {
+	Seen(source string) bool
+}
+
+// Config is the part of the agent's options the Kubelet uses.
+type Config struct {
+	NodeName       string
+	RootDir        string
+	InfraImage     string
+	SyncFrequency  time.Duration
+	RelistPeriod   time.Duration
+	BackoffInitial time.Duration
+	BackoffMax     time.Duration
+}
+
+// housekeepingPeriod is how often pods left on the node without a desired
+// spec are looked for; the relist also triggers this for changed pods.
+const housekeepingPeriod = 2 * time.Second
+
+// Kubelet is the node agent's core: desired pods in, Docker actions out.
+type Kubelet struct {
+	cfg     Config
+	docker  Runtime
+	sources SourcesSeen
+	cache   *podCache
+	backoff *backoff
+
+	mu   sync.Mutex // guards pods
+	pods map[types.UID]*v1.Pod
+
+	dirtyMu sync.Mutex // guards dirty
+	dirty   map[types.UID]bool
+	dirtyCh chan struct{} // cap 1: "dirty is not empty"
+
+	syncMu   sync.Mutex // guards lastSync
+	lastSync map[types.UID]time.Time
+}
+
+// New returns a Kubelet; Run starts it.
+func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
+	return &Kubelet{
+		cfg:      cfg,
+		docker:   docker,
+		sources:  sources,
+		cache:    newPodCache(),
+		backoff:  newBackoff(cfg.BackoffInitial, cfg.BackoffMax),
+		pods:     map[types.UID]*v1.Pod{},
+		dirty:    map[types.UID]bool{},
+		dirtyCh:  make(chan struct{}, 1),
+		lastSync: map[types.UID]time.Time{},
+	}
+}
+
+// Run reconciles until ctx is cancelled, then waits for its goroutines. It
+// never touches containers on the way out: pods keep running.
+func (k *Kubelet) Run(ctx context.Context, updates <-chan config.PodUpdate) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	relist := newRelister(k.docker, k.cfg.NodeName, k.cfg.RelistPeriod, k.cache, k.markDirty)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		relist.Run(ctx)
+	}()
+	workers := newPodWorkers(ctx, k.syncPodWork)
+	defer workers.Wait()
+
+	syncTicker := time.NewTicker(k.cfg.SyncFrequency)
+	defer syncTicker.Stop()
+	housekeeping := time.NewTicker(housekeepingPeriod)
+	defer housekeeping.Stop()
+	for k.syncLoopIteration(ctx, workers, updates, k.dirtyCh, syncTicker.C, housekeeping.C) {
+	}
+}
+
+// syncLoopIteration waits for one of:
+//   - updates: a change to the desired pods, handed to their workers;
+//   - dirty: the relist saw containers of some pods change; desired ones are
+//     synced, others are killed if their source has spoken;
+//   - syncTick: the periodic resync of every desired pod (from the cache:
+//     no Docker calls when nothing changed);
+//   - housekeeping: pods left on the node that nothing desires are killed.
+//
+// It returns false when ctx is done.
+func (k *Kubelet) syncLoopIteration(ctx context.Context, workers *podWorkers, updates <-chan config.PodUpdate,
+	dirty <-chan struct{}, syncTick, housekeeping <-chan time.Time) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case u, ok := <-updates:
+		if !ok {
+			glog.Errorf("Config updates closed; no more pod changes will be seen")
+			return false
+		}
+		k.handleUpdate(workers, u)
+	case <-dirty:
+		for _, uid := range k.takeDirty() {
+			k.dispatch(workers, uid)
+		}
+	case <-syncTick:
+		for _, pod := range k.desiredPods() {
+			workers.Update(podWork{UID: pod.UID, Pod: pod})
+		}
+	case <-housekeeping:
+		k.backoff.gc(time.Now())
+		for uid := range k.cache.all() {
+			if k.desiredPod(uid) == nil && !workers.Busy(uid) {
+				k.dispatch(workers, uid)
+			}
+		}
+	}
+	return true
+}
+
+func (k *Kubelet) handleUpdate(workers *podWorkers, u config.PodUpdate) {
+	for _, pod := range u.Pods {
+		glog.Infof("%s pod %s (uid %s)", u.Op, api.Key(pod), pod.UID)
+		k.mu.Lock()
+		if u.Op == config.REMOVE {
+			delete(k.pods, pod.UID)
+		} else {
+			k.pods[pod.UID] = pod
+		}
+		k.mu.Unlock()
+		if u.Op == config.REMOVE {
+			workers.Update(podWork{UID: pod.UID})
+		} else {
+			workers.Update(podWork{UID: pod.UID, Pod: pod})
+		}
+	}
+}
+
+// dispatch syncs a desired pod, or kills an undesired one whose source has
+// delivered a snapshot without it. Pods of a source that has not spoken yet
+// (unreachable since the agent started) are left running.
+func (k *Kubelet) dispatch(workers *podWorkers, uid types.UID) {
+	if pod := k.desiredPod(uid); pod != nil {
+		workers.Update(podWork{UID: uid, Pod: pod})
+		return
+	}
+	state := k.cache.get(uid)
+	if state == nil || !k.sources.Seen(podSource(state)) {
+		return
+	}
+	workers.Update(podWork{UID: uid})
+}
+
+// podSource is the source recorded on the pod's containers.
+func podSource(state *PodState) string {
+	for _, c := range state.Containers {
+		if s := c.Labels[dockertools.LabelSource]; s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// markDirty records pods the relist saw change; the sync loop takes them.
+// It never blocks, so the relist never waits for the sync loop.
+func (k *Kubelet) markDirty(uids []types.UID) {
+	k.dirtyMu.Lock()
+	for _, uid := range uids {
+		k.dirty[uid] = true
+	}
+	k.dirtyMu.Unlock()
+	select {
+	case k.dirtyCh <- struct{}{}:
+	default:
+	}
+}
+
+func (k *Kubelet) takeDirty() []types.UID {
+	k.dirtyMu.Lock()
+	defer k.dirtyMu.Unlock()
+	out := make([]types.UID, 0, len(k.dirty))
+	for uid := range k.dirty {
+		out = append(out, uid)
+	}
+	k.dirty = map[types.UID]bool{}
+	return out
+}
+
+func (k *Kubelet) desiredPod(uid types.UID) *v1.Pod {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.pods[uid]
+}
+
+func (k *Kubelet) desiredPods() []*v1.Pod {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make([]*v1.Pod, 0, len(k.pods))
+	for _, p := range k.pods {
+		out = append(out, p)
+	}
+	return out
+}
+
+// LastRelist is when the last successful relist started.
+func (k *Kubelet) LastRelist() time.Time { return k.cache.lastUpdate() }
+
+// syncPodWork is a pod worker's unit of work. It first waits for a relist
+// newer than its own last action, so it never acts twice on stale state.
+func (k *Kubelet) syncPodWork(ctx context.Context, w podWork) {
+	k.syncMu.Lock()
+	since := k.lastSync[w.UID]
+	k.syncMu.Unlock()
+	state, err := k.cache.getNewerThan(ctx, w.UID, since)
+	if err != nil {
+		return // ctx cancelled
+	}
+	if w.Pod == nil {
+		err = k.killPod(ctx, w.UID, state)
+	} else {
+		err = k.syncPod(ctx, w.Pod, state)
+	}
+	k.syncMu.Lock()
+	k.lastSync[w.UID] = time.Now()
+	k.syncMu.Unlock()
+	if err != nil && ctx.Err() == nil {
+		name := string(w.UID)
+		if w.Pod != nil {
+			name = api.Key(w.Pod)
+		} else if state != nil {
+			name = state.Namespace + "/" + state.Name
+		}
+		glog.Errorf("Sync pod %s: %v", name, err)
+	}
+}

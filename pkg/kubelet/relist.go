@@ -1,0 +1,207 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/golang/glog"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+)
+
+// containerLister is what the relist needs from Docker.
+type containerLister interface {
+	List(ctx context.Context, label, value string) ([]dockertools.Container, error)
+	Inspect(ctx context.Context, id string) (*dockertools.ContainerDetail, error)
+	Events(ctx context.Context, label, value string) (<-chan dockertools.Event, error)
+}
+
+const (
+	// eventsRetryMin and eventsRetryMax bound the back-off between attempts
+	// to re-subscribe to Docker's event stream; the periodic relist covers
+	// the gap.
+	eventsRetryMin = 500 * time.Millisecond
+	eventsRetryMax = 30 * time.Second
+)
+
+// relister turns Docker's state into the pod cache: one label-filtered list
+// per period (or at once when Docker reports an event), an inspect only for
+// containers that are new or changed state, and the UIDs of pods whose
+// containers changed handed to onDirty. It never blocks on its consumer:
+// onDirty only records the UIDs.
+type relister struct {
+	docker  containerLister
+	node    string
+	period  time.Duration
+	cache   *podCache
+	onDirty func([]types.UID)
+
+	known    map[string]*ContainerState // by container ID; owned by Run
+	failures int                        // consecutive failed relists; owned by Run
+}
+
+func newRelister(docker containerLister, node string, period time.Duration, cache *podCache, onDirty func([]types.UID)) *relister {
+	return &relister{docker: docker, node: node, period: period, cache: cache, onDirty: onDirty, known: map[string]*ContainerState{}}
+}
+
+// Run relists until ctx is cancelled.
+func (r *relister) Run(ctx context.Context) {
+	trigger := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case trigger <- struct{}{}:
+		default:
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.watchEvents(ctx, poke)
+	}()
+	defer func() { <-done }()
+
+	ticker := time.NewTicker(r.period)
+	defer ticker.Stop()
+	r.relistOnce(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		case <-trigger:
+		}
+		r.relistOnce(ctx)
+	}
+}
+
+func (r *relister) relistOnce(ctx context.Context) {
+	err := r.relist(ctx)
+	if err == nil {
+		if r.failures > 0 {
+			glog.Infof("Docker answers again after %d failed relists", r.failures)
+		}
+		r.failures = 0
+		return
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	r.failures++
+	// Log the first failure and then sparsely: Docker may be down for long.
+	if r.failures == 1 || r.failures%60 == 0 {
+		glog.Errorf("Relist failed (%d in a row): %v", r.failures, err)
+	}
+}
+
+// watchEvents keeps a subscription to Docker's events for this node's
+// containers, poking a relist for each one and after every reconnection.
+func (r *relister) watchEvents(ctx context.Context, poke func()) {
+	backoff := eventsRetryMin
+	for ctx.Err() == nil {
+		events, err := r.docker.Events(ctx, dockertools.LabelOwner, r.node)
+		if err == nil {
+			backoff = eventsRetryMin
+			poke() // events may have been missed while unsubscribed
+			for range events {
+				poke()
+			}
+			glog.V(2).Infof("Docker event stream ended; re-subscribing")
+		} else {
+			glog.V(2).Infof("Subscribe to Docker events: %v (retry in %v)", err, backoff)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, eventsRetryMax)
+	}
+}
+
+// relist lists this node's containers once and updates the cache.
+func (r *relister) relist(ctx context.Context) error {
+	start := time.Now()
+	list, err := r.docker.List(ctx, dockertools.LabelOwner, r.node)
+	if err != nil {
+		return err
+	}
+	pods := map[types.UID]*PodState{}
+	known := make(map[string]*ContainerState, len(list))
+	dirty := map[types.UID]bool{}
+	for _, c := range list {
+		st := r.known[c.ID]
+		if st == nil || st.Running != c.Running {
+			d, err := r.docker.Inspect(ctx, c.ID)
+			if errors.Is(err, dockertools.ErrContainerNotFound) {
+				continue // removed since the list; the next relist agrees
+			}
+			if err != nil {
+				return err
+			}
+			st, err = containerState(d)
+			if err != nil {
+				glog.V(4).Infof("Relist: skipping container %s: %v", c.Name, err)
+				continue
+			}
+			dirty[types.UID(st.Labels[dockertools.LabelPodUID])] = true
+		}
+		known[c.ID] = st
+		uid := types.UID(st.Labels[dockertools.LabelPodUID])
+		pod := pods[uid]
+		if pod == nil {
+			pod = &PodState{UID: uid, Name: st.Labels[dockertools.LabelPodName], Namespace: st.Labels[dockertools.LabelPodNamespace]}
+			pods[uid] = pod
+		}
+		pod.Containers = append(pod.Containers, st)
+	}
+	for id, st := range r.known {
+		if _, ok := known[id]; !ok {
+			dirty[types.UID(st.Labels[dockertools.LabelPodUID])] = true
+		}
+	}
+	for _, p := range pods {
+		sortNewestFirst(p.Containers)
+	}
+	r.known = known
+	r.cache.set(pods, start)
+	if len(dirty) > 0 {
+		uids := make([]types.UID, 0, len(dirty))
+		for uid := range dirty {
+			uids = append(uids, uid)
+		}
+		r.onDirty(uids)
+	}
+	return nil
+}
+
+// containerState converts an inspected container; one without the agent's
+// name or pod labels is not ours to manage.
+func containerState(d *dockertools.ContainerDetail) (*ContainerState, error) {
+	n, err := dockertools.ParseName(d.Name)
+	if err != nil {
+		return nil, err
+	}
+	if d.Labels[dockertools.LabelPodUID] == "" {
+		return nil, errors.New("no pod UID label")
+	}
+	return &ContainerState{
+		ID:           d.ID,
+		DockerName:   d.Name,
+		Name:         n.Container,
+		Hash:         n.Hash,
+		RestartCount: dockertools.ParseRestartCount(d.Labels),
+		Running:      d.Running,
+		Status:       d.Status,
+		ExitCode:     d.ExitCode,
+		Error:        d.Error,
+		CreatedAt:    d.CreatedAt,
+		StartedAt:    d.StartedAt,
+		FinishedAt:   d.FinishedAt,
+		Image:        d.Image,
+		ImageID:      d.ImageID,
+		IP:           d.IP,
+		Labels:       d.Labels,
+	}, nil
+}
