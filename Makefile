@@ -1,0 +1,31 @@
+# Targets call scripts in hack/; see README.md.
+GO ?= go
+
+.PHONY: all build images run test unit e2e clean
+
+all: build
+
+build:
+	$(GO) build -o bin/kubelet ./cmd/kubelet
+	CGO_ENABLED=0 $(GO) build -o bin/pause ./cmd/pause
+
+images:
+	hack/ensure-docker.sh
+	hack/images.sh
+
+# Runs the agent on examples/manifests (Ctrl-C stops it; pods keep running).
+run: build images
+	hack/run.sh
+
+# Unit and end-to-end tests against the real Docker daemon.
+test: images
+	hack/test.sh
+
+unit:
+	$(GO) test ./pkg/... ./cmd/...
+
+e2e: images
+	$(GO) test -count=1 ./test/e2e/...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,336 @@
+// Package e2e drives the built agent binary against the real Docker daemon.
+// Every agent a test starts has its own node name, root dir and manifest
+// dir, and the test removes exactly the containers carrying its node name.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	docker "github.com/fsouza/go-dockerclient"
+)
+
+const (
+	pauseImage = "classic-kubelet/pause:1"
+	testImage  = "classic-kubelet/testserver:1"
+	ownerLabel = "io.classic-kubelet.node"
+)
+
+var (
+	agentBinary string
+	dockerc     *docker.Client
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	c, err := docker.NewClientFromEnv()
+	if err == nil {
+		err = c.Ping()
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			fmt.Fprintf(os.Stderr, "e2e: Docker is required under CI=true and is not reachable: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(os.Stderr, "e2e: SKIPPING end-to-end tests: Docker is not reachable (%v); run hack/ensure-docker.sh\n", err)
+		return 0
+	}
+	dockerc = c
+	for _, img := range []string{pauseImage, testImage} {
+		if _, err := c.InspectImage(img); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: image %s is missing (%v): run `make images`\n", img, err)
+			return 1
+		}
+	}
+	dir, err := os.MkdirTemp("", "classic-kubelet-e2e-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	agentBinary = filepath.Join(dir, "kubelet")
+	build := exec.Command("go", "build", "-o", agentBinary, "github.com/classic-kubelet/kubelet/cmd/kubelet")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: build agent: %v\n", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// agent is one running agent binary under test.
+type agent struct {
+	t           *testing.T
+	node        string
+	rootDir     string
+	manifestDir string
+	extraArgs   []string
+	logPath     string
+	cmd         *exec.Cmd
+	exited      chan struct{}
+	mu          sync.Mutex
+}
+
+var nameUnsafe = regexp.MustCompile(`[^a-z0-9]+`)
+
+// startAgent starts an agent with a fresh node name, root dir and manifest
+// dir; cleanup stops it and removes the containers of its node name.
+func startAgent(t *testing.T, extraArgs ...string) *agent {
+	t.Helper()
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	base := strings.Trim(nameUnsafe.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	if len(base) > 30 {
+		base = base[:30]
+	}
+	a := &agent{
+		t:           t,
+		node:        "e2e-" + base + "-" + hex.EncodeToString(b[:]),
+		rootDir:     t.TempDir(),
+		manifestDir: t.TempDir(),
+		extraArgs:   extraArgs,
+	}
+	a.logPath = filepath.Join(t.TempDir(), "agent.log")
+	t.Cleanup(func() {
+		a.stop(syscall.SIGKILL)
+		removeNodeContainers(a.node)
+		if t.Failed() {
+			data, _ := os.ReadFile(a.logPath)
+			t.Logf("agent log (%s):\n%s", a.node, tail(string(data), 150))
+		}
+	})
+	a.start()
+	return a
+}
+
+func (a *agent) args() []string {
+	return append([]string{
+		"--pod-manifest-path", a.manifestDir,
+		"--root-dir", a.rootDir,
+		"--hostname-override", a.node,
+		"--file-check-frequency", "2s",
+		"-v", "2",
+	}, a.extraArgs...)
+}
+
+func (a *agent) start() {
+	a.t.Helper()
+	logf, err := os.OpenFile(a.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	cmd := exec.Command(agentBinary, a.args()...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		a.t.Fatalf("start agent: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(exited)
+	}()
+	a.mu.Lock()
+	a.cmd, a.exited = cmd, exited
+	a.mu.Unlock()
+}
+
+// stop signals the agent and waits for it to exit.
+func (a *agent) stop(sig syscall.Signal) {
+	a.mu.Lock()
+	cmd, exited := a.cmd, a.exited
+	a.cmd = nil
+	a.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-exited:
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+}
+
+// writeManifest writes a manifest into the watched directory atomically
+// (write a hidden file, rename it in), as editors and config tools do.
+func (a *agent) writeManifest(name, content string) {
+	a.t.Helper()
+	tmp := filepath.Join(a.manifestDir, "."+name+".tmp")
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		a.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(a.manifestDir, name)); err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+func (a *agent) removeManifest(name string) {
+	a.t.Helper()
+	if err := os.Remove(filepath.Join(a.manifestDir, name)); err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+func (a *agent) log() string {
+	data, _ := os.ReadFile(a.logPath)
+	return string(data)
+}
+
+// containers lists this agent's containers of one pod (all states).
+func (a *agent) containers(pod string) []docker.APIContainers {
+	a.t.Helper()
+	list, err := dockerc.ListContainers(docker.ListContainersOptions{
+		All: true,
+		Filters: map[string][]string{"label": {
+			ownerLabel + "=" + a.node,
+			"io.kubernetes.pod.name=" + pod,
+		}},
+	})
+	if err != nil {
+		a.t.Fatalf("list containers: %v", err)
+	}
+	return list
+}
+
+// running returns the running containers of a pod by container name.
+func (a *agent) running(pod string) map[string]docker.APIContainers {
+	out := map[string]docker.APIContainers{}
+	for _, c := range a.containers(pod) {
+		if c.State == "running" {
+			out[c.Labels["io.kubernetes.container.name"]] = c
+		}
+	}
+	return out
+}
+
+// waitRunning waits until exactly the named containers (plus POD) of a pod
+// run, and returns them.
+func (a *agent) waitRunning(pod string, names ...string) map[string]docker.APIContainers {
+	a.t.Helper()
+	want := append([]string{"POD"}, names...)
+	var got map[string]docker.APIContainers
+	waitFor(a.t, 30*time.Second, func() (bool, string) {
+		got = a.running(pod)
+		if len(got) != len(want) {
+			return false, fmt.Sprintf("pod %s: running %v, want %v", pod, keys(got), want)
+		}
+		for _, n := range want {
+			if _, ok := got[n]; !ok {
+				return false, fmt.Sprintf("pod %s: running %v, want %v", pod, keys(got), want)
+			}
+		}
+		return true, ""
+	})
+	return got
+}
+
+func keys(m map[string]docker.APIContainers) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v: %s", timeout, why)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// removeNodeContainers removes every container of one node name: exactly
+// what one test created, never anything else on the daemon.
+func removeNodeContainers(node string) {
+	list, err := dockerc.ListContainers(docker.ListContainersOptions{
+		All:     true,
+		Filters: map[string][]string{"label": {ownerLabel + "=" + node}},
+	})
+	if err != nil {
+		return
+	}
+	for _, c := range list {
+		_ = dockerc.RemoveContainer(docker.RemoveContainerOptions{ID: c.ID, Force: true, RemoveVolumes: true})
+	}
+}
+
+func inspect(t *testing.T, id string) *docker.Container {
+	t.Helper()
+	c, err := dockerc.InspectContainerWithOptions(docker.InspectContainerOptions{ID: id, Context: context.Background()})
+	if err != nil {
+		t.Fatalf("inspect %s: %v", id, err)
+	}
+	return c
+}
+
+// freePort returns a TCP port free on the host right now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// httpGet fetches a URL, returning status and body ("" and 0 on error).
+func httpGet(url string) (int, string) {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func httpPut(url, body string) (int, string) {
+	req, _ := http.NewRequest(http.MethodPut, url, bytes.NewBufferString(body))
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(out)
+}
+
+func tail(s string, lines int) string {
+	parts := strings.Split(s, "\n")
+	if len(parts) > lines {
+		parts = parts[len(parts)-lines:]
+	}
+	return strings.Join(parts, "\n")
+}
