@@ -28,7 +28,10 @@ type DocumentError struct {
 	Err   error
 }
 
-func (e *DocumentError) Error() string { return fmt.Sprintf("document %d: %v", e.Index, e.Err) }
+// Error is one line, even for the YAML parser's multi-line messages.
+func (e *DocumentError) Error() string {
+	return fmt.Sprintf("document %d: %s", e.Index, strings.Join(strings.Fields(e.Err.Error()), " "))
+}
 func (e *DocumentError) Unwrap() error { return e.Err }
 
 // typeHeader is what every accepted document carries to say what it is.
@@ -82,7 +85,7 @@ func splitDocuments(data []byte) ([][]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("document %d: %w", i, err)
 		}
-		js, err := yaml.YAMLToJSON(doc)
+		js, err := yaml.YAMLToJSONStrict(doc)
 		if err != nil {
 			return nil, &DocumentError{Index: i, Err: err}
 		}

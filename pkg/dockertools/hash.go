@@ -56,16 +56,53 @@ func hashCanonical(v any) string {
 		panic(fmt.Sprintf("marshal spec for hashing: %v", err)) // API types always marshal
 	}
 	// Round-trip through a generic value: encoding/json sorts map keys, so the
-	// bytes no longer depend on the Go struct's field order.
+	// bytes no longer depend on the Go struct's field order; and prune empty
+	// values, so a struct field a newer library adds (marshalled as {} even
+	// when unset) leaves the hash alone.
 	var generic any
 	if err := json.Unmarshal(raw, &generic); err != nil {
 		panic(fmt.Sprintf("unmarshal spec for hashing: %v", err))
 	}
-	canonical, err := json.Marshal(generic)
+	canonical, err := json.Marshal(prune(generic))
 	if err != nil {
 		panic(fmt.Sprintf("marshal canonical spec: %v", err))
 	}
 	h := fnv.New32a()
 	h.Write(canonical)
 	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+// prune drops empty objects, empty arrays and nulls from a decoded JSON value.
+func prune(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			e = prune(e)
+			if isEmpty(e) {
+				delete(t, k)
+				continue
+			}
+			t[k] = e
+		}
+		return t
+	case []any:
+		for i, e := range t {
+			t[i] = prune(e)
+		}
+		return t
+	default:
+		return v
+	}
+}
+
+func isEmpty(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return len(t) == 0
+	case []any:
+		return len(t) == 0
+	}
+	return false
 }

@@ -1,0 +1,160 @@
+package api
+
+import (
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// validPod is the base every validation case mutates.
+const validPod = `
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: ns}
+spec:
+  volumes:
+  - {name: data, hostPath: {path: /srv}}
+  - {name: tmp, emptyDir: {}}
+  containers:
+  - name: server
+    image: srv:1
+    ports: [{containerPort: 80, hostPort: 8080}]
+    env: [{name: A, value: b}]
+    volumeMounts: [{name: data, mountPath: /data}, {name: tmp, mountPath: /tmp}]
+    resources: {requests: {cpu: 100m}, limits: {cpu: 200m, memory: 64Mi}}
+`
+
+func podFrom(t *testing.T, mutate func(p *v1.Pod)) *v1.Pod {
+	t.Helper()
+	p := &v1.Pod{}
+	if err := yaml.UnmarshalStrict([]byte(validPod), p); err != nil {
+		t.Fatal(err)
+	}
+	SetDefaults(p, "node", "file")
+	if mutate != nil {
+		mutate(p)
+	}
+	return p
+}
+
+func TestValidate(t *testing.T) {
+	c0 := func(p *v1.Pod) *v1.Container { return &p.Spec.Containers[0] }
+	str := func(s string) *string { return &s }
+	cases := []struct {
+		name   string
+		mutate func(p *v1.Pod)
+		want   string // substring of the errors; "" means valid
+	}{
+		{"valid", nil, ""},
+		{"empty securityContext is not written", func(p *v1.Pod) { p.Spec.SecurityContext = &v1.PodSecurityContext{} }, ""},
+		{"ignored scheduling field", func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"a": "b"} }, ""},
+		{"missing name", func(p *v1.Pod) { p.Name = "" }, "metadata.name: Required"},
+		{"bad name", func(p *v1.Pod) { p.Name = "Web_1" }, "metadata.name: Invalid"},
+		{"bad namespace", func(p *v1.Pod) { p.Namespace = "a.b" }, "metadata.namespace: Invalid"},
+		{"uid with underscore", func(p *v1.Pod) { p.UID = "a_b" }, "metadata.uid: Invalid"},
+		{"generateName", func(p *v1.Pod) { p.GenerateName = "web-" }, "metadata.generateName: Forbidden"},
+		{"no containers", func(p *v1.Pod) { p.Spec.Containers = nil }, "spec.containers: Required"},
+		{"duplicate container", func(p *v1.Pod) { p.Spec.Containers = append(p.Spec.Containers, *c0(p)); p.Spec.Containers[1].Ports = nil }, "spec.containers[1].name: Duplicate"},
+		{"bad container name", func(p *v1.Pod) { c0(p).Name = "Server" }, "spec.containers[0].name: Invalid"},
+		{"no image", func(p *v1.Pod) { c0(p).Image = "" }, "spec.containers[0].image: Invalid"},
+		{"port zero", func(p *v1.Pod) { c0(p).Ports[0].ContainerPort = 0 }, "ports[0].containerPort: Invalid"},
+		{"port too big", func(p *v1.Pod) { c0(p).Ports[0].ContainerPort = 65536 }, "ports[0].containerPort: Invalid"},
+		{"host port too big", func(p *v1.Pod) { c0(p).Ports[0].HostPort = 70000 }, "ports[0].hostPort: Invalid"},
+		{"sctp", func(p *v1.Pod) { c0(p).Ports[0].Protocol = v1.ProtocolSCTP }, "ports[0].protocol: Unsupported"},
+		{"bad host IP", func(p *v1.Pod) { c0(p).Ports[0].HostIP = "localhost" }, "ports[0].hostIP: Invalid"},
+		{"hostNetwork port mismatch", func(p *v1.Pod) { p.Spec.HostNetwork = true }, "must equal containerPort"},
+		{"same host port twice in pod", func(p *v1.Pod) {
+			c0(p).Ports = append(c0(p).Ports, v1.ContainerPort{ContainerPort: 81, HostPort: 8080})
+		}, "ports[1].hostPort: Duplicate"},
+		{"undefined volume", func(p *v1.Pod) { c0(p).VolumeMounts[0].Name = "nope" }, "volumeMounts[0].name: Not found"},
+		{"relative mount path", func(p *v1.Pod) { c0(p).VolumeMounts[0].MountPath = "data" }, "volumeMounts[0].mountPath: Invalid"},
+		{"duplicate mount path", func(p *v1.Pod) { c0(p).VolumeMounts[1].MountPath = "/data/" }, "volumeMounts[1].mountPath: Duplicate"},
+		{"subPath rejected", func(p *v1.Pod) { c0(p).VolumeMounts[0].SubPath = "x" }, "volumeMounts[0].subPath: Forbidden"},
+		{"duplicate volume", func(p *v1.Pod) { p.Spec.Volumes[1].Name = "data" }, "spec.volumes[1].name: Duplicate"},
+		{"volume without source", func(p *v1.Pod) { p.Spec.Volumes[1].EmptyDir = nil }, "spec.volumes[1]: Required"},
+		{"secret volume rejected", func(p *v1.Pod) {
+			p.Spec.Volumes[1] = v1.Volume{Name: "tmp", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "s"}}}
+		}, "spec.volumes[1].secret: Forbidden"},
+		{"memory emptyDir rejected", func(p *v1.Pod) { p.Spec.Volumes[1].EmptyDir.Medium = v1.StorageMediumMemory }, "emptyDir.medium: Unsupported"},
+		{"relative host path", func(p *v1.Pod) { p.Spec.Volumes[0].HostPath.Path = "srv" }, "hostPath.path: Invalid"},
+		{"socket host path type", func(p *v1.Pod) { t := v1.HostPathSocket; p.Spec.Volumes[0].HostPath.Type = &t }, "hostPath.type: Unsupported"},
+		{"env valueFrom rejected", func(p *v1.Pod) {
+			c0(p).Env[0].ValueFrom = &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}
+		}, "env[0].valueFrom: Forbidden"},
+		{"env name with =", func(p *v1.Pod) { c0(p).Env[0].Name = "A=B" }, "env[0].name: Invalid"},
+		{"probe rejected until implemented", func(p *v1.Pod) {
+			c0(p).LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}
+		}, "livenessProbe: Forbidden"},
+		{"security context rejected", func(p *v1.Pod) { c0(p).SecurityContext = &v1.SecurityContext{RunAsUser: new(int64)} }, "spec.containers[0].securityContext: Forbidden"},
+		{"init containers rejected", func(p *v1.Pod) { p.Spec.InitContainers = []v1.Container{*c0(p)} }, "spec.initContainers: Forbidden"},
+		{"pod securityContext rejected", func(p *v1.Pod) { p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsNonRoot: new(bool)} }, "spec.securityContext: Forbidden"},
+		{"hostPID rejected", func(p *v1.Pod) { p.Spec.HostPID = true }, "spec.hostPID: Forbidden"},
+		{"dns None", func(p *v1.Pod) { p.Spec.DNSPolicy = v1.DNSNone }, "spec.dnsPolicy: Unsupported"},
+		{"restart policy", func(p *v1.Pod) { p.Spec.RestartPolicy = "Sometimes" }, "spec.restartPolicy: Unsupported"},
+		{"pull policy", func(p *v1.Pod) { c0(p).ImagePullPolicy = "Maybe" }, "imagePullPolicy: Unsupported"},
+		{"negative grace", func(p *v1.Pod) { g := int64(-1); p.Spec.TerminationGracePeriodSeconds = &g }, "terminationGracePeriodSeconds: Invalid"},
+		{"tiny memory limit", func(p *v1.Pod) { c0(p).Resources.Limits["memory"] = resourceMust("4Mi") }, "limits[memory]: Invalid"},
+		{"request above limit", func(p *v1.Pod) { c0(p).Resources.Requests["cpu"] = resourceMust("1") }, "requests[cpu]: Invalid"},
+		{"gpu resource", func(p *v1.Pod) { c0(p).Resources.Limits["nvidia.com/gpu"] = resourceMust("1") }, "limits[nvidia.com/gpu]: Unsupported"},
+		{"imagePullSecrets rejected", func(p *v1.Pod) { p.Spec.ImagePullSecrets = []v1.LocalObjectReference{{Name: "s"}} }, "spec.imagePullSecrets: Forbidden"},
+		{"hostname rejected", func(p *v1.Pod) { p.Spec.Hostname = "h" }, "spec.hostname: Forbidden"},
+		{"port name", func(p *v1.Pod) { c0(p).Ports[0].Name = "Not_Valid" }, "ports[0].name: Invalid"},
+		{"tty rejected", func(p *v1.Pod) { c0(p).TTY = true }, "tty: Forbidden"},
+		{"runtime class rejected", func(p *v1.Pod) { p.Spec.RuntimeClassName = str("gvisor") }, "runtimeClassName: Forbidden"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			errs, _ := Validate(podFrom(t, c.mutate))
+			got := errs.ToAggregate()
+			switch {
+			case c.want == "" && got != nil:
+				t.Errorf("unexpected errors: %v", got)
+			case c.want != "" && got == nil:
+				t.Errorf("valid, want error containing %q", c.want)
+			case c.want != "" && !strings.Contains(got.Error(), c.want):
+				t.Errorf("errors %q do not contain %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestValidateReportsIgnoredFields(t *testing.T) {
+	p := podFrom(t, func(p *v1.Pod) {
+		p.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+		p.Spec.Containers[0].TerminationMessagePath = "/dev/termination-log"
+		p.Spec.Containers[0].Resources.Limits["ephemeral-storage"] = resourceMust("1Gi")
+	})
+	errs, ignored := Validate(p)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	got := strings.Join(ignored, ",")
+	for _, want := range []string{"spec.nodeSelector", "spec.containers[0].terminationMessagePath", "spec.containers[0].resources.limits[ephemeral-storage]"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("ignored %v lacks %s", ignored, want)
+		}
+	}
+}
+
+func TestHostPortConflicts(t *testing.T) {
+	cases := []struct {
+		a, b HostPort
+		want bool
+	}{
+		{HostPort{"", 80, "TCP"}, HostPort{"", 80, "TCP"}, true},
+		{HostPort{"", 80, "TCP"}, HostPort{"10.0.0.1", 80, "TCP"}, true},
+		{HostPort{"10.0.0.2", 80, "TCP"}, HostPort{"10.0.0.1", 80, "TCP"}, false},
+		{HostPort{"", 80, "TCP"}, HostPort{"", 80, "UDP"}, false},
+		{HostPort{"", 80, "TCP"}, HostPort{"", 81, "TCP"}, false},
+	}
+	for _, c := range cases {
+		if got := c.a.Conflicts(c.b); got != c.want {
+			t.Errorf("%v conflicts %v = %v, want %v", c.a, c.b, got, c.want)
+		}
+		if got := c.b.Conflicts(c.a); got != c.want {
+			t.Errorf("%v conflicts %v = %v, want %v (not symmetric)", c.b, c.a, got, c.want)
+		}
+	}
+}

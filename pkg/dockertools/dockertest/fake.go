@@ -1,0 +1,279 @@
+// Package dockertest provides an in-memory Docker for unit tests of the
+// agent's logic: containers with state, a record of every call, and
+// injectable errors. It is never the proof that a feature works against
+// Docker; the end-to-end tests are.
+package dockertest
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+)
+
+// FakeClient is an in-memory Docker daemon.
+type FakeClient struct {
+	mu         sync.Mutex // guards everything below
+	containers map[string]*dockertools.ContainerDetail
+	images     map[string]bool
+	calls      []string
+	errors     map[string]error
+	nextID     int
+	now        func() time.Time
+	events     []chan dockertools.Event
+}
+
+// NewFakeClient returns a fake with the given images present.
+func NewFakeClient(images ...string) *FakeClient {
+	f := &FakeClient{
+		containers: map[string]*dockertools.ContainerDetail{},
+		images:     map[string]bool{},
+		errors:     map[string]error{},
+		now:        time.Now,
+	}
+	for _, img := range images {
+		f.images[img] = true
+	}
+	return f
+}
+
+// InjectError makes every later call of method (e.g. "create") fail with err
+// until cleared with a nil err.
+func (f *FakeClient) InjectError(method string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err == nil {
+		delete(f.errors, method)
+		return
+	}
+	f.errors[method] = err
+}
+
+// Calls returns the calls made so far ("list", "inspect <id>", ...) and
+// forgets them.
+func (f *FakeClient) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.calls
+	f.calls = nil
+	return c
+}
+
+// CountCalls returns how many recorded calls start with method.
+func (f *FakeClient) CountCalls(method string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.calls {
+		if c == method || strings.HasPrefix(c, method+" ") {
+			n++
+		}
+	}
+	return n
+}
+
+func (f *FakeClient) record(method, arg string) error {
+	if arg == "" {
+		f.calls = append(f.calls, method)
+	} else {
+		f.calls = append(f.calls, method+" "+arg)
+	}
+	return f.errors[method]
+}
+
+// Container returns a copy of a container's state.
+func (f *FakeClient) Container(id string) (dockertools.ContainerDetail, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.containers[id]
+	if !ok {
+		return dockertools.ContainerDetail{}, false
+	}
+	return *c, true
+}
+
+// Exit makes a running container exit with code, as if its process ended.
+func (f *FakeClient) Exit(id string, code int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.containers[id]; ok {
+		c.Running, c.Status, c.ExitCode, c.FinishedAt = false, "exited", code, f.now()
+	}
+}
+
+// AddContainer puts a container into the fake as if created by someone.
+func (f *FakeClient) AddContainer(d dockertools.ContainerDetail) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if d.ID == "" {
+		f.nextID++
+		d.ID = fmt.Sprintf("%064d", f.nextID)
+	}
+	f.containers[d.ID] = &d
+}
+
+// List implements the runtime's List.
+func (f *FakeClient) List(_ context.Context, label, value string) ([]dockertools.Container, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("list", ""); err != nil {
+		return nil, err
+	}
+	var out []dockertools.Container
+	for _, c := range f.containers {
+		if c.Labels[label] != value {
+			continue
+		}
+		out = append(out, dockertools.Container{ID: c.ID, Name: c.Name, Labels: c.Labels, Running: c.Running, Created: c.CreatedAt})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// Inspect implements the runtime's Inspect.
+func (f *FakeClient) Inspect(_ context.Context, id string) (*dockertools.ContainerDetail, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("inspect", id); err != nil {
+		return nil, err
+	}
+	c, ok := f.containers[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", dockertools.ErrContainerNotFound, id)
+	}
+	cp := *c
+	return &cp, nil
+}
+
+// Create implements the runtime's Create.
+func (f *FakeClient) Create(_ context.Context, spec *dockertools.CreateSpec) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("create", spec.Name); err != nil {
+		return "", err
+	}
+	if !f.images[spec.Image] {
+		return "", dockertools.ErrImageNotFound
+	}
+	for _, c := range f.containers {
+		if c.Name == spec.Name {
+			return "", dockertools.ErrNameConflict
+		}
+	}
+	f.nextID++
+	id := fmt.Sprintf("%064d", f.nextID)
+	labels := map[string]string{}
+	for k, v := range spec.Labels {
+		labels[k] = v
+	}
+	f.containers[id] = &dockertools.ContainerDetail{
+		ID: id, Name: spec.Name, Image: spec.Image, Labels: labels, Status: "created",
+		// Creation times must order containers even within one clock tick.
+		CreatedAt: f.now().Add(time.Duration(f.nextID) * time.Microsecond),
+		CPUShares: spec.Resources.CPUShares, CPUQuota: spec.Resources.CPUQuota,
+		CPUPeriod: spec.Resources.CPUPeriod, Memory: spec.Resources.Memory,
+	}
+	return id, nil
+}
+
+// Start implements the runtime's Start.
+func (f *FakeClient) Start(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("start", id); err != nil {
+		return err
+	}
+	c, ok := f.containers[id]
+	if !ok {
+		return dockertools.ErrContainerNotFound
+	}
+	c.Running, c.Status, c.StartedAt = true, "running", f.now()
+	return nil
+}
+
+// Stop implements the runtime's Stop.
+func (f *FakeClient) Stop(_ context.Context, id string, _ time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("stop", id); err != nil {
+		return err
+	}
+	if c, ok := f.containers[id]; ok && c.Running {
+		c.Running, c.Status, c.ExitCode, c.FinishedAt = false, "exited", 143, f.now()
+	}
+	return nil
+}
+
+// Remove implements the runtime's Remove.
+func (f *FakeClient) Remove(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("remove", id); err != nil {
+		return err
+	}
+	delete(f.containers, id)
+	return nil
+}
+
+// ImagePresent implements the runtime's ImagePresent.
+func (f *FakeClient) ImagePresent(_ context.Context, image string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("image", image); err != nil {
+		return false, err
+	}
+	return f.images[image], nil
+}
+
+// Pull implements the runtime's Pull: it fails, as nothing can be pulled.
+func (f *FakeClient) Pull(_ context.Context, image string, _ time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("pull", image); err != nil {
+		return err
+	}
+	return fmt.Errorf("pull image %s: no registry in the fake", image)
+}
+
+// Events implements the runtime's Events: the stream stays open, silent,
+// until ctx ends.
+func (f *FakeClient) Events(ctx context.Context, _, _ string) (<-chan dockertools.Event, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("events", ""); err != nil {
+		return nil, err
+	}
+	ch := make(chan dockertools.Event, 16)
+	f.events = append(f.events, ch)
+	go func() {
+		<-ctx.Done()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for i, c := range f.events {
+			if c == ch {
+				f.events = append(f.events[:i], f.events[i+1:]...)
+				break
+			}
+		}
+		close(ch)
+	}()
+	return ch, nil
+}
+
+// RunningNames returns the Docker names of the running containers, sorted.
+func (f *FakeClient) RunningNames() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, c := range f.containers {
+		if c.Running {
+			out = append(out, c.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

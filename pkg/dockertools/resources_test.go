@@ -1,0 +1,58 @@
+package dockertools
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func TestCPUSharesAndQuota(t *testing.T) {
+	cases := []struct {
+		milli         int64
+		shares, quota int64
+	}{
+		{0, 2, 0},
+		{1, 2, 1000}, // minimum shares; quota floor of 1 ms
+		{5, 5, 1000},
+		{9, 9, 1000},
+		{10, 10, 1000},
+		{100, 102, 10000},
+		{250, 256, 25000},
+		{1000, 1024, 100000},
+		{1500, 1536, 150000},
+		{4000, 4096, 400000},
+	}
+	for _, c := range cases {
+		if got := CPUShares(c.milli); got != c.shares {
+			t.Errorf("CPUShares(%dm) = %d, want %d", c.milli, got, c.shares)
+		}
+		if got := CPUQuota(c.milli); got != c.quota {
+			t.Errorf("CPUQuota(%dm) = %d, want %d", c.milli, got, c.quota)
+		}
+	}
+}
+
+func TestContainerResources(t *testing.T) {
+	q := resource.MustParse
+	cases := []struct {
+		name string
+		res  v1.ResourceRequirements
+		want Resources
+	}{
+		{"none", v1.ResourceRequirements{}, Resources{CPUShares: 2}},
+		{"request only", v1.ResourceRequirements{Requests: v1.ResourceList{"cpu": q("500m")}}, Resources{CPUShares: 512}},
+		{"limit only: request defaults to it", v1.ResourceRequirements{Limits: v1.ResourceList{"cpu": q("2")}},
+			Resources{CPUShares: 2048, CPUQuota: 200000, CPUPeriod: QuotaPeriod}},
+		{"both", v1.ResourceRequirements{Requests: v1.ResourceList{"cpu": q("100m")}, Limits: v1.ResourceList{"cpu": q("300m"), "memory": q("64Mi")}},
+			Resources{CPUShares: 102, CPUQuota: 30000, CPUPeriod: QuotaPeriod, Memory: 64 << 20}},
+		{"memory only", v1.ResourceRequirements{Limits: v1.ResourceList{"memory": q("1Gi")}}, Resources{CPUShares: 2, Memory: 1 << 30}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := ContainerResources(&v1.Container{Resources: c.res}); got != c.want {
+				t.Errorf("got %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
