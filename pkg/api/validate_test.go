@@ -56,7 +56,10 @@ func TestValidate(t *testing.T) {
 		{"uid with underscore", func(p *v1.Pod) { p.UID = "a_b" }, "metadata.uid: Invalid"},
 		{"generateName", func(p *v1.Pod) { p.GenerateName = "web-" }, "metadata.generateName: Forbidden"},
 		{"no containers", func(p *v1.Pod) { p.Spec.Containers = nil }, "spec.containers: Required"},
-		{"duplicate container", func(p *v1.Pod) { p.Spec.Containers = append(p.Spec.Containers, *c0(p)); p.Spec.Containers[1].Ports = nil }, "spec.containers[1].name: Duplicate"},
+		{"duplicate container", func(p *v1.Pod) {
+			p.Spec.Containers = append(p.Spec.Containers, *c0(p))
+			p.Spec.Containers[1].Ports = nil
+		}, "spec.containers[1].name: Duplicate"},
 		{"bad container name", func(p *v1.Pod) { c0(p).Name = "Server" }, "spec.containers[0].name: Invalid"},
 		{"no image", func(p *v1.Pod) { c0(p).Image = "" }, "spec.containers[0].image: Invalid"},
 		{"port zero", func(p *v1.Pod) { c0(p).Ports[0].ContainerPort = 0 }, "ports[0].containerPort: Invalid"},

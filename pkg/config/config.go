@@ -165,8 +165,7 @@ type candidate struct {
 
 // merge recomputes the desired set from the snapshots; callers hold mu.
 func (m *Merger) merge() []PodUpdate {
-	// Admit pods seen for the first time, in source order, and forget the
-	// admission of pods no source declares any more.
+	// Admit pods seen for the first time, in source order.
 	declared := map[string]bool{}
 	var cands []candidate
 	for _, name := range m.sourceNames() {
@@ -183,8 +182,10 @@ func (m *Merger) merge() []PodUpdate {
 			cands = append(cands, candidate{pod: pod, source: name, seq: a.Seq})
 		}
 	}
-	for id := range m.admitted {
-		if !declared[id] {
+	// Only a source that has spoken can give up a pod: until then its
+	// admissions (loaded from the checkpoint) keep their place in line.
+	for id, a := range m.admitted {
+		if src := m.sources[a.Source]; !declared[id] && src != nil && src.seen {
 			delete(m.admitted, id)
 		}
 	}

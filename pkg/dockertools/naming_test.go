@@ -39,7 +39,7 @@ func TestBuildNameRandomSuffix(t *testing.T) {
 func TestParseNameRejectsForeignNames(t *testing.T) {
 	for _, name := range []string{
 		"", "nginx", "/k8s_", "k8s_server_web_default_uid_rand", // no hash
-		"k8s_.h_p_ns_u_r", "k8s_c.h_p_ns_u",                       // empty container, too few parts
+		"k8s_.h_p_ns_u_r", "k8s_c.h_p_ns_u", // empty container, too few parts
 		"k8s_c.h_p_ns_u_r_extra", "k9s_c.h_p_ns_u_r", "k8s_c.h__ns_u_r",
 	} {
 		if _, err := ParseName(name); !errors.Is(err, ErrNotOurName) {

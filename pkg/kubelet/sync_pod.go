@@ -43,6 +43,9 @@ type podActions struct {
 // every decision is made here, so it is tested without Docker.
 func computePodActions(pod *v1.Pod, state *PodState, now time.Time, bo *backoff) podActions {
 	a := podActions{restarts: map[int]int{}, crashed: map[int]string{}}
+	if state == nil {
+		state = &PodState{}
+	}
 	infraHash := dockertools.HashInfra(pod)
 	var infra *ContainerState
 	for _, c := range state.Infra() {
@@ -140,9 +143,6 @@ func shouldRestart(policy v1.RestartPolicy, exitCode int) bool {
 
 // syncPod brings one desired pod to its spec.
 func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *PodState) error {
-	if state == nil {
-		state = &PodState{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
-	}
 	a := computePodActions(pod, state, time.Now(), k.backoff)
 	key := api.Key(pod)
 	if len(a.waiting) > 0 {

@@ -1,0 +1,187 @@
+package config
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/classic-kubelet/kubelet/pkg/api"
+)
+
+func pod(name string, hostPort int32, image string) *v1.Pod {
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: image}}},
+	}
+	if hostPort != 0 {
+		p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 80, HostPort: hostPort}}
+	}
+	api.SetDefaults(p, "node", "file")
+	return p
+}
+
+// set delivers a snapshot and returns the updates it caused, rendered as
+// "ADD default/a" lines.
+func set(t *testing.T, m *Merger, source string, pods ...*v1.Pod) []string {
+	t.Helper()
+	var (
+		mu   sync.Mutex
+		got  []string
+		wg   sync.WaitGroup
+		done = make(chan struct{})
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case u := <-m.Updates():
+				mu.Lock()
+				for _, p := range u.Pods {
+					got = append(got, u.Op.String()+" "+api.Key(p)+" "+p.Spec.Containers[0].Image)
+				}
+				mu.Unlock()
+			case <-done:
+				return
+			}
+		}
+	}()
+	m.Set(context.Background(), source, pods)
+	close(done)
+	wg.Wait()
+	return got
+}
+
+type step struct {
+	source string
+	pods   []*v1.Pod
+	want   []string
+}
+
+func TestMergerRules(t *testing.T) {
+	cases := []struct {
+		name           string
+		steps          []step
+		wantRejections []string // substrings, in order of Rejections()
+	}{
+		{
+			name: "adds, identical snapshot does nothing, update, remove",
+			steps: []step{
+				{"file", []*v1.Pod{pod("a", 0, "i:1"), pod("b", 0, "i:1")}, []string{"ADD default/a i:1", "ADD default/b i:1"}},
+				{"file", []*v1.Pod{pod("a", 0, "i:1"), pod("b", 0, "i:1")}, nil},
+				{"file", []*v1.Pod{pod("a", 0, "i:2"), pod("b", 0, "i:1")}, []string{"UPDATE default/a i:2"}},
+				{"file", []*v1.Pod{pod("b", 0, "i:1")}, []string{"REMOVE default/a i:2"}},
+			},
+		},
+		{
+			name: "add, update and remove in one snapshot are emitted in that order",
+			steps: []step{
+				{"file", []*v1.Pod{pod("a", 0, "i:1"), pod("b", 0, "i:1")}, []string{"ADD default/a i:1", "ADD default/b i:1"}},
+				{"file", []*v1.Pod{pod("b", 0, "i:2"), pod("c", 0, "i:1")}, []string{"ADD default/c i:1", "UPDATE default/b i:2", "REMOVE default/a i:1"}},
+			},
+		},
+		{
+			name: "same pod from two sources: first admitted wins until it goes",
+			steps: []step{
+				{"http", []*v1.Pod{pod("a", 0, "from-http")}, []string{"ADD default/a from-http"}},
+				{"file", []*v1.Pod{pod("a", 0, "from-file")}, nil},
+				{"http", nil, []string{"UPDATE default/a from-file"}},
+			},
+			wantRejections: nil,
+		},
+		{
+			name: "second claimant of a host port is rejected naming both",
+			steps: []step{
+				{"file", []*v1.Pod{pod("first", 80, "i:1")}, []string{"ADD default/first i:1"}},
+				{"http", []*v1.Pod{pod("second", 80, "i:1")}, nil},
+			},
+			wantRejections: []string{`pod default/second from source "http" rejected: host port 0.0.0.0:80/TCP is claimed by pod default/first from source "file"`},
+		},
+		{
+			name: "a source's snapshot never removes another source's pods",
+			steps: []step{
+				{"file", []*v1.Pod{pod("a", 0, "i:1")}, []string{"ADD default/a i:1"}},
+				{"http", []*v1.Pod{pod("b", 0, "i:1")}, []string{"ADD default/b i:1"}},
+				{"http", nil, []string{"REMOVE default/b i:1"}},
+			},
+		},
+		{
+			name: "the loser is admitted once the winner's port is free",
+			steps: []step{
+				{"file", []*v1.Pod{pod("first", 80, "i:1")}, []string{"ADD default/first i:1"}},
+				{"http", []*v1.Pod{pod("second", 80, "i:1")}, nil},
+				{"file", []*v1.Pod{pod("first", 81, "i:1")}, []string{"ADD default/second i:1", "UPDATE default/first i:1"}},
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := NewMerger(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, s := range c.steps {
+				got := set(t, m, s.source, s.pods...)
+				if strings.Join(got, "; ") != strings.Join(s.want, "; ") {
+					t.Errorf("step %d (%s): updates %q, want %q", i, s.source, got, s.want)
+				}
+			}
+			rej := m.Rejections()
+			if len(rej) != len(c.wantRejections) {
+				t.Fatalf("rejections %q, want %d", rej, len(c.wantRejections))
+			}
+			for i, w := range c.wantRejections {
+				if !strings.Contains(rej[i], w) {
+					t.Errorf("rejection %q lacks %q", rej[i], w)
+				}
+			}
+		})
+	}
+}
+
+func TestMergerAdmissionOrderSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	m, _ := NewMerger(dir)
+	set(t, m, "zeta", pod("winner", 80, "i:1"))
+	set(t, m, "alpha", pod("loser", 80, "i:1"))
+
+	// After a restart the sources may speak in any order, and "alpha" sorts
+	// first: the checkpointed admission order still decides.
+	m2, err := NewMerger(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := set(t, m2, "alpha", pod("loser", 80, "i:1"))
+	got = append(got, set(t, m2, "zeta", pod("winner", 80, "i:1"))...)
+	// Delivered alone, alpha's pod is admitted; once zeta speaks, its earlier
+	// admission wins back the port.
+	want := []string{"ADD default/loser i:1", "ADD default/winner i:1", "REMOVE default/loser i:1"}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("updates %q, want %q", got, want)
+	}
+}
+
+func TestMergerSeenAndErrors(t *testing.T) {
+	m, _ := NewMerger(t.TempDir())
+	if m.Seen("file") {
+		t.Error("source seen before any snapshot")
+	}
+	set(t, m, "file", pod("a", 0, "i:1"))
+	m.SetError("file", errTest("boom"))
+	if !m.Seen("file") {
+		t.Error("source not seen after a snapshot")
+	}
+	// An error does not touch the desired set: the next identical snapshot
+	// emits nothing.
+	if got := set(t, m, "file", pod("a", 0, "i:1")); len(got) != 0 {
+		t.Errorf("updates after error and identical snapshot: %q", got)
+	}
+}
+
+type errTest string
+
+func (e errTest) Error() string { return string(e) }

@@ -1,0 +1,107 @@
+package kubelet
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// While a pod's worker is busy, updates coalesce into the latest one: none
+// is lost (the last always runs), and no two run at once for one pod.
+func TestPodWorkersKeepLatestPendingUpdate(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var seen []string
+	running := 0
+	w := newPodWorkers(ctx, func(_ context.Context, work podWork) {
+		mu.Lock()
+		running++
+		if running > 1 {
+			t.Errorf("two syncs of one pod at once")
+		}
+		seen = append(seen, work.Pod.Spec.Containers[0].Image)
+		mu.Unlock()
+		if work.Pod.Spec.Containers[0].Image == "v1" {
+			<-release // hold the worker busy while more updates arrive
+		}
+		mu.Lock()
+		running--
+		mu.Unlock()
+	})
+	mk := func(img string) podWork {
+		return podWork{UID: "u1", Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u1"}, Spec: v1.PodSpec{Containers: []v1.Container{{Image: img}}}}}
+	}
+	w.Update(mk("v1"))
+	waitUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 1 })
+	for _, img := range []string{"v2", "v3", "v4"} {
+		w.Update(mk(img)) // never blocks, although the worker is busy
+	}
+	if !w.Busy("u1") {
+		t.Error("worker not busy while syncing")
+	}
+	close(release)
+	waitUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 2 })
+	time.Sleep(50 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[1] != "v4" {
+		t.Errorf("synced %v, want [v1 v4]: the latest pending update, once", seen)
+	}
+}
+
+// A worker that has killed its pod goes away; updates for other pods run in
+// parallel; cancelling the context stops every worker.
+func TestPodWorkersLifecycle(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	block := make(chan struct{})
+	var mu sync.Mutex
+	count := map[types.UID]int{}
+	w := newPodWorkers(ctx, func(ctx context.Context, work podWork) {
+		mu.Lock()
+		count[work.UID]++
+		mu.Unlock()
+		if work.UID == "slow" {
+			select {
+			case <-block:
+			case <-ctx.Done():
+			}
+		}
+	})
+	w.Update(podWork{UID: "slow", Pod: &v1.Pod{}})
+	w.Update(podWork{UID: "fast"}) // a kill: the worker exits after it
+	waitUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return count["fast"] == 1 })
+	waitUntil(t, func() bool { return !w.Busy("fast") })
+	w.mu.Lock()
+	_, exists := w.updates["fast"]
+	w.mu.Unlock()
+	if exists {
+		t.Error("worker of a killed pod still exists")
+	}
+	cancel()
+	done := make(chan struct{})
+	go func() { w.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("workers did not stop on cancel")
+	}
+	w.Update(podWork{UID: "late", Pod: &v1.Pod{}}) // ignored after stop, no panic
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,199 @@
+package kubelet
+
+import (
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+)
+
+func testPod(policy v1.RestartPolicy, names ...string) *v1.Pod {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "uid1"}, Spec: v1.PodSpec{RestartPolicy: policy}}
+	for _, n := range names {
+		p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: n, Image: "img:1"})
+	}
+	return p
+}
+
+// builder makes container states with increasing creation times.
+type builder struct {
+	t0 time.Time
+	n  int
+}
+
+func (b *builder) c(pod *v1.Pod, name string, running bool, exit int, hashOverride string) *ContainerState {
+	b.n++
+	hash := hashOverride
+	if hash == "" {
+		if name == infraName {
+			hash = dockertools.HashInfra(pod)
+		} else {
+			for i := range pod.Spec.Containers {
+				if pod.Spec.Containers[i].Name == name {
+					hash = dockertools.HashContainer(pod, &pod.Spec.Containers[i])
+				}
+			}
+		}
+	}
+	created := b.t0.Add(time.Duration(b.n) * time.Second)
+	return &ContainerState{
+		ID: name + "-" + string(rune('0'+b.n)), Name: name, Hash: hash, Running: running, ExitCode: exit,
+		CreatedAt: created, StartedAt: created, FinishedAt: created.Add(time.Second),
+	}
+}
+
+func state(cs ...*ContainerState) *PodState {
+	s := &PodState{UID: "uid1", Name: "p", Namespace: "default", Containers: cs}
+	sortNewestFirst(s.Containers)
+	return s
+}
+
+func summarize(pod *v1.Pod, a podActions) string {
+	var parts []string
+	if a.createInfra {
+		parts = append(parts, "create-infra")
+	}
+	var kill []string
+	for _, c := range a.kill {
+		kill = append(kill, c.ID)
+	}
+	sort.Strings(kill)
+	if len(kill) > 0 {
+		parts = append(parts, "kill:"+strings.Join(kill, ","))
+	}
+	var rm []string
+	for _, c := range a.remove {
+		rm = append(rm, c.ID)
+	}
+	sort.Strings(rm)
+	if len(rm) > 0 {
+		parts = append(parts, "remove:"+strings.Join(rm, ","))
+	}
+	for _, i := range a.start {
+		parts = append(parts, "start:"+pod.Spec.Containers[i].Name+"#"+string(rune('0'+a.restarts[i])))
+	}
+	if len(a.waiting) > 0 {
+		parts = append(parts, "backoff:"+strings.Join(a.waiting, ","))
+	}
+	return strings.Join(parts, " ")
+}
+
+func TestComputePodActions(t *testing.T) {
+	always := testPod(v1.RestartPolicyAlways, "a", "b")
+	never := testPod(v1.RestartPolicyNever, "a")
+	onFailure := testPod(v1.RestartPolicyOnFailure, "a")
+	cases := []struct {
+		name  string
+		pod   *v1.Pod
+		state func(b *builder, p *v1.Pod) *PodState
+		want  string
+	}{
+		{"new pod", always, func(b *builder, p *v1.Pod) *PodState { return nil }, "create-infra start:a#0 start:b#0"},
+		{"steady state does nothing", always, func(b *builder, p *v1.Pod) *PodState {
+			return state(b.c(p, infraName, true, 0, ""), b.c(p, "a", true, 0, ""), b.c(p, "b", true, 0, ""))
+		}, ""},
+		{"changed spec replaces only that container", always, func(b *builder, p *v1.Pod) *PodState {
+			return state(b.c(p, infraName, true, 0, ""), b.c(p, "a", true, 0, "oldhash"), b.c(p, "b", true, 0, ""))
+		}, "kill:a-2 start:a#1"},
+		{"infra died: whole pod recreated", always, func(b *builder, p *v1.Pod) *PodState {
+			return state(b.c(p, infraName, false, 0, ""), b.c(p, "a", true, 0, ""), b.c(p, "b", true, 0, ""))
+		}, "create-infra kill:a-2,b-3 start:a#1 start:b#1"},
+		{"infra hash changed (ports): whole pod recreated", always, func(b *builder, p *v1.Pod) *PodState {
+			return state(b.c(p, infraName, true, 0, "oldports"), b.c(p, "a", true, 0, ""), b.c(p, "b", true, 0, ""))
+		}, "create-infra kill:POD-1,a-2,b-3 start:a#1 start:b#1"},
+		{"two running instances: newest kept", always, func(b *builder, p *v1.Pod) *PodState {
+			return state(b.c(p, infraName, true, 0, ""), b.c(p, "a", true, 0, ""), b.c(p, "a", true, 0, ""), b.c(p, "b", true, 0, ""))
+		}, "kill:a-2"},
+		{"exited under Always restarts", always, func(b *builder, p *v1.Pod) *PodState {
+			return state(b.c(p, infraName, true, 0, ""), b.c(p, "a", false, 0, ""), b.c(p, "b", true, 0, ""))
+		}, "start:a#1"},
+		{"succeeded under OnFailure stays; pod done, infra stopped", onFailure, func(b *builder, p *v1.Pod) *PodState {
+			return state(b.c(p, infraName, true, 0, ""), b.c(p, "a", false, 0, ""))
+		}, "kill:POD-1"},
+		{"failed under OnFailure restarts", onFailure, func(b *builder, p *v1.Pod) *PodState {
+			return state(b.c(p, infraName, true, 0, ""), b.c(p, "a", false, 1, ""))
+		}, "start:a#1"},
+		{"failed under Never stays", never, func(b *builder, p *v1.Pod) *PodState {
+			return state(b.c(p, infraName, true, 0, ""), b.c(p, "a", false, 1, ""))
+		}, "kill:POD-1"},
+		{"finished pod without infra stays finished", never, func(b *builder, p *v1.Pod) *PodState {
+			return state(b.c(p, infraName, false, 0, ""), b.c(p, "a", false, 1, ""))
+		}, ""},
+		{"older dead instances removed, newest kept", always, func(b *builder, p *v1.Pod) *PodState {
+			return state(b.c(p, infraName, true, 0, ""), b.c(p, "a", false, 1, ""), b.c(p, "a", false, 1, ""), b.c(p, "a", true, 0, ""), b.c(p, "b", true, 0, ""))
+		}, "remove:a-2"},
+		{"container removed from spec is stopped and removed", testPod(v1.RestartPolicyAlways, "a"), func(b *builder, p *v1.Pod) *PodState {
+			return state(b.c(p, infraName, true, 0, ""), b.c(p, "a", true, 0, ""), b.c(p, "gone", true, 0, "h"), b.c(p, "gone", false, 0, "h"))
+		}, "kill:gone-3 remove:gone-4"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := &builder{t0: time.Now().Add(-time.Hour)}
+			a := computePodActions(c.pod, c.state(b, c.pod), time.Now(), newBackoff(0, 0))
+			if got := summarize(c.pod, a); got != c.want {
+				t.Errorf("actions %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestComputePodActionsBackoff(t *testing.T) {
+	pod := testPod(v1.RestartPolicyAlways, "a")
+	bo := newBackoff(10*time.Second, 40*time.Second)
+	b := &builder{t0: time.Now()}
+	infra := b.c(pod, infraName, true, 0, "")
+	crashed := b.c(pod, "a", false, 1, "")
+	key := backoffKey(pod.UID, "a", crashed.Hash)
+	now := crashed.FinishedAt
+
+	// The first restart is immediate.
+	if got := summarize(pod, computePodActions(pod, state(infra, crashed), now, bo)); got != "start:a#1" {
+		t.Fatalf("first crash: %q", got)
+	}
+	bo.restarted(key, now)
+	// The next waits 10 s from the exit, then 20, then 40 (max), then 40.
+	for _, wait := range []time.Duration{10, 20, 40, 40} {
+		wait *= time.Second
+		if got := summarize(pod, computePodActions(pod, state(infra, crashed), now.Add(wait-time.Millisecond), bo)); got != "backoff:a" {
+			t.Fatalf("before %v: %q, want backoff", wait, got)
+		}
+		if got := summarize(pod, computePodActions(pod, state(infra, crashed), now.Add(wait), bo)); got != "start:a#1" {
+			t.Fatalf("at %v: %q, want a restart", wait, got)
+		}
+		bo.restarted(key, now)
+	}
+	// A container that ran ten minutes resets the back-off.
+	longRun := *crashed
+	longRun.StartedAt = crashed.FinishedAt.Add(-backoffReset)
+	if got := summarize(pod, computePodActions(pod, state(infra, &longRun), now, bo)); got != "start:a#1" {
+		t.Errorf("after a long run: %q, want an immediate restart", got)
+	}
+}
+
+func TestBackoffDefaults(t *testing.T) {
+	bo := newBackoff(0, 0)
+	if bo.initial != 10*time.Second || bo.max != 300*time.Second {
+		t.Errorf("defaults %v/%v, want 10s/300s", bo.initial, bo.max)
+	}
+	var delays []time.Duration
+	for i := 0; i < 8; i++ {
+		bo.restarted("k", time.Now())
+		delays = append(delays, bo.entries["k"].delay)
+	}
+	want := []time.Duration{10, 20, 40, 80, 160, 300, 300, 300}
+	for i := range want {
+		if delays[i] != want[i]*time.Second {
+			t.Errorf("delays %v, want %v seconds", delays, want)
+			break
+		}
+	}
+	bo.gc(time.Now().Add(11 * time.Minute))
+	if len(bo.entries) != 0 {
+		t.Error("gc kept a stale entry")
+	}
+}
