@@ -69,10 +69,11 @@ func InfraSpec(pod *v1.Pod, image, node, source string) *CreateSpec {
 		Resources: Resources{CPUShares: minShares},
 	}
 	if pod.Spec.HostNetwork {
+		// The host's hostname and ports: nothing to publish.
 		spec.NetworkMode = "host"
-	} else {
-		spec.Hostname = podHostname(pod.Name)
+		return spec
 	}
+	spec.Hostname = podHostname(pod.Name)
 	for _, c := range pod.Spec.Containers {
 		for _, p := range c.Ports {
 			if p.HostPort == 0 {

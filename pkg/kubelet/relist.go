@@ -24,6 +24,8 @@ const (
 	// the gap.
 	eventsRetryMin = 500 * time.Millisecond
 	eventsRetryMax = 30 * time.Second
+	// relistRetryMax caps the back-off between relists while Docker fails.
+	relistRetryMax = 5 * time.Second
 )
 
 // relister turns Docker's state into the pod cache: one label-filtered list
@@ -62,18 +64,29 @@ func (r *relister) Run(ctx context.Context) {
 	}()
 	defer func() { <-done }()
 
-	ticker := time.NewTicker(r.period)
-	defer ticker.Stop()
-	r.relistOnce(ctx)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
+		case <-timer.C:
 		case <-trigger:
+			timer.Stop()
 		}
 		r.relistOnce(ctx)
+		timer.Reset(r.nextDelay())
 	}
+}
+
+// nextDelay is the relist period, backed off while Docker keeps failing (an
+// event from a recovered daemon still triggers a relist at once).
+func (r *relister) nextDelay() time.Duration {
+	d := r.period
+	for i := 1; i < r.failures && d < relistRetryMax; i++ {
+		d *= 2
+	}
+	return min(d, max(r.period, relistRetryMax))
 }
 
 func (r *relister) relistOnce(ctx context.Context) {

@@ -341,3 +341,28 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+func TestHostNetwork(t *testing.T) {
+	a := startAgent(t)
+	port := freePort(t)
+	a.writeManifest("hostnet.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: hostnet}
+spec:
+  hostNetwork: true
+  containers:
+  - name: server
+    image: %s
+    imagePullPolicy: IfNotPresent
+    args: ["/testserver", "-listen", "127.0.0.1:%d"]
+    ports: [{containerPort: %d, hostPort: %d}]
+`, testImage, port, port, port))
+	running := a.waitRunning("hostnet", "server")
+	if mode := inspect(t, running["POD"].ID).HostConfig.NetworkMode; mode != "host" {
+		t.Errorf("infra network mode %q, want host", mode)
+	}
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		code, body := httpGet(fmt.Sprintf("http://127.0.0.1:%d/", port))
+		return code == 200, fmt.Sprintf("GET = %d %q", code, body)
+	})
+}
