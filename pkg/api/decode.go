@@ -40,8 +40,9 @@ type typeHeader struct {
 	Kind       string `json:"kind"`
 }
 
-// Parse decodes a manifest, sets each pod's defaults for this node and source
-// kind, and validates it. A manifest is all or nothing: any error rejects it
+// Parse decodes a manifest (YAML or JSON; one or more documents, each a v1 Pod,
+// a PodList/List, a 2014 ContainerManifest, or an array of Pods or manifests),
+// sets each pod's defaults for this node and source kind, and validates it. A manifest is all or nothing: any error rejects it
 // whole, so its source can keep what it last produced. ignored lists written
 // fields the agent accepts without acting on them.
 func Parse(data []byte, node, source string) (pods []*v1.Pod, ignored []string, err error) {
@@ -98,6 +99,9 @@ func splitDocuments(data []byte) ([][]byte, error) {
 }
 
 func decodeDocument(js []byte) ([]*v1.Pod, error) {
+	if t := bytes.TrimSpace(js); len(t) > 0 && t[0] == '[' {
+		return decodeArray(t)
+	}
 	var h typeHeader
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(js, &h); err != nil {
 		return nil, fmt.Errorf("not an object: %w", err)
@@ -118,6 +122,27 @@ func decodeDocument(js []byte) ([]*v1.Pod, error) {
 	default:
 		return nil, fmt.Errorf("unsupported apiVersion %q kind %q (want v1 Pod, PodList or List)", h.APIVersion, h.Kind)
 	}
+}
+
+// decodeArray decodes a bare array of Pods or of 2014 ContainerManifests,
+// the form the classic agent read from etcd.
+func decodeArray(js []byte) ([]*v1.Pod, error) {
+	var items []jsonRaw
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(js, &items); err != nil {
+		return nil, err
+	}
+	pods := make([]*v1.Pod, 0, len(items))
+	for i, item := range items {
+		if t := bytes.TrimSpace(item); len(t) > 0 && t[0] == '[' {
+			return nil, fmt.Errorf("[%d]: nested array", i)
+		}
+		got, err := decodeDocument(item)
+		if err != nil {
+			return nil, fmt.Errorf("[%d]: %w", i, err)
+		}
+		pods = append(pods, got...)
+	}
+	return pods, nil
 }
 
 // rawList is a PodList or List whose items are decoded one by one, so an error

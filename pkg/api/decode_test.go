@@ -21,6 +21,9 @@ func TestParseFormats(t *testing.T) {
 		{"several documents", "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, image: i}]}\n---\n# comment only\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: b}\nspec: {containers: [{name: c, image: i}]}\n", []string{"a", "b"}},
 		{"pod list", "apiVersion: v1\nkind: PodList\nitems:\n- metadata: {name: a}\n  spec: {containers: [{name: c, image: i}]}\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: b}\n  spec: {containers: [{name: c, image: i}]}\n", []string{"a", "b"}},
 		{"explicit empty list", "apiVersion: v1\nkind: List\nitems: []\n", nil},
+		{"array of pods", `[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"},"spec":{"containers":[{"name":"c","image":"i"}]}}]`, []string{"a"}},
+		{"yaml array of classic manifests", "- version: v1beta1\n  id: x\n  containers: [{name: c, image: i}]\n- version: v1beta2\n  id: yy\n  containers: [{name: c, image: i}]\n", []string{"x", "yy"}},
+		{"empty array", "[]", nil},
 		{"classic manifest", "version: v1beta1\nid: old\ncontainers:\n- name: c\n  image: i:1\n  command: [run]\n  cpu: 100\n  memory: 67108864\n", []string{"old"}},
 	}
 	for _, c := range cases {

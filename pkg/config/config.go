@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,16 +40,33 @@ type PodUpdate struct {
 	Pods []*v1.Pod
 }
 
-// Source names, as recorded on infra containers.
+// Source names, as recorded on the containers of their pods.
 const (
 	SourceFile = "file"
+	SourceHTTP = "http"
+	SourceAPI  = "api"
+	SourceEtcd = "etcd"
 )
 
 type sourceState struct {
 	pods        []*v1.Pod
-	seen        bool // has delivered a snapshot
+	seen        bool // has delivered a snapshot, or its checkpoint was loaded
+	restored    bool // the snapshot in force came from the checkpoint
 	lastSuccess time.Time
 	lastError   string
+	lastErrorAt time.Time
+}
+
+// SourceStatus is what GET /sources shows of one source.
+type SourceStatus struct {
+	Name        string     `json:"name"`
+	Seen        bool       `json:"seen"`
+	Restored    bool       `json:"restoredFromCheckpoint,omitempty"`
+	Pods        int        `json:"pods"`
+	LastSuccess *time.Time `json:"lastSuccess,omitempty"`
+	LastError   string     `json:"lastError,omitempty"`
+	LastErrorAt *time.Time `json:"lastErrorTime,omitempty"`
+	Rejected    []string   `json:"rejected,omitempty"`
 }
 
 // admission records when a pod (by namespace/name) was first admitted; the
@@ -70,24 +88,33 @@ type Merger struct {
 	out    chan PodUpdate
 
 	mu             sync.Mutex // guards everything below
+	configured     map[string]bool
 	sources        map[string]*sourceState
 	admitted       map[string]admission
 	nextSeq        int64
 	desired        map[string]*v1.Pod
 	rejections     map[string]string // pod key@source → reason, as last logged
+	checkpointDir  string
 	checkpointPath string
 }
 
-// NewMerger returns a merger whose admission order is checkpointed in
-// checkpointDir (loaded now if present).
-func NewMerger(checkpointDir string) (*Merger, error) {
+// NewMerger returns a merger for the named sources (the ones configured on
+// this agent). Admission order and each source's last good snapshot are
+// checkpointed in checkpointDir; the admission order is loaded now, the
+// snapshots by LoadCheckpoints.
+func NewMerger(checkpointDir string, sources ...string) (*Merger, error) {
 	m := &Merger{
 		out:            make(chan PodUpdate),
+		configured:     map[string]bool{},
 		sources:        map[string]*sourceState{},
 		admitted:       map[string]admission{},
 		desired:        map[string]*v1.Pod{},
 		rejections:     map[string]string{},
+		checkpointDir:  checkpointDir,
 		checkpointPath: filepath.Join(checkpointDir, "admission.json"),
+	}
+	for _, s := range sources {
+		m.configured[s] = true
 	}
 	data, err := os.ReadFile(m.checkpointPath)
 	switch {
@@ -111,20 +138,121 @@ func NewMerger(checkpointDir string) (*Merger, error) {
 // Updates is the stream of changes to the desired set.
 func (m *Merger) Updates() <-chan PodUpdate { return m.out }
 
-// Seen reports whether source has delivered a snapshot, i.e. whether its
-// silence about a pod means the pod should not run.
+// Seen reports whether source's silence about a pod means the pod should
+// not run: the source has delivered a snapshot (or its checkpoint was
+// loaded), or it is no longer configured on this agent at all.
 func (m *Merger) Seen(source string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if !m.configured[source] {
+		return true
+	}
 	s, ok := m.sources[source]
 	return ok && s.seen
 }
 
-// SetError records that source failed; its last snapshot stays in force.
+// SetError records that source failed (nil: that it works again); its last
+// snapshot stays in force either way.
 func (m *Merger) SetError(source string, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.source(source).lastError = err.Error()
+	s := m.source(source)
+	if err == nil {
+		s.lastError = ""
+		return
+	}
+	s.lastError, s.lastErrorAt = err.Error(), time.Now()
+}
+
+// Snapshot returns the snapshot in force for source.
+func (m *Merger) Snapshot(source string) []*v1.Pod {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.sources[source]; ok {
+		return s.pods
+	}
+	return nil
+}
+
+// Status describes every configured source, sorted by name.
+func (m *Merger) Status() []SourceStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	names := map[string]bool{}
+	for n := range m.configured {
+		names[n] = true
+	}
+	for n := range m.sources {
+		names[n] = true
+	}
+	var out []SourceStatus
+	for n := range names {
+		st := SourceStatus{Name: n}
+		if s, ok := m.sources[n]; ok {
+			st.Seen, st.Restored, st.Pods, st.LastError = s.seen, s.restored, len(s.pods), s.lastError
+			if !s.lastSuccess.IsZero() {
+				t := s.lastSuccess
+				st.LastSuccess = &t
+			}
+			if s.lastError != "" {
+				t := s.lastErrorAt
+				st.LastErrorAt = &t
+			}
+		}
+		for id, reason := range m.rejections {
+			if strings.HasSuffix(id, "@"+n) {
+				st.Rejected = append(st.Rejected, reason)
+			}
+		}
+		sort.Strings(st.Rejected)
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// LoadCheckpoints puts each configured source's checkpointed snapshot in
+// force, as if the source had just delivered it, so nothing starts or stops
+// by accident while a source is slow to answer after a restart. It emits the
+// resulting changes like Set.
+func (m *Merger) LoadCheckpoints(ctx context.Context) {
+	m.sendMu.Lock()
+	defer m.sendMu.Unlock()
+	m.mu.Lock()
+	for name := range m.configured {
+		data, err := os.ReadFile(m.snapshotPath(name))
+		if os.IsNotExist(err) {
+			continue
+		}
+		var pods []*v1.Pod
+		if err == nil {
+			err = json.Unmarshal(data, &pods)
+		}
+		if err != nil {
+			glog.Errorf("Ignoring checkpoint of source %s: %v", name, err)
+			continue
+		}
+		s := m.source(name)
+		s.pods, s.seen, s.restored = pods, true, true
+		glog.Infof("Source %s: %d pods restored from its checkpoint", name, len(pods))
+	}
+	updates := m.merge()
+	m.mu.Unlock()
+	m.emit(ctx, updates)
+}
+
+func (m *Merger) snapshotPath(source string) string {
+	return filepath.Join(m.checkpointDir, "source-"+source+".json")
+}
+
+func (m *Merger) emit(ctx context.Context, updates []PodUpdate) {
+	for _, u := range updates {
+		select {
+		case m.out <- u:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 func (m *Merger) source(name string) *sourceState {
@@ -144,16 +272,28 @@ func (m *Merger) Set(ctx context.Context, source string, pods []*v1.Pod) {
 
 	m.mu.Lock()
 	s := m.source(source)
-	s.pods, s.seen, s.lastSuccess = pods, true, time.Now()
+	changed := !s.seen || s.restored || !podsEqual(s.pods, pods)
+	s.pods, s.seen, s.restored, s.lastSuccess = pods, true, false, time.Now()
+	if changed && m.configured[source] {
+		m.saveSnapshot(source, pods)
+	}
 	updates := m.merge()
 	m.mu.Unlock()
+	m.emit(ctx, updates)
+}
 
-	for _, u := range updates {
-		select {
-		case m.out <- u:
-		case <-ctx.Done():
-			return
-		}
+// saveSnapshot checkpoints a source's snapshot; callers hold mu. A failure
+// is logged: it only weakens what a restart remembers.
+func (m *Merger) saveSnapshot(source string, pods []*v1.Pod) {
+	if pods == nil {
+		pods = []*v1.Pod{}
+	}
+	data, err := json.Marshal(pods)
+	if err == nil {
+		err = WriteFileAtomic(m.snapshotPath(source), data)
+	}
+	if err != nil {
+		glog.Errorf("Checkpoint source %s: %v", source, err)
 	}
 }
 

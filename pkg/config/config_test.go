@@ -166,7 +166,10 @@ func TestMergerAdmissionOrderSurvivesRestart(t *testing.T) {
 }
 
 func TestMergerSeenAndErrors(t *testing.T) {
-	m, _ := NewMerger(t.TempDir())
+	m, _ := NewMerger(t.TempDir(), "file")
+	if !m.Seen("http") {
+		t.Error("a source no longer configured blocks removal of its pods")
+	}
 	if m.Seen("file") {
 		t.Error("source seen before any snapshot")
 	}
@@ -185,3 +188,46 @@ func TestMergerSeenAndErrors(t *testing.T) {
 type errTest string
 
 func (e errTest) Error() string { return string(e) }
+
+// Each source's last good snapshot is checkpointed; after a restart it is in
+// force (and the source counts as seen) before the source says anything.
+func TestMergerCheckpointsSnapshots(t *testing.T) {
+	dir := t.TempDir()
+	m, _ := NewMerger(dir, "api", "etcd")
+	set(t, m, "api", pod("posted", 0, "i:1"))
+	set(t, m, "etcd", pod("remote", 0, "i:1"))
+	set(t, m, "etcd", pod("remote", 0, "i:2"))
+
+	m2, _ := NewMerger(dir, "api", "etcd")
+	if m2.Seen("etcd") {
+		t.Fatal("seen before checkpoints are loaded")
+	}
+	var got []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 1; i++ {
+			u := <-m2.Updates()
+			for _, p := range u.Pods {
+				got = append(got, u.Op.String()+" "+api.Key(p)+" "+p.Spec.Containers[0].Image)
+			}
+		}
+	}()
+	m2.LoadCheckpoints(context.Background())
+	<-done
+	want := "ADD default/posted i:1; ADD default/remote i:2"
+	if strings.Join(got, "; ") != want {
+		t.Errorf("restored updates %q, want %q", got, want)
+	}
+	if !m2.Seen("etcd") || !m2.Seen("api") {
+		t.Error("restored sources not seen")
+	}
+	st := m2.Status()
+	if len(st) != 2 || !st[1].Restored || st[1].Pods != 1 {
+		t.Errorf("status %+v", st)
+	}
+	// The source answering with the same pods changes nothing.
+	if got := set(t, m2, "etcd", pod("remote", 0, "i:2")); len(got) != 0 {
+		t.Errorf("same snapshot after restore caused %q", got)
+	}
+}

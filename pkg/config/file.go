@@ -205,6 +205,7 @@ func (s *FileSource) read(ctx context.Context) {
 		}
 		s.lastErr = msg
 	} else {
+		s.sink.SetError(SourceFile, nil)
 		s.lastErr = ""
 	}
 	if s.sent && podsEqual(s.last, pods) {

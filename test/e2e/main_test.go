@@ -83,6 +83,8 @@ type agent struct {
 	rootDir     string
 	manifestDir string
 	extraArgs   []string
+	port        int // full-access API
+	roPort      int // read-only API
 	logPath     string
 	cmd         *exec.Cmd
 	exited      chan struct{}
@@ -107,6 +109,8 @@ func startAgent(t *testing.T, extraArgs ...string) *agent {
 		rootDir:     t.TempDir(),
 		manifestDir: t.TempDir(),
 		extraArgs:   extraArgs,
+		port:        freePort(t),
+		roPort:      freePort(t),
 	}
 	a.logPath = filepath.Join(t.TempDir(), "agent.log")
 	t.Cleanup(func() {
@@ -127,6 +131,8 @@ func (a *agent) args() []string {
 		"--root-dir", a.rootDir,
 		"--hostname-override", a.node,
 		"--file-check-frequency", "2s",
+		"--port", fmt.Sprint(a.port),
+		"--read-only-port", fmt.Sprint(a.roPort),
 		"-v", "2",
 	}, a.extraArgs...)
 }
@@ -151,6 +157,14 @@ func (a *agent) start() {
 	a.mu.Lock()
 	a.cmd, a.exited = cmd, exited
 	a.mu.Unlock()
+}
+
+// api returns the base URL of the full-access (or read-only) API.
+func (a *agent) api(readOnly bool) string {
+	if readOnly {
+		return fmt.Sprintf("http://127.0.0.1:%d", a.roPort)
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d", a.port)
 }
 
 // stop signals the agent and waits for it to exit.

@@ -5,6 +5,7 @@ package app
 import (
 	goflag "flag"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
+	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet"
 )
@@ -33,6 +35,22 @@ type Options struct {
 	RelistPeriod           time.Duration `yaml:"relist-period"`
 	BackoffInitial         time.Duration `yaml:"backoff-initial"`
 	BackoffMax             time.Duration `yaml:"backoff-max"`
+
+	Address         string `yaml:"address"`
+	Port            int    `yaml:"port"`
+	ReadOnlyAddress string `yaml:"read-only-address"`
+	ReadOnlyPort    int    `yaml:"read-only-port"`
+
+	ManifestURL        string        `yaml:"manifest-url"`
+	ManifestURLHeader  []string      `yaml:"manifest-url-header"`
+	HTTPCheckFrequency time.Duration `yaml:"http-check-frequency"`
+
+	EtcdServers      []string      `yaml:"etcd-servers"`
+	EtcdCAFile       string        `yaml:"etcd-cafile"`
+	EtcdCertFile     string        `yaml:"etcd-certfile"`
+	EtcdKeyFile      string        `yaml:"etcd-keyfile"`
+	EtcdPrefix       string        `yaml:"etcd-prefix"`
+	EtcdResyncPeriod time.Duration `yaml:"etcd-resync-period"`
 }
 
 // NewOptions returns the defaults.
@@ -46,6 +64,13 @@ func NewOptions() *Options {
 		RelistPeriod:           time.Second,
 		BackoffInitial:         kubelet.DefaultBackoffInitial,
 		BackoffMax:             kubelet.DefaultBackoffMax,
+		Address:                "127.0.0.1",
+		Port:                   10250,
+		ReadOnlyAddress:        "127.0.0.1",
+		ReadOnlyPort:           10255,
+		HTTPCheckFrequency:     20 * time.Second,
+		EtcdPrefix:             config.DefaultEtcdPrefix,
+		EtcdResyncPeriod:       time.Minute,
 	}
 }
 
@@ -64,6 +89,21 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.BackoffMax, "backoff-max", o.BackoffMax, "Longest crash-loop back-off (advanced).")
 	_ = fs.MarkHidden("backoff-initial")
 	_ = fs.MarkHidden("backoff-max")
+
+	fs.StringVar(&o.Address, "address", o.Address, "Address of the full-access API port.")
+	fs.IntVar(&o.Port, "port", o.Port, "Full-access API port (POST/PUT/DELETE /pods and everything read-only); 0 disables it and the API pod source.")
+	fs.StringVar(&o.ReadOnlyAddress, "read-only-address", o.ReadOnlyAddress, "Address of the read-only API port.")
+	fs.IntVar(&o.ReadOnlyPort, "read-only-port", o.ReadOnlyPort, "Read-only API port (GET /healthz, /pods, /sources, ...); 0 disables it.")
+	fs.StringVar(&o.ManifestURL, "manifest-url", o.ManifestURL, "URL polled for this node's pods.")
+	fs.StringArrayVar(&o.ManifestURLHeader, "manifest-url-header", o.ManifestURLHeader, "Header 'Name:value' sent with each --manifest-url request (repeatable).")
+	fs.DurationVar(&o.HTTPCheckFrequency, "http-check-frequency", o.HTTPCheckFrequency, "How often --manifest-url is polled.")
+	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", o.EtcdServers, "Comma-separated etcd endpoints; the node's pods are at <etcd-prefix>/<node name>/kubelet.")
+	fs.StringVar(&o.EtcdCAFile, "etcd-cafile", o.EtcdCAFile, "CA bundle to verify etcd's certificate.")
+	fs.StringVar(&o.EtcdCertFile, "etcd-certfile", o.EtcdCertFile, "Client certificate for etcd.")
+	fs.StringVar(&o.EtcdKeyFile, "etcd-keyfile", o.EtcdKeyFile, "Client key for etcd.")
+	fs.StringVar(&o.EtcdPrefix, "etcd-prefix", o.EtcdPrefix, "etcd key prefix of the node keys.")
+	fs.DurationVar(&o.EtcdResyncPeriod, "etcd-resync-period", o.EtcdResyncPeriod, "Full re-read of the etcd key besides the watch (advanced).")
+	_ = fs.MarkHidden("etcd-resync-period")
 }
 
 // Validate checks the options and fills in derived defaults.
@@ -79,10 +119,27 @@ func (o *Options) Validate() error {
 	for name, d := range map[string]time.Duration{
 		"--sync-frequency": o.SyncFrequency, "--file-check-frequency": o.FileCheckFrequency,
 		"--relist-period": o.RelistPeriod, "--backoff-initial": o.BackoffInitial, "--backoff-max": o.BackoffMax,
+		"--http-check-frequency": o.HTTPCheckFrequency, "--etcd-resync-period": o.EtcdResyncPeriod,
 	} {
 		if d <= 0 {
 			return fmt.Errorf("%s must be positive, got %v", name, d)
 		}
+	}
+	for name, p := range map[string]int{"--port": o.Port, "--read-only-port": o.ReadOnlyPort} {
+		if p < 0 || p > 65535 {
+			return fmt.Errorf("%s must be between 0 and 65535, got %d", name, p)
+		}
+	}
+	if _, err := config.ParseHeaders(o.ManifestURLHeader); err != nil {
+		return fmt.Errorf("--manifest-url-header: %w", err)
+	}
+	if o.ManifestURL != "" {
+		if u, err := url.Parse(o.ManifestURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+			return fmt.Errorf("--manifest-url %q: want an http or https URL", o.ManifestURL)
+		}
+	}
+	if !strings.HasPrefix(o.EtcdPrefix, "/") {
+		return fmt.Errorf("--etcd-prefix %q must start with /", o.EtcdPrefix)
 	}
 	if o.RootDir == "" {
 		return fmt.Errorf("--root-dir must not be empty")

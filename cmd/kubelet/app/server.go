@@ -3,15 +3,19 @@ package app
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 
 	"github.com/golang/glog"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/server"
 )
 
 // Run runs the agent until ctx is cancelled. It returns once every goroutine
@@ -24,7 +28,23 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	merger, err := config.NewMerger(filepath.Join(o.RootDir, "checkpoints"))
+	var sources []string
+	if o.PodManifestPath != "" {
+		sources = append(sources, config.SourceFile)
+	}
+	if o.ManifestURL != "" {
+		sources = append(sources, config.SourceHTTP)
+	}
+	if len(o.EtcdServers) > 0 {
+		sources = append(sources, config.SourceEtcd)
+	}
+	if o.Port != 0 {
+		sources = append(sources, config.SourceAPI)
+	}
+	if len(sources) == 0 {
+		glog.Warningf("No pod source configured (--pod-manifest-path, --manifest-url, --etcd-servers, --port): no pods will be started")
+	}
+	merger, err := config.NewMerger(filepath.Join(o.RootDir, "checkpoints"), sources...)
 	if err != nil {
 		return err
 	}
@@ -38,20 +58,75 @@ func Run(ctx context.Context, o *Options) error {
 		BackoffMax:     o.BackoffMax,
 	}, docker, merger)
 
-	glog.Infof("Classic Kubelet starting: node %q, root dir %s, docker %s", o.HostnameOverride, o.RootDir, o.DockerEndpoint)
+	var etcd *clientv3.Client
+	if len(o.EtcdServers) > 0 {
+		etcd, err = config.NewEtcdClient(o.EtcdServers, config.EtcdTLS{CAFile: o.EtcdCAFile, CertFile: o.EtcdCertFile, KeyFile: o.EtcdKeyFile})
+		if err != nil {
+			return err
+		}
+		defer etcd.Close()
+	}
+
+	glog.Infof("Classic Kubelet starting: node %q, root dir %s, docker %s, sources %v", o.HostnameOverride, o.RootDir, o.DockerEndpoint, sources)
+	// On the way out: cancel, then wait for every goroutine, then close.
 	var wg sync.WaitGroup
-	if o.PodManifestPath != "" {
-		src := config.NewFileSource(o.PodManifestPath, o.HostnameOverride, o.FileCheckFrequency, merger)
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	goRun := func(f func()) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			src.Run(ctx)
+			f()
 		}()
-	} else {
-		glog.Warningf("No --pod-manifest-path: no pods will be started")
 	}
-	k.Run(ctx, merger.Updates())
-	wg.Wait()
-	glog.Infof("Classic Kubelet stopped; containers left running")
+	goRun(func() { k.Run(ctx, merger.Updates()) })
+
+	// Checkpointed snapshots first: what ran before the restart stays as it
+	// is while the sources are slow to answer.
+	merger.LoadCheckpoints(ctx)
+
+	var apiSource server.PodSource
+	if o.Port != 0 {
+		apiSource = config.NewAPISource(ctx, o.HostnameOverride, merger)
+	}
+	srv := server.New(k, apiSource, merger)
+	listeners := []struct {
+		addr     string
+		port     int
+		readOnly bool
+	}{{o.Address, o.Port, false}, {o.ReadOnlyAddress, o.ReadOnlyPort, true}}
+	for _, l := range listeners {
+		if l.port == 0 {
+			continue
+		}
+		addr := net.JoinHostPort(l.addr, strconv.Itoa(l.port))
+		serve, err := server.Serve(ctx, addr, srv.Handler(l.readOnly))
+		if err != nil {
+			return err
+		}
+		glog.Infof("Serving the %s API on %s", map[bool]string{true: "read-only", false: "full-access"}[l.readOnly], addr)
+		goRun(func() {
+			if err := serve(); err != nil {
+				glog.Errorf("API server on %s: %v", addr, err)
+			}
+		})
+	}
+
+	if o.PodManifestPath != "" {
+		src := config.NewFileSource(o.PodManifestPath, o.HostnameOverride, o.FileCheckFrequency, merger)
+		goRun(func() { src.Run(ctx) })
+	}
+	if o.ManifestURL != "" {
+		header, _ := config.ParseHeaders(o.ManifestURLHeader) // validated
+		src := config.NewURLSource(o.ManifestURL, header, o.HostnameOverride, o.HTTPCheckFrequency, merger)
+		goRun(func() { src.Run(ctx) })
+	}
+	if etcd != nil {
+		src := config.NewEtcdSource(etcd, config.EtcdKey(o.EtcdPrefix, o.HostnameOverride), o.HostnameOverride, o.EtcdResyncPeriod, merger)
+		goRun(func() { src.Run(ctx) })
+	}
+	<-ctx.Done()
+	glog.Infof("Classic Kubelet stopping; containers are left running")
 	return nil
 }
