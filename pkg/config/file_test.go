@@ -43,6 +43,10 @@ func (s *recordingSink) Set(_ context.Context, _ string, pods []*v1.Pod) {
 func (s *recordingSink) SetError(_ string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err == nil {
+		s.errs = append(s.errs, "")
+		return
+	}
 	s.errs = append(s.errs, err.Error())
 }
 

@@ -234,7 +234,8 @@ func (k *Kubelet) desiredPods() []*v1.Pod {
 func (k *Kubelet) LastRelist() time.Time { return k.cache.lastUpdate() }
 
 // syncPodWork is a pod worker's unit of work. It first waits for a relist
-// newer than its own last action, so it never acts twice on stale state.
+// newer than its own last action on Docker, so it never acts twice on stale
+// state.
 func (k *Kubelet) syncPodWork(ctx context.Context, w podWork) {
 	k.syncMu.Lock()
 	since := k.lastSync[w.UID]
@@ -243,14 +244,19 @@ func (k *Kubelet) syncPodWork(ctx context.Context, w podWork) {
 	if err != nil {
 		return // ctx cancelled
 	}
+	var acted bool
 	if w.Pod == nil {
-		err = k.killPod(ctx, w.UID, state)
+		acted, err = k.killPod(ctx, w.UID, state)
 	} else {
-		err = k.syncPod(ctx, w.Pod, state)
+		acted, err = k.syncPod(ctx, w.Pod, state)
 	}
-	k.syncMu.Lock()
-	k.lastSync[w.UID] = time.Now()
-	k.syncMu.Unlock()
+	// A sync that changed nothing leaves the cache as true as it was: the
+	// next one need not wait for another relist.
+	if acted || err != nil {
+		k.syncMu.Lock()
+		k.lastSync[w.UID] = time.Now()
+		k.syncMu.Unlock()
+	}
 	if err != nil && ctx.Err() == nil {
 		name := string(w.UID)
 		if w.Pod != nil {

@@ -141,9 +141,15 @@ func shouldRestart(policy v1.RestartPolicy, exitCode int) bool {
 	}
 }
 
-// syncPod brings one desired pod to its spec.
-func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *PodState) error {
+// syncPod brings one desired pod to its spec. It reports whether it acted
+// on Docker: only then must the next sync wait for a fresher relist.
+func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *PodState) (bool, error) {
 	a := computePodActions(pod, state, time.Now(), k.backoff)
+	acted := a.createInfra || len(a.start) > 0 || len(a.kill) > 0 || len(a.remove) > 0
+	return acted, k.applyActions(ctx, pod, state, a)
+}
+
+func (k *Kubelet) applyActions(ctx context.Context, pod *v1.Pod, state *PodState, a podActions) error {
 	key := api.Key(pod)
 	if len(a.waiting) > 0 {
 		glog.V(2).Infof("Pod %s: containers %s in crash back-off", key, strings.Join(a.waiting, ", "))
@@ -281,8 +287,13 @@ func tagOf(image string) string {
 }
 
 // killPod stops and removes every container of a pod that is no longer
-// desired, then its directory.
-func (k *Kubelet) killPod(ctx context.Context, uid types.UID, state *PodState) error {
+// desired, then its directory. It reports whether it acted on Docker.
+func (k *Kubelet) killPod(ctx context.Context, uid types.UID, state *PodState) (bool, error) {
+	acted := state != nil && len(state.Containers) > 0
+	return acted, k.killContainers(ctx, uid, state)
+}
+
+func (k *Kubelet) killContainers(ctx context.Context, uid types.UID, state *PodState) error {
 	if state != nil && len(state.Containers) > 0 {
 		glog.Infof("Killing pod %s/%s (uid %s)", state.Namespace, state.Name, uid)
 		var apps, infra []*ContainerState
