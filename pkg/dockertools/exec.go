@@ -1,0 +1,124 @@
+package dockertools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync"
+	"syscall"
+	"time"
+
+	docker "github.com/fsouza/go-dockerclient"
+
+	probeexec "github.com/classic-kubelet/kubelet/pkg/probe/exec"
+)
+
+// maxExecOutput caps what Exec keeps of a command's output.
+const maxExecOutput = 64 << 10
+
+// Exec runs cmd in a running container and returns its exit code and output
+// (stdout and stderr, capped). Docker cannot kill an exec, so when cmd
+// outlives timeout the agent kills its process itself (by the host PID Docker
+// reports) and returns probeexec.ErrTimeout. A timeout of 0 means none.
+func (c *Client) Exec(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (int, []byte, error) {
+	cctx, cancel := short(ctx)
+	ex, err := c.c.CreateExec(docker.CreateExecOptions{
+		Container: containerID, Cmd: cmd, AttachStdout: true, AttachStderr: true, Context: cctx,
+	})
+	cancel()
+	if err != nil {
+		return 0, nil, fmt.Errorf("create exec in %s: %w", shortID(containerID), translate(err))
+	}
+	out := &cappedBuffer{max: maxExecOutput}
+	done := make(chan error, 1)
+	go func() {
+		done <- c.c.StartExec(ex.ID, docker.StartExecOptions{OutputStream: out, ErrorStream: out, Context: ctx})
+	}()
+	var timer <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			return 0, out.Bytes(), fmt.Errorf("run exec in %s: %w", shortID(containerID), translate(err))
+		}
+	case <-timer:
+		c.killExec(ex.ID)
+		<-done
+		return 0, out.Bytes(), probeexec.ErrTimeout
+	case <-ctx.Done():
+		c.killExec(ex.ID)
+		<-done
+		return 0, out.Bytes(), ctx.Err()
+	}
+	insp, err := c.c.InspectExec(ex.ID)
+	if err != nil {
+		return 0, out.Bytes(), fmt.Errorf("inspect exec in %s: %w", shortID(containerID), translate(err))
+	}
+	return insp.ExitCode, out.Bytes(), nil
+}
+
+// killExec kills an exec's process, if it still runs. go-dockerclient's
+// ExecInspect has no Pid, so the exec is inspected through the client's
+// own HTTP transport.
+func (c *Client) killExec(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), ShortTimeout)
+	defer cancel()
+	base := "http://unix.sock" // the transport dials the socket; the host is unused
+	if u, err := url.Parse(c.c.Endpoint()); err == nil && u.Scheme != "unix" {
+		scheme := "http"
+		if u.Scheme == "https" || c.c.TLSConfig != nil {
+			scheme = "https"
+		}
+		base = scheme + "://" + u.Host
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/exec/"+id+"/json", nil)
+	if err != nil {
+		return
+	}
+	resp, err := c.c.HTTPClient.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	var insp struct {
+		Running bool
+		Pid     int
+	}
+	if json.NewDecoder(resp.Body).Decode(&insp) != nil || !insp.Running || insp.Pid <= 0 {
+		return
+	}
+	_ = syscall.Kill(insp.Pid, syscall.SIGKILL)
+}
+
+// cappedBuffer keeps the first max bytes written to it.
+type cappedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	max int
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - b.buf.Len(); room > 0 {
+		if len(p) > room {
+			b.buf.Write(p[:room])
+		} else {
+			b.buf.Write(p)
+		}
+	}
+	return len(p), nil
+}
+
+func (b *cappedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]byte(nil), b.buf.Bytes()...)
+}

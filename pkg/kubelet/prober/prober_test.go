@@ -1,0 +1,167 @@
+package prober
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/classic-kubelet/kubelet/pkg/probe"
+)
+
+// scripted returns the results of a fake probe in order.
+type scripted struct {
+	mu      sync.Mutex
+	results []probe.Result
+	calls   int
+}
+
+func (s *scripted) run(context.Context, Target, *v1.Probe) (probe.Result, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	if len(s.results) == 0 {
+		return probe.Success, "", nil
+	}
+	r := s.results[0]
+	s.results = s.results[1:]
+	return r, "", nil
+}
+
+func testManager(clk *clocktesting.FakeClock, s *scripted) (*Manager, *[]types.UID) {
+	var changes []types.UID
+	m := &Manager{clock: clk, run: s.run, workers: map[key]*worker{}, results: map[key]probe.Result{},
+		onChange: func(uid types.UID) { changes = append(changes, uid) }}
+	return m, &changes
+}
+
+func TestWorkerThresholds(t *testing.T) {
+	S, F := probe.Success, probe.Failure
+	cases := []struct {
+		name    string
+		typ     Type
+		spec    v1.Probe
+		results []probe.Result
+		settled []string // after each probe: "" unsettled, "S" success, "F" failure
+	}{
+		{"liveness fails after 3 failures", Liveness, v1.Probe{}, []probe.Result{F, F, S, F, F, F}, []string{"", "", "S", "S", "S", "F"}},
+		{"liveness threshold 1", Liveness, v1.Probe{FailureThreshold: 1}, []probe.Result{S, F}, []string{"S", "F"}},
+		{"readiness needs 2 successes", Readiness, v1.Probe{SuccessThreshold: 2}, []probe.Result{S, F, S, S, F, F, F}, []string{"", "", "", "S", "S", "S", "F"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Now())
+			s := &scripted{results: c.results}
+			m, _ := testManager(clk, s)
+			tgt := Target{PodUID: "u", ContainerID: "c1", StartedAt: clk.Now()}
+			w := newWorker(m, tgt, c.typ, &c.spec)
+			for i, want := range c.settled {
+				w.probeOnce(context.Background())
+				r, ok := m.results[key{"c1", c.typ}]
+				got := ""
+				if ok {
+					got = map[probe.Result]string{S: "S", F: "F"}[r]
+				}
+				if got != want {
+					t.Fatalf("after probe %d: settled %q, want %q", i+1, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestWorkerInitialDelayAndStartupGate(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	s := &scripted{}
+	m, changes := testManager(clk, s)
+	c := v1.Container{Name: "c", StartupProbe: &v1.Probe{}, LivenessProbe: &v1.Probe{InitialDelaySeconds: 5}}
+	tgt := Target{PodUID: "u", ContainerID: "c1", Container: c, StartedAt: clk.Now()}
+	live := newWorker(m, tgt, Liveness, c.LivenessProbe)
+	start := newWorker(m, tgt, Startup, c.StartupProbe)
+
+	live.probeOnce(context.Background())
+	if s.calls != 0 {
+		t.Fatal("liveness probed before the startup probe succeeded")
+	}
+	if m.Started(&c, "c1") {
+		t.Fatal("started before the startup probe")
+	}
+	if more := start.probeOnce(context.Background()); more {
+		t.Error("startup worker continues after success")
+	}
+	if !m.Started(&c, "c1") || len(*changes) != 1 {
+		t.Fatalf("startup success not recorded (changes %v)", *changes)
+	}
+	live.probeOnce(context.Background())
+	if s.calls != 1 {
+		t.Fatalf("liveness probed within its initial delay (%d calls)", s.calls)
+	}
+	clk.Step(5 * time.Second)
+	live.probeOnce(context.Background())
+	if s.calls != 2 {
+		t.Errorf("liveness not probed after its initial delay (%d calls)", s.calls)
+	}
+}
+
+func TestManagerReadiness(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	m, _ := testManager(clk, &scripted{})
+	plain := v1.Container{Name: "plain"}
+	probed := v1.Container{Name: "probed", ReadinessProbe: &v1.Probe{}}
+	if !m.Ready(&plain, "a") {
+		t.Error("container without a readiness probe not ready")
+	}
+	if m.Ready(&probed, "b") {
+		t.Error("container ready before its first readiness result")
+	}
+	m.set(key{"b", Readiness}, probe.Success)
+	if !m.Ready(&probed, "b") {
+		t.Error("container not ready after success")
+	}
+	m.set(key{"b", Liveness}, probe.Failure)
+	if bad, _ := m.Unhealthy("b"); !bad {
+		t.Error("liveness failure not reported")
+	}
+}
+
+// Sync starts and stops workers with the containers; cancelling stops all.
+func TestManagerSyncLifecycle(t *testing.T) {
+	m, _ := testManager(clocktesting.NewFakeClock(time.Now()), &scripted{})
+	ctx, cancel := context.WithCancel(context.Background())
+	c := v1.Container{Name: "c", LivenessProbe: &v1.Probe{}, ReadinessProbe: &v1.Probe{}}
+	m.Sync(ctx, "u", []Target{{PodUID: "u", ContainerID: "c1", Container: c}})
+	m.Sync(ctx, "u", []Target{{PodUID: "u", ContainerID: "c1", Container: c}})
+	if len(m.workers) != 2 {
+		t.Fatalf("%d workers, want 2", len(m.workers))
+	}
+	m.Sync(ctx, "u", []Target{{PodUID: "u", ContainerID: "c2", Container: c}})
+	if _, old := m.workers[key{"c1", Liveness}]; old || len(m.workers) != 2 {
+		t.Errorf("workers of the old container kept: %v", m.workers)
+	}
+	m.RemovePod("u")
+	if len(m.workers) != 0 {
+		t.Errorf("workers left after RemovePod: %d", len(m.workers))
+	}
+	cancel()
+	m.Wait()
+}
+
+func TestResolvePortAndHTTPTarget(t *testing.T) {
+	c := &v1.Container{Ports: []v1.ContainerPort{{Name: "http", ContainerPort: 8080}}}
+	u, h, err := HTTPTarget(&v1.HTTPGetAction{Port: intstr.FromString("http"), Path: "/healthz", Scheme: v1.URISchemeHTTPS,
+		HTTPHeaders: []v1.HTTPHeader{{Name: "X-A", Value: "b"}}}, c, "10.1.2.3")
+	if err != nil || u.String() != "https://10.1.2.3:8080/healthz" || h.Get("X-A") != "b" {
+		t.Errorf("HTTPTarget = %v %v %v", u, h, err)
+	}
+	if _, err := ResolvePort(intstr.FromString("nope"), c); err == nil {
+		t.Error("unknown port name resolved")
+	}
+	if p, _ := ResolvePort(intstr.FromInt32(99), c); p != 99 {
+		t.Errorf("numeric port = %d", p)
+	}
+}
