@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -75,6 +76,28 @@ func validateSpec(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.Erro
 		errs = append(errs, field.Required(p.Child("containers"), "at least one container"))
 	}
 	names := sets.New[string]()
+	for i := range spec.InitContainers {
+		cp := p.Child("initContainers").Index(i)
+		c := &spec.InitContainers[i]
+		errs = append(errs, validateContainer(c, cp, volumes, spec.HostNetwork, ignored)...)
+		if names.Has(c.Name) {
+			errs = append(errs, field.Duplicate(cp.Child("name"), c.Name))
+		}
+		names.Insert(c.Name)
+		// As Kubernetes: an init container runs to completion, so probes and
+		// hooks have no meaning; its ports are never published.
+		for name, set := range map[string]bool{"livenessProbe": c.LivenessProbe != nil, "readinessProbe": c.ReadinessProbe != nil,
+			"startupProbe": c.StartupProbe != nil, "lifecycle": c.Lifecycle != nil} {
+			if set {
+				errs = append(errs, field.Forbidden(cp.Child(name), "may not be set for init containers"))
+			}
+		}
+		for j, port := range c.Ports {
+			if port.HostPort != 0 {
+				errs = append(errs, field.Forbidden(cp.Child("ports").Index(j).Child("hostPort"), "init containers publish no ports"))
+			}
+		}
+	}
 	hostPorts := map[HostPort]string{}
 	for i := range spec.Containers {
 		cp := p.Child("containers").Index(i)
@@ -162,6 +185,25 @@ func validateContainer(c *v1.Container, p *field.Path, volumes sets.Set[string],
 		}
 	}
 	errs = append(errs, validateResources(&c.Resources, p.Child("resources"), ignored)...)
+	for _, pr := range []struct {
+		name       string
+		probe      *v1.Probe
+		oneSuccess bool
+	}{{"livenessProbe", c.LivenessProbe, true}, {"readinessProbe", c.ReadinessProbe, false}, {"startupProbe", c.StartupProbe, true}} {
+		if pr.probe != nil {
+			errs = append(errs, validateProbe(pr.probe, p.Child(pr.name), c, pr.oneSuccess, ignored)...)
+		}
+	}
+	if lc := c.Lifecycle; lc != nil {
+		lp := p.Child("lifecycle")
+		errs = append(errs, checkFields(reflect.ValueOf(*lc), lp, ignored)...)
+		if lc.PostStart != nil {
+			errs = append(errs, validateHandler(lc.PostStart, lp.Child("postStart"), c, ignored)...)
+		}
+		if lc.PreStop != nil {
+			errs = append(errs, validateHandler(lc.PreStop, lp.Child("preStop"), c, ignored)...)
+		}
+	}
 	mountPaths := sets.New[string]()
 	for i, m := range c.VolumeMounts {
 		mp := p.Child("volumeMounts").Index(i)
@@ -178,6 +220,100 @@ func validateContainer(c *v1.Container, p *field.Path, volumes sets.Set[string],
 		mountPaths.Insert(path.Clean(m.MountPath))
 	}
 	return errs
+}
+
+func validateProbe(pr *v1.Probe, p *field.Path, c *v1.Container, oneSuccess bool, ignored *[]string) field.ErrorList {
+	errs := checkFields(reflect.ValueOf(*pr), p, ignored)
+	h := pr.ProbeHandler
+	n := 0
+	if h.Exec != nil {
+		n++
+		if len(h.Exec.Command) == 0 {
+			errs = append(errs, field.Required(p.Child("exec", "command"), ""))
+		}
+	}
+	if h.HTTPGet != nil {
+		n++
+		errs = append(errs, validateHTTPGet(h.HTTPGet, p.Child("httpGet"), c)...)
+	}
+	if h.TCPSocket != nil {
+		n++
+		errs = append(errs, validateActionPort(h.TCPSocket.Port, p.Child("tcpSocket", "port"), c)...)
+	}
+	if h.GRPC != nil {
+		n++
+		if h.GRPC.Port < 1 || h.GRPC.Port > 65535 {
+			errs = append(errs, field.Invalid(p.Child("grpc", "port"), h.GRPC.Port, "must be between 1 and 65535"))
+		}
+	}
+	if n != 1 {
+		errs = append(errs, field.Invalid(p, n, "must specify exactly one of exec, httpGet, tcpSocket, grpc"))
+	}
+	for name, v := range map[string]int32{"initialDelaySeconds": pr.InitialDelaySeconds, "timeoutSeconds": pr.TimeoutSeconds,
+		"periodSeconds": pr.PeriodSeconds, "successThreshold": pr.SuccessThreshold, "failureThreshold": pr.FailureThreshold} {
+		if v < 0 {
+			errs = append(errs, field.Invalid(p.Child(name), v, "must be >= 0"))
+		}
+	}
+	if oneSuccess && pr.SuccessThreshold > 1 {
+		errs = append(errs, field.Invalid(p.Child("successThreshold"), pr.SuccessThreshold, "must be 1 for liveness and startup probes"))
+	}
+	return errs
+}
+
+func validateHandler(h *v1.LifecycleHandler, p *field.Path, c *v1.Container, ignored *[]string) field.ErrorList {
+	errs := checkFields(reflect.ValueOf(*h), p, ignored)
+	n := 0
+	if h.Exec != nil {
+		n++
+		if len(h.Exec.Command) == 0 {
+			errs = append(errs, field.Required(p.Child("exec", "command"), ""))
+		}
+	}
+	if h.HTTPGet != nil {
+		n++
+		errs = append(errs, validateHTTPGet(h.HTTPGet, p.Child("httpGet"), c)...)
+	}
+	if h.Sleep != nil {
+		n++
+		if h.Sleep.Seconds < 0 {
+			errs = append(errs, field.Invalid(p.Child("sleep", "seconds"), h.Sleep.Seconds, "must be >= 0"))
+		}
+	}
+	if h.TCPSocket != nil {
+		n++
+	}
+	if n != 1 {
+		errs = append(errs, field.Invalid(p, n, "must specify exactly one of exec, httpGet, sleep"))
+	}
+	return errs
+}
+
+func validateHTTPGet(g *v1.HTTPGetAction, p *field.Path, c *v1.Container) field.ErrorList {
+	errs := validateActionPort(g.Port, p.Child("port"), c)
+	switch g.Scheme {
+	case "", v1.URISchemeHTTP, v1.URISchemeHTTPS:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("scheme"), g.Scheme, []string{"HTTP", "HTTPS"}))
+	}
+	return errs
+}
+
+// validateActionPort checks a probe or hook port: a number, or the name of
+// one of the container's ports.
+func validateActionPort(port intstr.IntOrString, p *field.Path, c *v1.Container) field.ErrorList {
+	if port.Type == intstr.Int {
+		if port.IntVal < 1 || port.IntVal > 65535 {
+			return field.ErrorList{field.Invalid(p, port.IntVal, "must be between 1 and 65535")}
+		}
+		return nil
+	}
+	for _, cp := range c.Ports {
+		if cp.Name == port.StrVal {
+			return nil
+		}
+	}
+	return field.ErrorList{field.Invalid(p, port.StrVal, "must be a port number or the name of a port of the container")}
 }
 
 func validatePort(port *v1.ContainerPort, p *field.Path, hostNetwork bool, ignored *[]string) field.ErrorList {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -87,11 +88,36 @@ func TestValidate(t *testing.T) {
 			c0(p).Env[0].ValueFrom = &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}
 		}, "env[0].valueFrom: Forbidden"},
 		{"env name with =", func(p *v1.Pod) { c0(p).Env[0].Name = "A=B" }, "env[0].name: Invalid"},
-		{"probe rejected until implemented", func(p *v1.Pod) {
+		{"exec probe", func(p *v1.Pod) {
 			c0(p).LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}
-		}, "livenessProbe: Forbidden"},
+		}, ""},
+		{"probe by port name", func(p *v1.Pod) {
+			c0(p).Ports[0].Name = "http"
+			c0(p).ReadinessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Port: intstr.FromString("http")}}, SuccessThreshold: 2}
+		}, ""},
+		{"probe with unknown port name", func(p *v1.Pod) {
+			c0(p).ReadinessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromString("nope")}}}
+		}, "readinessProbe.tcpSocket.port: Invalid"},
+		{"probe without action", func(p *v1.Pod) { c0(p).LivenessProbe = &v1.Probe{PeriodSeconds: 1} }, "livenessProbe: Invalid"},
+		{"liveness success threshold", func(p *v1.Pod) {
+			c0(p).LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: 9090}}, SuccessThreshold: 2}
+		}, "livenessProbe.successThreshold: Invalid"},
+		{"probe grace period rejected", func(p *v1.Pod) {
+			g := int64(5)
+			c0(p).LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: 9090}}, TerminationGracePeriodSeconds: &g}
+		}, "livenessProbe.terminationGracePeriodSeconds: Forbidden"},
+		{"preStop exec", func(p *v1.Pod) {
+			c0(p).Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}
+		}, ""},
+		{"tcpSocket hook rejected", func(p *v1.Pod) {
+			c0(p).Lifecycle = &v1.Lifecycle{PostStart: &v1.LifecycleHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(80)}}}
+		}, "lifecycle.postStart.tcpSocket: Forbidden"},
+		{"init container", func(p *v1.Pod) { p.Spec.InitContainers = []v1.Container{{Name: "init", Image: "i:1"}} }, ""},
+		{"init container name clash", func(p *v1.Pod) { p.Spec.InitContainers = []v1.Container{{Name: "server", Image: "i:1"}} }, "spec.containers[0].name: Duplicate"},
+		{"init container probe", func(p *v1.Pod) {
+			p.Spec.InitContainers = []v1.Container{{Name: "init", Image: "i:1", LivenessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}}}
+		}, "spec.initContainers[0].livenessProbe: Forbidden"},
 		{"security context rejected", func(p *v1.Pod) { c0(p).SecurityContext = &v1.SecurityContext{RunAsUser: new(int64)} }, "spec.containers[0].securityContext: Forbidden"},
-		{"init containers rejected", func(p *v1.Pod) { p.Spec.InitContainers = []v1.Container{*c0(p)} }, "spec.initContainers: Forbidden"},
 		{"pod securityContext rejected", func(p *v1.Pod) { p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsNonRoot: new(bool)} }, "spec.securityContext: Forbidden"},
 		{"hostPID rejected", func(p *v1.Pod) { p.Spec.HostPID = true }, "spec.hostPID: Forbidden"},
 		{"dns None", func(p *v1.Pod) { p.Spec.DNSPolicy = v1.DNSNone }, "spec.dnsPolicy: Unsupported"},

@@ -5,6 +5,7 @@ package kubelet
 
 import (
 	"context"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -15,6 +16,9 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/prober"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/status"
+	probehttp "github.com/classic-kubelet/kubelet/pkg/probe/http"
 )
 
 // Runtime is what the agent needs from Docker.
@@ -26,6 +30,7 @@ type Runtime interface {
 	Remove(ctx context.Context, id string) error
 	ImagePresent(ctx context.Context, image string) (bool, error)
 	Pull(ctx context.Context, image string, inactivity time.Duration) error
+	Exec(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (int, []byte, error)
 }
 
 var _ Runtime = (*dockertools.Client)(nil)
@@ -53,11 +58,15 @@ const housekeepingPeriod = 2 * time.Second
 
 // Kubelet is the node agent's core: desired pods in, Docker actions out.
 type Kubelet struct {
-	cfg     Config
-	docker  Runtime
-	sources SourcesSeen
-	cache   *podCache
-	backoff *backoff
+	cfg      Config
+	docker   Runtime
+	sources  SourcesSeen
+	cache    *podCache
+	backoff  *backoff
+	probes   *prober.Manager
+	hookHTTP *probehttp.Prober
+	status   *status.Manager
+	hostIP   string
 
 	mu   sync.Mutex // guards pods
 	pods map[types.UID]*v1.Pod
@@ -66,23 +75,30 @@ type Kubelet struct {
 	dirty   map[types.UID]bool
 	dirtyCh chan struct{} // cap 1: "dirty is not empty"
 
-	syncMu   sync.Mutex // guards lastSync
+	syncMu   sync.Mutex // guards lastSync and waiting
 	lastSync map[types.UID]time.Time
+	waiting  map[types.UID]map[string]*containerError // why a container could not start
 }
 
 // New returns a Kubelet; Run starts it.
 func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
-	return &Kubelet{
+	k := &Kubelet{
 		cfg:      cfg,
 		docker:   docker,
 		sources:  sources,
 		cache:    newPodCache(),
 		backoff:  newBackoff(cfg.BackoffInitial, cfg.BackoffMax),
+		hookHTTP: probehttp.New(),
+		hostIP:   nodeIP(),
+		status:   status.NewManager(filepath.Join(cfg.RootDir, "checkpoints", "conditions.json")),
 		pods:     map[types.UID]*v1.Pod{},
 		dirty:    map[types.UID]bool{},
 		dirtyCh:  make(chan struct{}, 1),
 		lastSync: map[types.UID]time.Time{},
+		waiting:  map[types.UID]map[string]*containerError{},
 	}
+	k.probes = prober.NewManager(docker, func(uid types.UID) { k.markDirty([]types.UID{uid}) }, nil)
+	return k
 }
 
 // Run reconciles until ctx is cancelled, then waits for its goroutines. It
@@ -98,6 +114,7 @@ func (k *Kubelet) Run(ctx context.Context, updates <-chan config.PodUpdate) {
 	}()
 	workers := newPodWorkers(ctx, k.syncPodWork)
 	defer workers.Wait()
+	defer k.probes.Wait()
 
 	syncTicker := time.NewTicker(k.cfg.SyncFrequency)
 	defer syncTicker.Stop()
@@ -157,7 +174,7 @@ func (k *Kubelet) handleUpdate(workers *podWorkers, u config.PodUpdate) {
 		}
 		k.mu.Unlock()
 		if u.Op == config.REMOVE {
-			workers.Update(podWork{UID: pod.UID})
+			workers.Update(podWork{UID: pod.UID, Pod: pod, Kill: true})
 		} else {
 			workers.Update(podWork{UID: pod.UID, Pod: pod})
 		}
@@ -176,7 +193,7 @@ func (k *Kubelet) dispatch(workers *podWorkers, uid types.UID) {
 	if state == nil || !k.sources.Seen(podSource(state)) {
 		return
 	}
-	workers.Update(podWork{UID: uid})
+	workers.Update(podWork{UID: uid, Kill: true})
 }
 
 // podSource is the source recorded on the pod's containers.
@@ -245,8 +262,8 @@ func (k *Kubelet) syncPodWork(ctx context.Context, w podWork) {
 		return // ctx cancelled
 	}
 	var acted bool
-	if w.Pod == nil {
-		acted, err = k.killPod(ctx, w.UID, state)
+	if w.Kill {
+		acted, err = k.killPod(ctx, w.UID, w.Pod, state)
 	} else {
 		acted, err = k.syncPod(ctx, w.Pod, state)
 	}
@@ -266,4 +283,32 @@ func (k *Kubelet) syncPodWork(ctx context.Context, w podWork) {
 		}
 		glog.Errorf("Sync pod %s: %v", name, err)
 	}
+}
+
+// setWaiting records why a container could not start (nil: it started).
+func (k *Kubelet) setWaiting(uid types.UID, name string, e *containerError) {
+	k.syncMu.Lock()
+	defer k.syncMu.Unlock()
+	if e == nil {
+		delete(k.waiting[uid], name)
+		return
+	}
+	if k.waiting[uid] == nil {
+		k.waiting[uid] = map[string]*containerError{}
+	}
+	k.waiting[uid][name] = e
+}
+
+func (k *Kubelet) waitingReason(uid types.UID, name string) *containerError {
+	k.syncMu.Lock()
+	defer k.syncMu.Unlock()
+	return k.waiting[uid][name]
+}
+
+// forgetPod drops what the agent remembers of a pod that is gone.
+func (k *Kubelet) forgetPod(uid types.UID) {
+	k.syncMu.Lock()
+	delete(k.waiting, uid)
+	k.syncMu.Unlock()
+	k.status.Forget(uid)
 }

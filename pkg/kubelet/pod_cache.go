@@ -21,6 +21,7 @@ type ContainerState struct {
 	Status       string
 	ExitCode     int
 	Error        string
+	OOMKilled    bool
 	CreatedAt    time.Time
 	StartedAt    time.Time
 	FinishedAt   time.Time

@@ -9,10 +9,12 @@ import (
 )
 
 // podWork is one request to a pod's worker: sync the pod to its spec, or,
-// when Pod is nil, kill everything it has on the node.
+// with Kill, stop everything it has on the node (Pod is then its last known
+// spec, if any, for preStop hooks and grace periods).
 type podWork struct {
-	UID types.UID
-	Pod *v1.Pod
+	UID  types.UID
+	Pod  *v1.Pod
+	Kill bool
 }
 
 // podWorkers runs one goroutine per pod UID. A request that arrives while the
@@ -92,7 +94,7 @@ func (p *podWorkers) done(w podWork) {
 		return
 	}
 	p.busy[w.UID] = false
-	if w.Pod == nil {
+	if w.Kill {
 		close(p.updates[w.UID])
 		delete(p.updates, w.UID)
 		delete(p.busy, w.UID)

@@ -75,7 +75,7 @@ func TestPodWorkersLifecycle(t *testing.T) {
 		}
 	})
 	w.Update(podWork{UID: "slow", Pod: &v1.Pod{}})
-	w.Update(podWork{UID: "fast"}) // a kill: the worker exits after it
+	w.Update(podWork{UID: "fast", Kill: true}) // the worker exits after a kill
 	waitUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return count["fast"] == 1 })
 	waitUntil(t, func() bool { return !w.Busy("fast") })
 	w.mu.Lock()

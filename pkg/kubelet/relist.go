@@ -209,6 +209,7 @@ func containerState(d *dockertools.ContainerDetail) (*ContainerState, error) {
 		Status:       d.Status,
 		ExitCode:     d.ExitCode,
 		Error:        d.Error,
+		OOMKilled:    d.OOMKilled,
 		CreatedAt:    d.CreatedAt,
 		StartedAt:    d.StartedAt,
 		FinishedAt:   d.FinishedAt,

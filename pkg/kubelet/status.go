@@ -1,16 +1,18 @@
 package kubelet
 
 import (
+	"net"
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
+	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 )
 
 // GetPods returns the desired pods, sorted by namespace/name, each a copy
-// carrying the status known from the last relist.
+// carrying the status known from the last relist and the probes.
 func (k *Kubelet) GetPods() []*v1.Pod {
 	pods := k.desiredPods()
 	sort.Slice(pods, func(i, j int) bool { return api.Key(pods[i]) < api.Key(pods[j]) })
@@ -33,67 +35,115 @@ func (k *Kubelet) GetPod(namespace, name string) (*v1.Pod, bool) {
 
 func (k *Kubelet) withStatus(p *v1.Pod) *v1.Pod {
 	cp := p.DeepCopy()
-	cp.Status = podStatus(p, k.cache.get(p.UID))
+	cp.Status = k.podStatus(p, k.cache.get(p.UID))
 	return cp
 }
 
-// podStatus computes a pod's status from its containers, as Kubernetes
-// reports it: phase, per-container state, pod IP, start time, QoS class.
-func podStatus(pod *v1.Pod, state *PodState) v1.PodStatus {
-	st := v1.PodStatus{Phase: v1.PodPending, QOSClass: qosClass(pod)}
-	for _, infra := range state.Infra() {
-		if infra.Running {
-			st.PodIP = infra.IP
-			t := metav1.NewTime(infra.StartedAt)
-			st.StartTime = &t
-			break
+// podStatus computes a pod's status as Kubernetes reports it, from its
+// containers (as of the last relist), the probes, and the reasons recorded
+// when a container could not start. Only the conditions' transition times
+// come from memory (checkpointed), so a restarted agent reports the same.
+func (k *Kubelet) podStatus(pod *v1.Pod, state *PodState) v1.PodStatus {
+	st := v1.PodStatus{QOSClass: qosClass(pod), HostIP: k.hostIP}
+	if st.HostIP != "" {
+		st.HostIPs = []v1.HostIP{{IP: st.HostIP}}
+	}
+	infra := state.runningInfra()
+	if infra != nil {
+		st.PodIP = infra.IP
+		if pod.Spec.HostNetwork {
+			st.PodIP = st.HostIP
 		}
+		t := metav1.NewTime(infra.StartedAt)
+		st.StartTime = &t
 	}
 	if st.PodIP != "" {
 		st.PodIPs = []v1.PodIP{{IP: st.PodIP}}
 	}
-	running, succeeded, failed, waiting := 0, 0, 0, 0
-	for _, c := range pod.Spec.Containers {
-		cs := containerStatus(pod, &c, state.Instances(c.Name))
+	finished := state != nil && podFinished(pod, state)
+	current := func(c *ContainerState) bool { return infra != nil && !c.CreatedAt.Before(infra.CreatedAt) }
+
+	initDone := true
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		var instances []*ContainerState
+		for _, inst := range state.Instances(c.Name) {
+			if current(inst) || finished {
+				instances = append(instances, inst)
+			}
+		}
+		cs := k.containerStatus(pod, c, instances, finished, reasonCreating)
+		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+			initDone = false
+		}
+		cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
+	}
+
+	running, ready, succeeded, waiting := 0, 0, 0, 0
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		fresh := reasonCreating
+		if !initDone {
+			fresh = reasonInitializing
+		}
+		cs := k.containerStatus(pod, c, state.Instances(c.Name), finished, fresh)
 		switch {
 		case cs.State.Running != nil:
 			running++
+			if cs.Ready {
+				ready++
+			}
 		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0:
 			succeeded++
-		case cs.State.Terminated != nil:
-			failed++
-		default:
+		case cs.State.Waiting != nil && cs.RestartCount == 0 && cs.LastTerminationState.Terminated == nil:
 			waiting++
 		}
 		st.ContainerStatuses = append(st.ContainerStatuses, cs)
 	}
 	n := len(pod.Spec.Containers)
 	switch {
-	case waiting > 0 && running+succeeded+failed == 0:
-		st.Phase = v1.PodPending
-	case running > 0 || waiting > 0:
-		st.Phase = v1.PodRunning
-	case succeeded == n:
+	case finished && succeeded == n:
 		st.Phase = v1.PodSucceeded
-	default:
+	case finished:
 		st.Phase = v1.PodFailed
+	case !initDone || waiting == n:
+		st.Phase = v1.PodPending
+	default:
+		st.Phase = v1.PodRunning
 	}
-	ready := v1.ConditionFalse
-	if running == n && n > 0 {
-		ready = v1.ConditionTrue
+
+	cond := func(t v1.PodConditionType, ok bool, reason string) v1.PodCondition {
+		if ok {
+			return v1.PodCondition{Type: t, Status: v1.ConditionTrue}
+		}
+		return v1.PodCondition{Type: t, Status: v1.ConditionFalse, Reason: reason}
 	}
-	st.Conditions = []v1.PodCondition{
-		{Type: v1.ContainersReady, Status: ready},
-		{Type: v1.PodReady, Status: ready},
-	}
+	allReady := n > 0 && ready == n
+	st.Conditions = k.status.Stamp(pod.UID, []v1.PodCondition{
+		cond(v1.PodInitialized, initDone, "ContainersNotInitialized"),
+		cond(v1.ContainersReady, allReady, "ContainersNotReady"),
+		cond(v1.PodReady, allReady, "ContainersNotReady"),
+		cond(v1.PodScheduled, true, ""),
+	})
 	return st
 }
 
 // containerStatus describes a container from its instances, newest first.
-func containerStatus(pod *v1.Pod, c *v1.Container, instances []*ContainerState) v1.ContainerStatus {
+// fresh is the waiting reason of a container with no instance yet.
+func (k *Kubelet) containerStatus(pod *v1.Pod, c *v1.Container, instances []*ContainerState, finished bool, fresh string) v1.ContainerStatus {
 	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
+	started := false
+	cs.Started = &started
+	waitErr := k.waitingReason(pod.UID, c.Name)
+	waitingFor := func(reason string) *v1.ContainerStateWaiting {
+		if waitErr != nil {
+			return &v1.ContainerStateWaiting{Reason: waitErr.reason, Message: waitErr.message}
+		}
+		return &v1.ContainerStateWaiting{Reason: reason}
+	}
 	if len(instances) == 0 {
-		cs.State.Waiting = &v1.ContainerStateWaiting{Reason: "ContainerCreating"}
+		cs.State.Waiting = waitingFor(fresh)
 		return cs
 	}
 	last := instances[0]
@@ -103,17 +153,16 @@ func containerStatus(pod *v1.Pod, c *v1.Container, instances []*ContainerState) 
 	if len(instances) > 1 {
 		cs.LastTerminationState = terminated(instances[1])
 	}
-	started := last.Running
-	cs.Started = &started
 	switch {
 	case last.Running:
 		cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(last.StartedAt)}
-		cs.Ready = true
+		started = k.probes.Started(c, last.ID)
+		cs.Ready = k.probes.Ready(c, last.ID)
 	case last.Status == "created":
-		cs.State.Waiting = &v1.ContainerStateWaiting{Reason: "ContainerCreating"}
-	case shouldRestart(pod.Spec.RestartPolicy, last.ExitCode):
-		// Exited and due for a restart: waiting, with the exit as last state.
-		cs.State.Waiting = &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}
+		cs.State.Waiting = waitingFor(reasonCreating)
+	case !finished && last.Hash == dockertools.HashContainer(pod, c) && shouldRestart(pod.Spec.RestartPolicy, last.ExitCode):
+		// Exited and due for a restart: waiting, the exit as last state.
+		cs.State.Waiting = waitingFor(reasonCrashLoop)
 		cs.LastTerminationState = terminated(last)
 	default:
 		cs.State = terminated(last)
@@ -123,7 +172,10 @@ func containerStatus(pod *v1.Pod, c *v1.Container, instances []*ContainerState) 
 
 func terminated(c *ContainerState) v1.ContainerState {
 	reason := "Completed"
-	if c.ExitCode != 0 {
+	switch {
+	case c.OOMKilled:
+		reason = "OOMKilled"
+	case c.ExitCode != 0:
 		reason = "Error"
 	}
 	return v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
@@ -141,7 +193,7 @@ func terminated(c *ContainerState) v1.ContainerState {
 // Burstable otherwise.
 func qosClass(pod *v1.Pod) v1.PodQOSClass {
 	any, guaranteed := false, true
-	for _, c := range pod.Spec.Containers {
+	for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
 		for _, r := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
 			req, hasReq := c.Resources.Requests[r]
 			lim, hasLim := c.Resources.Limits[r]
@@ -161,4 +213,18 @@ func qosClass(pod *v1.Pod) v1.PodQOSClass {
 	default:
 		return v1.PodQOSBurstable
 	}
+}
+
+// nodeIP is the node's first non-loopback IPv4 address (the pods' host IP).
+func nodeIP() string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
+			return ipn.IP.String()
+		}
+	}
+	return ""
 }

@@ -3,11 +3,8 @@ package kubelet
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/golang/glog"
@@ -15,36 +12,45 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
-	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
-)
-
-const (
-	infraName = dockertools.InfraContainerName
-	// minStopGrace is the shortest stop grace period: even a pod asking for
-	// 0 gets a moment to exit cleanly, as Kubernetes does.
-	minStopGrace = 2 * time.Second
-	// pullInactivity cancels a pull that makes no progress for this long.
-	pullInactivity = time.Minute
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/prober"
 )
 
 // podActions is what syncPod must do to bring a pod to its spec.
 type podActions struct {
 	createInfra bool
 	kill        []*ContainerState // running containers to stop (app or infra)
+	killReasons map[string]string // container ID → why, when not obvious
 	remove      []*ContainerState // dead containers not worth keeping
+	startInit   int               // index into spec.initContainers to start, or -1
 	start       []int             // indexes into spec.containers, in order
-	restarts    map[int]int       // restart count for each start
-	crashed     map[int]string    // back-off key of each start that restarts a crash
+	restarts    map[string]int    // restart count of each container to start, by name
+	crashed     map[string]string // back-off key of each start that restarts a crash, by name
 	waiting     []string          // containers held back by crash back-off
+	initFailed  bool              // an init container failed for good: the pod has failed
 }
 
 // computePodActions compares a pod's spec with its containers. It is pure:
-// every decision is made here, so it is tested without Docker.
-func computePodActions(pod *v1.Pod, state *PodState, now time.Time, bo *backoff) podActions {
-	a := podActions{restarts: map[int]int{}, crashed: map[int]string{}}
+// every decision is made here, so it is tested without Docker. unhealthy
+// reports running containers that failed their liveness or startup probe.
+func computePodActions(pod *v1.Pod, state *PodState, now time.Time, bo *backoff, unhealthy func(id string) bool) podActions {
+	a := podActions{startInit: -1, restarts: map[string]int{}, crashed: map[string]string{}, killReasons: map[string]string{}}
 	if state == nil {
 		state = &PodState{}
+	}
+	if unhealthy == nil {
+		unhealthy = func(string) bool { return false }
+	}
+	if podFinished(pod, state) {
+		// Nothing runs again: stop what still runs (the infra container,
+		// freeing its ports), keep the final containers for inspection.
+		for _, c := range state.Containers {
+			if c.Running {
+				a.kill = append(a.kill, c)
+			}
+		}
+		a.remove = pruneDead(pod, state)
+		return a
 	}
 	infraHash := dockertools.HashInfra(pod)
 	var infra *ContainerState
@@ -56,8 +62,71 @@ func computePodActions(pod *v1.Pod, state *PodState, now time.Time, bo *backoff)
 		}
 	}
 	a.createInfra = infra == nil
+	// Instances created before the current infra container belong to an
+	// earlier incarnation of the pod: a new infra container means init
+	// containers run again.
+	current := func(c *ContainerState) bool { return infra != nil && !c.CreatedAt.Before(infra.CreatedAt) }
+
+	// restartDecision says whether a container whose newest instance is last
+	// (not running) starts again now: "start", "done" or "wait".
+	restartDecision := func(c *v1.Container, hash string, last *ContainerState) string {
+		if last == nil || last.Hash != hash {
+			return "start"
+		}
+		if !shouldRestart(pod.Spec.RestartPolicy, last.ExitCode) {
+			return "done"
+		}
+		key := backoffKey(pod.UID, c.Name, hash)
+		if bo.waiting(key, last, now) {
+			a.waiting = append(a.waiting, c.Name)
+			return "wait"
+		}
+		a.crashed[c.Name] = key
+		return "start"
+	}
+	restartCount := func(instances []*ContainerState) int {
+		if len(instances) == 0 {
+			return 0
+		}
+		return instances[0].RestartCount + 1
+	}
 
 	inSpec := map[string]bool{infraName: true}
+	// Init containers run one at a time, in order, each to success.
+	initDone := true
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		inSpec[c.Name] = true
+		if !initDone {
+			continue
+		}
+		hash := dockertools.HashContainer(pod, c)
+		instances := state.Instances(c.Name)
+		var last *ContainerState
+		for _, inst := range instances {
+			if inst.Running && (!current(inst) || inst.Hash != hash) {
+				a.kill = append(a.kill, inst)
+			} else if last == nil && current(inst) {
+				last = inst
+			}
+		}
+		switch {
+		case last != nil && last.Running:
+			initDone = false // still running: wait for it
+		case last != nil && last.ExitCode == 0 && last.Hash == hash:
+			// completed in this incarnation
+		case last != nil && last.ExitCode != 0 && pod.Spec.RestartPolicy == v1.RestartPolicyNever:
+			initDone, a.initFailed = false, true
+		default:
+			initDone = false
+			if last != nil && restartDecision(c, hash, last) == "wait" {
+				break
+			}
+			a.startInit = i
+			a.restarts[c.Name] = restartCount(instances)
+		}
+	}
+
 	keep := 0
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
@@ -66,38 +135,33 @@ func computePodActions(pod *v1.Pod, state *PodState, now time.Time, bo *backoff)
 		instances := state.Instances(c.Name)
 		var running *ContainerState
 		for _, inst := range instances {
-			if inst.Running && inst.Hash == hash && running == nil && !a.createInfra {
+			switch {
+			case inst.Running && inst.Hash == hash && running == nil && !a.createInfra && !unhealthy(inst.ID):
 				running = inst
-			} else if inst.Running {
+			case inst.Running:
 				a.kill = append(a.kill, inst)
+				if unhealthy(inst.ID) {
+					a.killReasons[inst.ID] = "unhealthy"
+				}
 			}
 		}
 		if running != nil {
 			keep++
 			continue
 		}
-		restartCount := 0
-		if len(instances) > 0 {
-			last := instances[0]
-			restartCount = last.RestartCount + 1
-			// A container that exited by itself with an unchanged spec is
-			// restarted as the restart policy says, after its back-off.
-			if !last.Running && last.Hash == hash {
-				if !shouldRestart(pod.Spec.RestartPolicy, last.ExitCode) {
-					continue
-				}
-				key := backoffKey(pod.UID, c.Name, hash)
-				if bo.waiting(key, last, now) {
-					a.waiting = append(a.waiting, c.Name)
-					continue
-				}
-				a.crashed[i] = key
-			}
+		if !initDone {
+			continue // app containers wait for the init containers
+		}
+		var last *ContainerState
+		if len(instances) > 0 && !instances[0].Running {
+			last = instances[0]
+		}
+		if restartDecision(c, hash, last) != "start" {
+			continue
 		}
 		a.start = append(a.start, i)
-		a.restarts[i] = restartCount
+		a.restarts[c.Name] = restartCount(instances)
 	}
-
 	// Containers no longer in the spec are stopped.
 	for _, c := range state.Containers {
 		if !inSpec[c.Name] && c.Running {
@@ -106,16 +170,33 @@ func computePodActions(pod *v1.Pod, state *PodState, now time.Time, bo *backoff)
 	}
 
 	// A pod with nothing left to run (every container finished as its restart
-	// policy says) needs no infra container: stop it to free its ports.
-	if keep == 0 && len(a.start) == 0 && len(a.waiting) == 0 {
+	// policy says, or an init container failed for good) needs no infra
+	// container: stop it to free its ports.
+	initPending := a.startInit >= 0 || (!initDone && !a.initFailed)
+	if keep == 0 && len(a.start) == 0 && len(a.waiting) == 0 && !initPending {
 		a.createInfra = false
 		if infra != nil {
 			a.kill = append(a.kill, infra)
 		}
 	}
 
-	// Keep the newest dead instance of each container in the spec (for its
-	// exit status and logs); remove older ones and those of removed containers.
+	a.remove = pruneDead(pod, state)
+	return a
+}
+
+// pruneDead returns the dead containers not worth keeping: it keeps the
+// newest dead instance of each container in the spec (the record of its last
+// exit, and of an init container's completion) and drops older ones and
+// those of containers no longer in the spec.
+func pruneDead(pod *v1.Pod, state *PodState) []*ContainerState {
+	inSpec := map[string]bool{infraName: true}
+	for _, c := range pod.Spec.InitContainers {
+		inSpec[c.Name] = true
+	}
+	for _, c := range pod.Spec.Containers {
+		inSpec[c.Name] = true
+	}
+	var remove []*ContainerState
 	keptDead := map[string]bool{}
 	for _, c := range state.Containers { // newest first
 		if c.Running {
@@ -125,9 +206,40 @@ func computePodActions(pod *v1.Pod, state *PodState, now time.Time, bo *backoff)
 			keptDead[c.Name] = true
 			continue
 		}
-		a.remove = append(a.remove, c)
+		remove = append(remove, c)
 	}
-	return a
+	return remove
+}
+
+// podFinished reports whether a pod will run nothing again: under
+// OnFailure or Never every app container's last instance exited and is not
+// to be restarted, or under Never an init container failed.
+func podFinished(pod *v1.Pod, state *PodState) bool {
+	if pod.Spec.RestartPolicy == v1.RestartPolicyAlways || len(pod.Spec.Containers) == 0 {
+		return false
+	}
+	appStarted := false
+	for _, c := range pod.Spec.Containers {
+		if len(state.Instances(c.Name)) > 0 {
+			appStarted = true
+		}
+	}
+	if pod.Spec.RestartPolicy == v1.RestartPolicyNever && !appStarted {
+		for _, c := range pod.Spec.InitContainers {
+			if inst := state.Instances(c.Name); len(inst) > 0 && !inst[0].Running && inst[0].ExitCode != 0 {
+				return true
+			}
+		}
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		inst := state.Instances(c.Name)
+		if len(inst) == 0 || inst[0].Running || inst[0].Hash != dockertools.HashContainer(pod, c) ||
+			shouldRestart(pod.Spec.RestartPolicy, inst[0].ExitCode) {
+			return false
+		}
+	}
+	return true
 }
 
 func shouldRestart(policy v1.RestartPolicy, exitCode int) bool {
@@ -144,9 +256,14 @@ func shouldRestart(policy v1.RestartPolicy, exitCode int) bool {
 // syncPod brings one desired pod to its spec. It reports whether it acted
 // on Docker: only then must the next sync wait for a fresher relist.
 func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *PodState) (bool, error) {
-	a := computePodActions(pod, state, time.Now(), k.backoff)
-	acted := a.createInfra || len(a.start) > 0 || len(a.kill) > 0 || len(a.remove) > 0
-	return acted, k.applyActions(ctx, pod, state, a)
+	a := computePodActions(pod, state, time.Now(), k.backoff, func(id string) bool {
+		bad, _ := k.probes.Unhealthy(id)
+		return bad
+	})
+	acted := a.createInfra || a.startInit >= 0 || len(a.start) > 0 || len(a.kill) > 0 || len(a.remove) > 0
+	err := k.applyActions(ctx, pod, state, a)
+	k.syncProbes(ctx, pod, state, a)
+	return acted, err
 }
 
 func (k *Kubelet) applyActions(ctx context.Context, pod *v1.Pod, state *PodState, a podActions) error {
@@ -156,9 +273,13 @@ func (k *Kubelet) applyActions(ctx context.Context, pod *v1.Pod, state *PodState
 	}
 	if len(a.kill) > 0 {
 		for _, c := range a.kill {
-			glog.Infof("Pod %s: stopping container %s (%s)", key, c.Name, shortID(c.ID))
+			why := a.killReasons[c.ID]
+			if why == "" {
+				why = "no longer wanted as it runs"
+			}
+			glog.Infof("Pod %s: stopping container %s (%s): %s", key, c.Name, shortID(c.ID), why)
 		}
-		if err := k.stopAll(ctx, a.kill, gracePeriod(pod)); err != nil {
+		if err := k.stopAll(ctx, pod, state, a.kill, gracePeriod(pod)); err != nil {
 			return err
 		}
 	}
@@ -167,7 +288,7 @@ func (k *Kubelet) applyActions(ctx context.Context, pod *v1.Pod, state *PodState
 			glog.Errorf("Pod %s: remove dead container %s: %v", key, c.DockerName, err)
 		}
 	}
-	if !a.createInfra && len(a.start) == 0 {
+	if !a.createInfra && a.startInit < 0 && len(a.start) == 0 {
 		return nil
 	}
 
@@ -175,212 +296,60 @@ func (k *Kubelet) applyActions(ctx context.Context, pod *v1.Pod, state *PodState
 	if err != nil {
 		return err
 	}
-	var infraID string
+	var infraID, podIP string
 	if a.createInfra {
-		infraID, err = k.startInfra(ctx, pod)
+		infraID, podIP, err = k.startInfra(ctx, pod)
 		if err != nil {
 			return err
 		}
 	} else {
-		for _, c := range state.Infra() {
-			if c.Running {
-				infraID = c.ID
-				break
-			}
+		infra := state.runningInfra()
+		infraID, podIP = infra.ID, infra.IP
+	}
+	if pod.Spec.HostNetwork {
+		podIP = hostNetworkIP
+	}
+	start := func(c *v1.Container) error {
+		if key, ok := a.crashed[c.Name]; ok {
+			k.backoff.restarted(key, time.Now())
 		}
+		return k.startContainer(ctx, pod, c, infraID, podIP, hostPaths, a.restarts[c.Name])
+	}
+	if a.startInit >= 0 {
+		return start(&pod.Spec.InitContainers[a.startInit])
 	}
 	var errs []error
 	for _, i := range a.start {
-		c := &pod.Spec.Containers[i]
-		if key, ok := a.crashed[i]; ok {
-			k.backoff.restarted(key, time.Now())
-		}
-		if err := k.startContainer(ctx, pod, c, infraID, hostPaths, a.restarts[i]); err != nil {
+		if err := start(&pod.Spec.Containers[i]); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (k *Kubelet) startInfra(ctx context.Context, pod *v1.Pod) (string, error) {
-	present, err := k.docker.ImagePresent(ctx, k.cfg.InfraImage)
-	if err != nil {
-		return "", err
+// syncProbes points the pod's probe workers at its running app containers.
+func (k *Kubelet) syncProbes(ctx context.Context, pod *v1.Pod, state *PodState, a podActions) {
+	killed := map[string]bool{}
+	for _, c := range a.kill {
+		killed[c.ID] = true
 	}
-	if !present {
-		// The infra image is built locally (make images) and never pulled.
-		return "", fmt.Errorf("infra image %s is not present (build it with `make images`)", k.cfg.InfraImage)
+	podIP := ""
+	if infra := state.runningInfra(); infra != nil {
+		podIP = infra.IP
 	}
-	spec := dockertools.InfraSpec(pod, k.cfg.InfraImage, k.cfg.NodeName, podSourceOf(pod))
-	id, err := k.docker.Create(ctx, spec)
-	if err != nil {
-		return "", err
+	if pod.Spec.HostNetwork {
+		podIP = hostNetworkIP
 	}
-	if err := k.docker.Start(ctx, id); err != nil {
-		k.removeQuietly(ctx, id)
-		return "", err
-	}
-	glog.Infof("Pod %s: started infra container %s", api.Key(pod), spec.Name)
-	return id, nil
-}
-
-func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, infraID string, hostPaths map[string]string, restartCount int) error {
-	if err := k.ensureImage(ctx, c); err != nil {
-		return fmt.Errorf("container %s: %w", c.Name, err)
-	}
-	var binds []string
-	for _, m := range c.VolumeMounts {
-		b := hostPaths[m.Name] + ":" + m.MountPath
-		if m.ReadOnly {
-			b += ":ro"
+	var targets []prober.Target
+	for _, c := range pod.Spec.Containers {
+		inst := state.Instances(c.Name)
+		if len(inst) == 0 || !inst[0].Running || killed[inst[0].ID] {
+			continue
 		}
-		binds = append(binds, b)
+		targets = append(targets, prober.Target{PodUID: pod.UID, PodKey: api.Key(pod), Container: c,
+			ContainerID: inst[0].ID, StartedAt: inst[0].StartedAt, PodIP: podIP})
 	}
-	spec := dockertools.AppSpec(pod, c, infraID, k.cfg.NodeName, binds, restartCount)
-	spec.Labels[dockertools.LabelSource] = podSourceOf(pod)
-	id, err := k.docker.Create(ctx, spec)
-	if err != nil {
-		return fmt.Errorf("container %s: %w", c.Name, err)
-	}
-	if err := k.docker.Start(ctx, id); err != nil {
-		// A container that failed to start stays as the record of why.
-		return fmt.Errorf("container %s: %w", c.Name, err)
-	}
-	glog.Infof("Pod %s: started container %s (restart %d)", api.Key(pod), spec.Name, restartCount)
-	return nil
-}
-
-// ensureImage makes the container's image present as its pull policy says:
-// Always pulls, IfNotPresent pulls when absent, Never never pulls. Without a
-// policy, ":latest" or no tag means Always, as in Kubernetes.
-func (k *Kubelet) ensureImage(ctx context.Context, c *v1.Container) error {
-	policy := c.ImagePullPolicy
-	if policy == "" {
-		policy = v1.PullIfNotPresent
-		if tagOf(c.Image) == "latest" {
-			policy = v1.PullAlways
-		}
-	}
-	if policy != v1.PullAlways {
-		present, err := k.docker.ImagePresent(ctx, c.Image)
-		if err != nil || present {
-			return err
-		}
-		if policy == v1.PullNever {
-			return fmt.Errorf("image %s is not present and imagePullPolicy is Never", c.Image)
-		}
-	}
-	return k.docker.Pull(ctx, c.Image, pullInactivity)
-}
-
-// tagOf returns an image reference's tag, "latest" when it names none, and
-// "" for a digest reference.
-func tagOf(image string) string {
-	if strings.Contains(image, "@") {
-		return ""
-	}
-	i := strings.LastIndex(image, ":")
-	if i < 0 || strings.Contains(image[i:], "/") {
-		return "latest"
-	}
-	return image[i+1:]
-}
-
-// killPod stops and removes every container of a pod that is no longer
-// desired, then its directory. It reports whether it acted on Docker.
-func (k *Kubelet) killPod(ctx context.Context, uid types.UID, state *PodState) (bool, error) {
-	acted := state != nil && len(state.Containers) > 0
-	return acted, k.killContainers(ctx, uid, state)
-}
-
-func (k *Kubelet) killContainers(ctx context.Context, uid types.UID, state *PodState) error {
-	if state != nil && len(state.Containers) > 0 {
-		glog.Infof("Killing pod %s/%s (uid %s)", state.Namespace, state.Name, uid)
-		var apps, infra []*ContainerState
-		for _, c := range state.Containers {
-			if !c.Running {
-				continue
-			}
-			if c.Name == infraName {
-				infra = append(infra, c)
-			} else {
-				apps = append(apps, c)
-			}
-		}
-		grace := labelGrace(state)
-		// Apps first: the infra container holds the network they may still
-		// use while shutting down.
-		if err := k.stopAll(ctx, apps, grace); err != nil {
-			return err
-		}
-		if err := k.stopAll(ctx, infra, grace); err != nil {
-			return err
-		}
-		for _, c := range state.Containers {
-			if err := k.docker.Remove(ctx, c.ID); err != nil {
-				return err
-			}
-		}
-	}
-	if err := os.RemoveAll(k.podDir(uid)); err != nil {
-		return fmt.Errorf("remove pod directory: %w", err)
-	}
-	return nil
-}
-
-// stopAll stops containers in parallel, each with the grace period.
-func (k *Kubelet) stopAll(ctx context.Context, cs []*ContainerState, grace time.Duration) error {
-	var wg sync.WaitGroup
-	errs := make([]error, len(cs))
-	for i, c := range cs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = k.docker.Stop(ctx, c.ID, grace)
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-func (k *Kubelet) removeQuietly(ctx context.Context, id string) {
-	if err := k.docker.Remove(ctx, id); err != nil {
-		glog.V(2).Infof("Remove container %s: %v", shortID(id), err)
-	}
-}
-
-func gracePeriod(pod *v1.Pod) time.Duration {
-	g := time.Duration(api.DefaultTerminationGracePeriod) * time.Second
-	if p := pod.Spec.TerminationGracePeriodSeconds; p != nil {
-		g = time.Duration(*p) * time.Second
-	}
-	return max(g, minStopGrace)
-}
-
-// labelGrace is the grace period recorded on a pod's containers, for pods
-// whose spec is gone.
-func labelGrace(state *PodState) time.Duration {
-	for _, c := range state.Containers {
-		var secs int64
-		if _, err := fmt.Sscan(c.Labels[dockertools.LabelGracePeriod], &secs); err == nil {
-			return max(time.Duration(secs)*time.Second, minStopGrace)
-		}
-	}
-	return time.Duration(api.DefaultTerminationGracePeriod) * time.Second
-}
-
-func podSourceOf(pod *v1.Pod) string {
-	if s := pod.Annotations[api.ConfigSourceAnnotation]; s != "" {
-		return s
-	}
-	return config.SourceFile
-}
-
-func shortID(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
+	k.probes.Sync(ctx, pod.UID, targets)
 }
 
 // podDir is the pod's directory under the root dir.

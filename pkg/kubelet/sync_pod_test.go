@@ -74,8 +74,13 @@ func summarize(pod *v1.Pod, a podActions) string {
 	if len(rm) > 0 {
 		parts = append(parts, "remove:"+strings.Join(rm, ","))
 	}
+	if a.startInit >= 0 {
+		n := pod.Spec.InitContainers[a.startInit].Name
+		parts = append(parts, "init:"+n+"#"+string(rune('0'+a.restarts[n])))
+	}
 	for _, i := range a.start {
-		parts = append(parts, "start:"+pod.Spec.Containers[i].Name+"#"+string(rune('0'+a.restarts[i])))
+		n := pod.Spec.Containers[i].Name
+		parts = append(parts, "start:"+n+"#"+string(rune('0'+a.restarts[n])))
 	}
 	if len(a.waiting) > 0 {
 		parts = append(parts, "backoff:"+strings.Join(a.waiting, ","))
@@ -134,7 +139,7 @@ func TestComputePodActions(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b := &builder{t0: time.Now().Add(-time.Hour)}
-			a := computePodActions(c.pod, c.state(b, c.pod), time.Now(), newBackoff(0, 0))
+			a := computePodActions(c.pod, c.state(b, c.pod), time.Now(), newBackoff(0, 0), nil)
 			if got := summarize(c.pod, a); got != c.want {
 				t.Errorf("actions %q, want %q", got, c.want)
 			}
@@ -152,17 +157,17 @@ func TestComputePodActionsBackoff(t *testing.T) {
 	now := crashed.FinishedAt
 
 	// The first restart is immediate.
-	if got := summarize(pod, computePodActions(pod, state(infra, crashed), now, bo)); got != "start:a#1" {
+	if got := summarize(pod, computePodActions(pod, state(infra, crashed), now, bo, nil)); got != "start:a#1" {
 		t.Fatalf("first crash: %q", got)
 	}
 	bo.restarted(key, now)
 	// The next waits 10 s from the exit, then 20, then 40 (max), then 40.
 	for _, wait := range []time.Duration{10, 20, 40, 40} {
 		wait *= time.Second
-		if got := summarize(pod, computePodActions(pod, state(infra, crashed), now.Add(wait-time.Millisecond), bo)); got != "backoff:a" {
+		if got := summarize(pod, computePodActions(pod, state(infra, crashed), now.Add(wait-time.Millisecond), bo, nil)); got != "backoff:a" {
 			t.Fatalf("before %v: %q, want backoff", wait, got)
 		}
-		if got := summarize(pod, computePodActions(pod, state(infra, crashed), now.Add(wait), bo)); got != "start:a#1" {
+		if got := summarize(pod, computePodActions(pod, state(infra, crashed), now.Add(wait), bo, nil)); got != "start:a#1" {
 			t.Fatalf("at %v: %q, want a restart", wait, got)
 		}
 		bo.restarted(key, now)
@@ -170,7 +175,7 @@ func TestComputePodActionsBackoff(t *testing.T) {
 	// A container that ran ten minutes resets the back-off.
 	longRun := *crashed
 	longRun.StartedAt = crashed.FinishedAt.Add(-backoffReset)
-	if got := summarize(pod, computePodActions(pod, state(infra, &longRun), now, bo)); got != "start:a#1" {
+	if got := summarize(pod, computePodActions(pod, state(infra, &longRun), now, bo, nil)); got != "start:a#1" {
 		t.Errorf("after a long run: %q, want an immediate restart", got)
 	}
 }

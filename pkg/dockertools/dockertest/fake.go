@@ -25,6 +25,8 @@ type FakeClient struct {
 	nextID     int
 	now        func() time.Time
 	events     []chan dockertools.Event
+	execCode   int
+	execOut    string
 }
 
 // NewFakeClient returns a fake with the given images present.
@@ -276,4 +278,21 @@ func (f *FakeClient) RunningNames() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// SetExecResult sets what Exec returns from now on.
+func (f *FakeClient) SetExecResult(code int, output string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.execCode, f.execOut = code, output
+}
+
+// Exec implements the runtime's Exec.
+func (f *FakeClient) Exec(_ context.Context, id string, cmd []string, _ time.Duration) (int, []byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("exec", id+" "+strings.Join(cmd, " ")); err != nil {
+		return 0, nil, err
+	}
+	return f.execCode, []byte(f.execOut), nil
 }

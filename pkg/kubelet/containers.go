@@ -1,0 +1,367 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/golang/glog"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/classic-kubelet/kubelet/pkg/api"
+	"github.com/classic-kubelet/kubelet/pkg/config"
+	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/prober"
+	"github.com/classic-kubelet/kubelet/pkg/probe"
+)
+
+const (
+	infraName = dockertools.InfraContainerName
+	// minStopGrace is the shortest stop grace period: even a pod asking for
+	// 0 gets a moment to exit cleanly, as Kubernetes does.
+	minStopGrace = 2 * time.Second
+	// pullInactivity cancels a pull that makes no progress for this long.
+	pullInactivity = time.Minute
+	// postStartTimeout bounds a postStart hook (Kubernetes sets none; a
+	// hook hanging forever would hold the pod's worker forever).
+	postStartTimeout = 2 * time.Minute
+	// hostNetworkIP is where probes and hooks reach a host-network pod.
+	hostNetworkIP = "127.0.0.1"
+)
+
+// Waiting reasons, as Kubernetes reports them.
+const (
+	reasonCreating         = "ContainerCreating"
+	reasonCrashLoop        = "CrashLoopBackOff"
+	reasonInitializing     = "PodInitializing"
+	reasonCreateError      = "CreateContainerError"
+	reasonRunError         = "RunContainerError"
+	reasonImagePull        = "ErrImagePull"
+	reasonImageNeverPull   = "ErrImageNeverPull"
+	reasonPostStartFailed  = "PostStartHookError"
+	reasonInfraImageAbsent = "InfraImageMissing"
+)
+
+// containerError is a failure to start a container, kept for its status.
+type containerError struct {
+	reason, message string
+}
+
+func (e *containerError) Error() string { return e.reason + ": " + e.message }
+
+// runningInfra returns the pod's running infra container, or nil.
+func (p *PodState) runningInfra() *ContainerState {
+	for _, c := range p.Infra() {
+		if c.Running {
+			return c
+		}
+	}
+	return nil
+}
+
+func (k *Kubelet) startInfra(ctx context.Context, pod *v1.Pod) (id, ip string, err error) {
+	present, err := k.docker.ImagePresent(ctx, k.cfg.InfraImage)
+	if err != nil {
+		return "", "", err
+	}
+	if !present {
+		// The infra image is built locally (make images) and never pulled.
+		return "", "", &containerError{reasonInfraImageAbsent, fmt.Sprintf("infra image %s is not present (build it with `make images`)", k.cfg.InfraImage)}
+	}
+	spec := dockertools.InfraSpec(pod, k.cfg.InfraImage, k.cfg.NodeName, podSourceOf(pod))
+	id, err = k.docker.Create(ctx, spec)
+	if err != nil {
+		return "", "", err
+	}
+	if err := k.docker.Start(ctx, id); err != nil {
+		k.removeQuietly(ctx, id)
+		return "", "", err
+	}
+	d, err := k.docker.Inspect(ctx, id)
+	if err != nil {
+		return "", "", err
+	}
+	glog.Infof("Pod %s: started infra container %s", api.Key(pod), spec.Name)
+	return id, d.IP, nil
+}
+
+// startContainer creates and starts one container of the pod, then runs its
+// postStart hook. A failure is recorded as the container's waiting reason.
+func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, infraID, podIP string, hostPaths map[string]string, restartCount int) error {
+	err := k.createAndStart(ctx, pod, c, infraID, podIP, hostPaths, restartCount)
+	var ce *containerError
+	if errors.As(err, &ce) {
+		k.setWaiting(pod.UID, c.Name, ce)
+	}
+	if err != nil {
+		return fmt.Errorf("container %s: %w", c.Name, err)
+	}
+	k.setWaiting(pod.UID, c.Name, nil)
+	return nil
+}
+
+func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Container, infraID, podIP string, hostPaths map[string]string, restartCount int) error {
+	if err := k.ensureImage(ctx, c); err != nil {
+		return err
+	}
+	var binds []string
+	for _, m := range c.VolumeMounts {
+		b := hostPaths[m.Name] + ":" + m.MountPath
+		if m.ReadOnly {
+			b += ":ro"
+		}
+		binds = append(binds, b)
+	}
+	spec := dockertools.AppSpec(pod, c, infraID, k.cfg.NodeName, binds, restartCount)
+	spec.Labels[dockertools.LabelSource] = podSourceOf(pod)
+	id, err := k.docker.Create(ctx, spec)
+	if err != nil {
+		return &containerError{reasonCreateError, err.Error()}
+	}
+	if err := k.docker.Start(ctx, id); err != nil {
+		// A container that failed to start stays as the record of why.
+		return &containerError{reasonRunError, err.Error()}
+	}
+	glog.Infof("Pod %s: started container %s (restart %d)", api.Key(pod), spec.Name, restartCount)
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		hctx, cancel := context.WithTimeout(ctx, postStartTimeout)
+		err := k.runHook(hctx, pod, c, id, podIP, c.Lifecycle.PostStart)
+		cancel()
+		if err != nil {
+			// As Kubernetes: the container is killed and its restart policy
+			// decides what happens next.
+			glog.Errorf("Pod %s: postStart hook of %s failed, killing it: %v", api.Key(pod), c.Name, err)
+			if serr := k.docker.Stop(ctx, id, 0); serr != nil {
+				glog.Errorf("Pod %s: kill %s: %v", api.Key(pod), c.Name, serr)
+			}
+			return &containerError{reasonPostStartFailed, err.Error()}
+		}
+	}
+	return nil
+}
+
+// runHook runs a lifecycle handler: exec in the container, HTTP GET to the
+// pod, or a sleep.
+func (k *Kubelet) runHook(ctx context.Context, pod *v1.Pod, c *v1.Container, containerID, podIP string, h *v1.LifecycleHandler) error {
+	timeout := time.Until(deadlineOr(ctx, time.Now().Add(postStartTimeout)))
+	switch {
+	case h.Exec != nil:
+		code, out, err := k.docker.Exec(ctx, containerID, h.Exec.Command, timeout)
+		if err != nil {
+			return err
+		}
+		if code != 0 {
+			return fmt.Errorf("exec %v exited %d: %s", h.Exec.Command, code, probe.Truncate(strings.TrimSpace(string(out))))
+		}
+		return nil
+	case h.HTTPGet != nil:
+		u, header, err := prober.HTTPTarget(h.HTTPGet, c, podIP)
+		if err != nil {
+			return err
+		}
+		r, out, err := k.hookHTTP.Probe(ctx, u, header, timeout)
+		if err != nil {
+			return err
+		}
+		if r != probe.Success {
+			return fmt.Errorf("GET %s: %s", u, out)
+		}
+		return nil
+	case h.Sleep != nil:
+		select {
+		case <-time.After(time.Duration(h.Sleep.Seconds) * time.Second):
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	return errors.New("hook has no action")
+}
+
+func deadlineOr(ctx context.Context, def time.Time) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return def
+}
+
+// ensureImage makes the container's image present as its pull policy says:
+// Always pulls, IfNotPresent pulls when absent, Never never pulls. Without a
+// policy, ":latest" or no tag means Always, as in Kubernetes.
+func (k *Kubelet) ensureImage(ctx context.Context, c *v1.Container) error {
+	policy := c.ImagePullPolicy
+	if policy == "" {
+		policy = v1.PullIfNotPresent
+		if tagOf(c.Image) == "latest" {
+			policy = v1.PullAlways
+		}
+	}
+	if policy != v1.PullAlways {
+		present, err := k.docker.ImagePresent(ctx, c.Image)
+		if err != nil || present {
+			return err
+		}
+		if policy == v1.PullNever {
+			return &containerError{reasonImageNeverPull, fmt.Sprintf("image %s is not present and imagePullPolicy is Never", c.Image)}
+		}
+	}
+	if err := k.docker.Pull(ctx, c.Image, pullInactivity); err != nil {
+		return &containerError{reasonImagePull, err.Error()}
+	}
+	return nil
+}
+
+// tagOf returns an image reference's tag, "latest" when it names none, and
+// "" for a digest reference.
+func tagOf(image string) string {
+	if strings.Contains(image, "@") {
+		return ""
+	}
+	i := strings.LastIndex(image, ":")
+	if i < 0 || strings.Contains(image[i:], "/") {
+		return "latest"
+	}
+	return image[i+1:]
+}
+
+// killPod stops and removes every container of a pod that is no longer
+// desired, then its directory. pod is its last spec, if known (for preStop
+// hooks). It reports whether it acted on Docker.
+func (k *Kubelet) killPod(ctx context.Context, uid types.UID, pod *v1.Pod, state *PodState) (bool, error) {
+	k.probes.RemovePod(uid)
+	acted := state != nil && len(state.Containers) > 0
+	if acted {
+		glog.Infof("Killing pod %s/%s (uid %s)", state.Namespace, state.Name, uid)
+		var apps, infra []*ContainerState
+		for _, c := range state.Containers {
+			switch {
+			case !c.Running:
+			case c.Name == infraName:
+				infra = append(infra, c)
+			default:
+				apps = append(apps, c)
+			}
+		}
+		grace := labelGrace(state)
+		if pod != nil {
+			grace = gracePeriod(pod)
+		}
+		// Apps first: the infra container holds the network they may still
+		// use while shutting down.
+		if err := k.stopAll(ctx, pod, state, apps, grace); err != nil {
+			return true, err
+		}
+		if err := k.stopAll(ctx, pod, state, infra, grace); err != nil {
+			return true, err
+		}
+		for _, c := range state.Containers {
+			if err := k.docker.Remove(ctx, c.ID); err != nil {
+				return true, err
+			}
+		}
+	}
+	k.forgetPod(uid)
+	if err := os.RemoveAll(k.podDir(uid)); err != nil {
+		return acted, fmt.Errorf("remove pod directory: %w", err)
+	}
+	return acted, nil
+}
+
+// stopAll stops containers in parallel, each with the grace period.
+func (k *Kubelet) stopAll(ctx context.Context, pod *v1.Pod, state *PodState, cs []*ContainerState, grace time.Duration) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(cs))
+	for i, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = k.stopContainer(ctx, pod, state, c, grace)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// stopContainer runs the container's preStop hook (when its spec is known),
+// then has Docker send the image's stop signal and kill the container after
+// what remains of the grace period (at least minStopGrace).
+func (k *Kubelet) stopContainer(ctx context.Context, pod *v1.Pod, state *PodState, c *ContainerState, grace time.Duration) error {
+	deadline := time.Now().Add(grace)
+	if spec := containerSpec(pod, c.Name); spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil {
+		podIP := ""
+		if infra := state.runningInfra(); infra != nil {
+			podIP = infra.IP
+		}
+		if pod.Spec.HostNetwork {
+			podIP = hostNetworkIP
+		}
+		hctx, cancel := context.WithDeadline(ctx, deadline)
+		if err := k.runHook(hctx, pod, spec, c.ID, podIP, spec.Lifecycle.PreStop); err != nil {
+			glog.Errorf("Pod %s: preStop hook of %s: %v", api.Key(pod), c.Name, err)
+		}
+		cancel()
+	}
+	return k.docker.Stop(ctx, c.ID, max(time.Until(deadline), minStopGrace))
+}
+
+// containerSpec finds a container (app or init) of the pod by name.
+func containerSpec(pod *v1.Pod, name string) *v1.Container {
+	if pod == nil {
+		return nil
+	}
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	return nil
+}
+
+func (k *Kubelet) removeQuietly(ctx context.Context, id string) {
+	if err := k.docker.Remove(ctx, id); err != nil {
+		glog.V(2).Infof("Remove container %s: %v", shortID(id), err)
+	}
+}
+
+func gracePeriod(pod *v1.Pod) time.Duration {
+	g := time.Duration(api.DefaultTerminationGracePeriod) * time.Second
+	if p := pod.Spec.TerminationGracePeriodSeconds; p != nil {
+		g = time.Duration(*p) * time.Second
+	}
+	return max(g, minStopGrace)
+}
+
+// labelGrace is the grace period recorded on a pod's containers, for pods
+// whose spec is gone.
+func labelGrace(state *PodState) time.Duration {
+	for _, c := range state.Containers {
+		var secs int64
+		if _, err := fmt.Sscan(c.Labels[dockertools.LabelGracePeriod], &secs); err == nil {
+			return max(time.Duration(secs)*time.Second, minStopGrace)
+		}
+	}
+	return time.Duration(api.DefaultTerminationGracePeriod) * time.Second
+}
+
+func podSourceOf(pod *v1.Pod) string {
+	if s := pod.Annotations[api.ConfigSourceAnnotation]; s != "" {
+		return s
+	}
+	return config.SourceFile
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

@@ -1,0 +1,92 @@
+// Package status keeps what a pod's status cannot recompute from Docker:
+// when each pod condition last changed. The times are checkpointed, so an
+// agent restart rebuilds the same status instead of resetting them.
+package status
+
+import (
+	"encoding/json"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/golang/glog"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/classic-kubelet/kubelet/pkg/config"
+)
+
+type entry struct {
+	Status v1.ConditionStatus `json:"status"`
+	Time   time.Time          `json:"time"`
+}
+
+// Manager stamps pod conditions with their last transition time.
+type Manager struct {
+	path string
+	now  func() time.Time
+
+	mu    sync.Mutex // guards conds
+	conds map[types.UID]map[v1.PodConditionType]entry
+}
+
+// NewManager returns a manager checkpointing to path (loaded now if there).
+func NewManager(path string) *Manager {
+	m := &Manager{path: path, now: time.Now, conds: map[types.UID]map[v1.PodConditionType]entry{}}
+	data, err := os.ReadFile(path)
+	if err == nil {
+		if err := json.Unmarshal(data, &m.conds); err != nil {
+			glog.Errorf("Ignoring corrupt condition checkpoint %s: %v", path, err)
+			m.conds = map[types.UID]map[v1.PodConditionType]entry{}
+		}
+	}
+	return m
+}
+
+// Stamp sets each condition's LastTransitionTime: kept from before while
+// its status is unchanged, now when it changed.
+func (m *Manager) Stamp(uid types.UID, conds []v1.PodCondition) []v1.PodCondition {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	known := m.conds[uid]
+	if known == nil {
+		known = map[v1.PodConditionType]entry{}
+		m.conds[uid] = known
+	}
+	changed := false
+	for i := range conds {
+		e, ok := known[conds[i].Type]
+		if !ok || e.Status != conds[i].Status {
+			e = entry{Status: conds[i].Status, Time: m.now().Truncate(time.Second)}
+			known[conds[i].Type] = e
+			changed = true
+		}
+		conds[i].LastTransitionTime = metav1.NewTime(e.Time)
+	}
+	if changed {
+		m.save()
+	}
+	return conds
+}
+
+// Forget drops a pod that is gone.
+func (m *Manager) Forget(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.conds[uid]; ok {
+		delete(m.conds, uid)
+		m.save()
+	}
+}
+
+// save checkpoints the times; callers hold mu.
+func (m *Manager) save() {
+	data, err := json.Marshal(m.conds)
+	if err == nil {
+		err = config.WriteFileAtomic(m.path, data)
+	}
+	if err != nil {
+		glog.Errorf("Checkpoint pod conditions: %v", err)
+	}
+}
