@@ -47,19 +47,20 @@ func backoffKey(uid types.UID, container, hash string) string {
 }
 
 // waiting reports whether a container whose last instance is last must wait
-// longer before it is restarted.
-func (b *backoff) waiting(key string, last *ContainerState, now time.Time) bool {
+// longer before it is restarted, and until when.
+func (b *backoff) waiting(key string, last *ContainerState, now time.Time) (time.Time, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.entries[key]
 	if !ok {
-		return false
+		return time.Time{}, false
 	}
 	if !last.StartedAt.IsZero() && last.FinishedAt.Sub(last.StartedAt) >= backoffReset {
 		delete(b.entries, key)
-		return false
+		return time.Time{}, false
 	}
-	return now.Before(last.FinishedAt.Add(e.delay))
+	until := last.FinishedAt.Add(e.delay)
+	return until, now.Before(until)
 }
 
 // restarted records a restart, lengthening the next wait.

@@ -72,7 +72,7 @@ func (k *Kubelet) podStatus(pod *v1.Pod, state *PodState) v1.PodStatus {
 				instances = append(instances, inst)
 			}
 		}
-		cs := k.containerStatus(pod, c, instances, finished, reasonCreating)
+		cs := k.containerStatus(pod, c, instances, finished, true, reasonCreating)
 		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
 			initDone = false
 		}
@@ -87,7 +87,7 @@ func (k *Kubelet) podStatus(pod *v1.Pod, state *PodState) v1.PodStatus {
 		if !initDone {
 			fresh = reasonInitializing
 		}
-		cs := k.containerStatus(pod, c, state.Instances(c.Name), finished, fresh)
+		cs := k.containerStatus(pod, c, state.Instances(c.Name), finished, false, fresh)
 		switch {
 		case cs.State.Running != nil:
 			running++
@@ -130,8 +130,9 @@ func (k *Kubelet) podStatus(pod *v1.Pod, state *PodState) v1.PodStatus {
 }
 
 // containerStatus describes a container from its instances, newest first.
-// fresh is the waiting reason of a container with no instance yet.
-func (k *Kubelet) containerStatus(pod *v1.Pod, c *v1.Container, instances []*ContainerState, finished bool, fresh string) v1.ContainerStatus {
+// fresh is the waiting reason of a container with no instance yet. An init
+// container that exited 0 has completed, whatever the restart policy.
+func (k *Kubelet) containerStatus(pod *v1.Pod, c *v1.Container, instances []*ContainerState, finished, init bool, fresh string) v1.ContainerStatus {
 	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
 	started := false
 	cs.Started = &started
@@ -160,7 +161,8 @@ func (k *Kubelet) containerStatus(pod *v1.Pod, c *v1.Container, instances []*Con
 		cs.Ready = k.probes.Ready(c, last.ID)
 	case last.Status == "created":
 		cs.State.Waiting = waitingFor(reasonCreating)
-	case !finished && last.Hash == dockertools.HashContainer(pod, c) && shouldRestart(pod.Spec.RestartPolicy, last.ExitCode):
+	case !finished && last.Hash == dockertools.HashContainer(pod, c) && shouldRestart(pod.Spec.RestartPolicy, last.ExitCode) &&
+		!(init && last.ExitCode == 0):
 		// Exited and due for a restart: waiting, the exit as last state.
 		cs.State.Waiting = waitingFor(reasonCrashLoop)
 		cs.LastTerminationState = terminated(last)

@@ -27,6 +27,7 @@ type podActions struct {
 	restarts    map[string]int    // restart count of each container to start, by name
 	crashed     map[string]string // back-off key of each start that restarts a crash, by name
 	waiting     []string          // containers held back by crash back-off
+	retryAt     time.Time         // when the first of them may restart
 	initFailed  bool              // an init container failed for good: the pod has failed
 }
 
@@ -77,8 +78,11 @@ func computePodActions(pod *v1.Pod, state *PodState, now time.Time, bo *backoff,
 			return "done"
 		}
 		key := backoffKey(pod.UID, c.Name, hash)
-		if bo.waiting(key, last, now) {
+		if until, wait := bo.waiting(key, last, now); wait {
 			a.waiting = append(a.waiting, c.Name)
+			if a.retryAt.IsZero() || until.Before(a.retryAt) {
+				a.retryAt = until
+			}
 			return "wait"
 		}
 		a.crashed[c.Name] = key
@@ -134,6 +138,7 @@ func computePodActions(pod *v1.Pod, state *PodState, now time.Time, bo *backoff,
 		hash := dockertools.HashContainer(pod, c)
 		instances := state.Instances(c.Name)
 		var running *ContainerState
+		failedProbe := false
 		for _, inst := range instances {
 			switch {
 			case inst.Running && inst.Hash == hash && running == nil && !a.createInfra && !unhealthy(inst.ID):
@@ -142,10 +147,17 @@ func computePodActions(pod *v1.Pod, state *PodState, now time.Time, bo *backoff,
 				a.kill = append(a.kill, inst)
 				if unhealthy(inst.ID) {
 					a.killReasons[inst.ID] = "unhealthy"
+					failedProbe = failedProbe || inst.Hash == hash
 				}
 			}
 		}
 		if running != nil {
+			keep++
+			continue
+		}
+		if failedProbe && !a.createInfra {
+			// Killed for failing its probe: like a crash, it restarts on a
+			// later sync, once it has exited, as policy and back-off say.
 			keep++
 			continue
 		}
@@ -261,6 +273,11 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *PodState) (bo
 		return bad
 	})
 	acted := a.createInfra || a.startInit >= 0 || len(a.start) > 0 || len(a.kill) > 0 || len(a.remove) > 0
+	if !a.retryAt.IsZero() {
+		// Come back when the back-off ends; nothing else may wake the pod.
+		uid := pod.UID
+		time.AfterFunc(time.Until(a.retryAt), func() { k.markDirty([]types.UID{uid}) })
+	}
 	err := k.applyActions(ctx, pod, state, a)
 	k.syncProbes(ctx, pod, state, a)
 	return acted, err

@@ -33,10 +33,8 @@ func (b *builder) c(pod *v1.Pod, name string, running bool, exit int, hashOverri
 		if name == infraName {
 			hash = dockertools.HashInfra(pod)
 		} else {
-			for i := range pod.Spec.Containers {
-				if pod.Spec.Containers[i].Name == name {
-					hash = dockertools.HashContainer(pod, &pod.Spec.Containers[i])
-				}
+			if c := containerSpec(pod, name); c != nil {
+				hash = dockertools.HashContainer(pod, c)
 			}
 		}
 	}
@@ -132,6 +130,35 @@ func TestComputePodActions(t *testing.T) {
 		{"older dead instances removed, newest kept", always, func(b *builder, p *v1.Pod) *PodState {
 			return state(b.c(p, infraName, true, 0, ""), b.c(p, "a", false, 1, ""), b.c(p, "a", false, 1, ""), b.c(p, "a", true, 0, ""), b.c(p, "b", true, 0, ""))
 		}, "remove:a-2"},
+		{"failed liveness: killed now, restarted on a later sync", always, func(b *builder, p *v1.Pod) *PodState {
+			sick := b.c(p, "a", true, 0, "")
+			sick.ID = "sick-a"
+			return state(b.c(p, infraName, true, 0, ""), sick, b.c(p, "b", true, 0, ""))
+		}, "kill:sick-a"},
+		{"init: first runs first", withInit(), func(b *builder, p *v1.Pod) *PodState {
+			return state(b.c(p, infraName, true, 0, ""))
+		}, "init:i1#0"},
+		{"init: waits for the running one", withInit(), func(b *builder, p *v1.Pod) *PodState {
+			return state(b.c(p, infraName, true, 0, ""), b.c(p, "i1", true, 0, ""))
+		}, ""},
+		{"init: second after the first succeeded", withInit(), func(b *builder, p *v1.Pod) *PodState {
+			return state(b.c(p, infraName, true, 0, ""), b.c(p, "i1", false, 0, ""))
+		}, "init:i2#0"},
+		{"init: failed one restarts under Always", withInit(), func(b *builder, p *v1.Pod) *PodState {
+			return state(b.c(p, infraName, true, 0, ""), b.c(p, "i1", false, 1, ""))
+		}, "init:i1#1"},
+		{"init done: apps start", withInit(), func(b *builder, p *v1.Pod) *PodState {
+			return state(b.c(p, infraName, true, 0, ""), b.c(p, "i1", false, 0, ""), b.c(p, "i2", false, 0, ""))
+		}, "start:a#0"},
+		{"init done before the agent restarted: nothing re-runs", withInit(), func(b *builder, p *v1.Pod) *PodState {
+			return state(b.c(p, infraName, true, 0, ""), b.c(p, "i1", false, 0, ""), b.c(p, "i2", false, 0, ""), b.c(p, "a", true, 0, ""))
+		}, ""},
+		{"new infra: init runs again", withInit(), func(b *builder, p *v1.Pod) *PodState {
+			return state(b.c(p, "i1", false, 0, ""), b.c(p, "i2", false, 0, ""), b.c(p, infraName, false, 0, ""), b.c(p, "a", true, 0, ""))
+		}, "create-infra kill:a-4 init:i1#1"},
+		{"init failed under Never: pod failed, infra stopped", withInit(v1.RestartPolicyNever), func(b *builder, p *v1.Pod) *PodState {
+			return state(b.c(p, infraName, true, 0, ""), b.c(p, "i1", false, 1, ""))
+		}, "kill:POD-1"},
 		{"container removed from spec is stopped and removed", testPod(v1.RestartPolicyAlways, "a"), func(b *builder, p *v1.Pod) *PodState {
 			return state(b.c(p, infraName, true, 0, ""), b.c(p, "a", true, 0, ""), b.c(p, "gone", true, 0, "h"), b.c(p, "gone", false, 0, "h"))
 		}, "kill:gone-3 remove:gone-4"},
@@ -139,7 +166,8 @@ func TestComputePodActions(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b := &builder{t0: time.Now().Add(-time.Hour)}
-			a := computePodActions(c.pod, c.state(b, c.pod), time.Now(), newBackoff(0, 0), nil)
+			unhealthy := func(id string) bool { return strings.HasPrefix(id, "sick") }
+			a := computePodActions(c.pod, c.state(b, c.pod), time.Now(), newBackoff(0, 0), unhealthy)
 			if got := summarize(c.pod, a); got != c.want {
 				t.Errorf("actions %q, want %q", got, c.want)
 			}
@@ -201,4 +229,13 @@ func TestBackoffDefaults(t *testing.T) {
 	if len(bo.entries) != 0 {
 		t.Error("gc kept a stale entry")
 	}
+}
+
+func withInit(policy ...v1.RestartPolicy) *v1.Pod {
+	p := testPod(v1.RestartPolicyAlways, "a")
+	if len(policy) > 0 {
+		p.Spec.RestartPolicy = policy[0]
+	}
+	p.Spec.InitContainers = []v1.Container{{Name: "i1", Image: "img:1"}, {Name: "i2", Image: "img:1"}}
+	return p
 }

@@ -25,7 +25,7 @@ type entry struct {
 // Manager stamps pod conditions with their last transition time.
 type Manager struct {
 	path string
-	now  func() time.Time
+	now  func() time.Time // the clock; replaced in tests
 
 	mu    sync.Mutex // guards conds
 	conds map[types.UID]map[v1.PodConditionType]entry
@@ -68,6 +68,13 @@ func (m *Manager) Stamp(uid types.UID, conds []v1.PodCondition) []v1.PodConditio
 		m.save()
 	}
 	return conds
+}
+
+// SetClock replaces the clock (for tests).
+func (m *Manager) SetClock(now func() time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.now = now
 }
 
 // Forget drops a pod that is gone.

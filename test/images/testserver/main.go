@@ -5,7 +5,10 @@
 //	GET /env?name=X  the value of environment variable X
 //	GET /file?path=P the content of file P
 //	PUT /file?path=P writes the body to file P
-//	GET /healthz     200 while healthy, 500 after POST /unhealthy
+//	GET /healthz     200 while healthy, 500 after POST /unhealthy (POST /healthy heals)
+//
+// With -grpc-listen it also serves grpc.health.v1, following the same switch;
+// -unhealthy starts it unhealthy.
 package main
 
 import (
@@ -13,15 +16,42 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"sync/atomic"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 func main() {
 	addr := flag.String("listen", ":8080", "address to listen on")
+	grpcAddr := flag.String("grpc-listen", "", "address of the gRPC health service (none if empty)")
+	startUnhealthy := flag.Bool("unhealthy", false, "start unhealthy")
 	flag.Parse()
 	var unhealthy atomic.Bool
+	unhealthy.Store(*startUnhealthy)
+	hs := health.NewServer()
+	setHealth := func(bad bool) {
+		unhealthy.Store(bad)
+		st := healthpb.HealthCheckResponse_SERVING
+		if bad {
+			st = healthpb.HealthCheckResponse_NOT_SERVING
+		}
+		hs.SetServingStatus("", st)
+	}
+	setHealth(*startUnhealthy)
+	if *grpcAddr != "" {
+		l, err := net.Listen("tcp", *grpcAddr)
+		if err != nil {
+			log.Fatal(err)
+		}
+		srv := grpc.NewServer()
+		healthpb.RegisterHealthServer(srv, hs)
+		go func() { log.Fatal(srv.Serve(l)) }()
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		h, _ := os.Hostname()
@@ -60,9 +90,8 @@ func main() {
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("/unhealthy", func(w http.ResponseWriter, r *http.Request) {
-		unhealthy.Store(true)
-	})
+	mux.HandleFunc("/unhealthy", func(w http.ResponseWriter, r *http.Request) { setHealth(true) })
+	mux.HandleFunc("/healthy", func(w http.ResponseWriter, r *http.Request) { setHealth(false) })
 	log.Printf("testserver listening on %s", *addr)
 	log.Fatal(http.ListenAndServe(*addr, mux))
 }
