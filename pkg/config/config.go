@@ -82,6 +82,9 @@ type admission struct {
 // settled by admission order: the first admitted wins, the other is rejected
 // with an error naming both.
 type Merger struct {
+	// OnError, if set, is called (without blocking) for each source failure.
+	OnError func(source string)
+
 	// sendMu serializes emission so updates leave in the order they were
 	// computed, without holding mu while the consumer is busy.
 	sendMu sync.Mutex
@@ -162,6 +165,9 @@ func (m *Merger) SetError(source string, err error) {
 		return
 	}
 	s.lastError, s.lastErrorAt = err.Error(), time.Now()
+	if m.OnError != nil {
+		m.OnError(source)
+	}
 }
 
 // Snapshot returns the snapshot in force for source.

@@ -68,6 +68,7 @@ type ContainerDetail struct {
 	FinishedAt time.Time
 	IP         string
 	Pid        int
+	LogPath    string
 	// Resources as Docker applied them (for tests and status).
 	CPUShares, CPUQuota, CPUPeriod, Memory int64
 }
@@ -156,6 +157,7 @@ func (c *Client) Inspect(ctx context.Context, id string) (*ContainerDetail, erro
 		StartedAt:  ct.State.StartedAt,
 		FinishedAt: ct.State.FinishedAt,
 		Pid:        ct.State.Pid,
+		LogPath:    ct.LogPath,
 	}
 	if ct.NetworkSettings != nil {
 		d.IP = ct.NetworkSettings.IPAddress

@@ -7,6 +7,7 @@ import (
 	"context"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/golang/glog"
@@ -16,8 +17,10 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/prober"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/status"
+	"github.com/classic-kubelet/kubelet/pkg/probe"
 	probehttp "github.com/classic-kubelet/kubelet/pkg/probe/http"
 )
 
@@ -50,6 +53,8 @@ type Config struct {
 	RelistPeriod   time.Duration
 	BackoffInitial time.Duration
 	BackoffMax     time.Duration
+	// Metrics records what the agent does; nil creates a private set.
+	Metrics *metrics.Metrics
 }
 
 // housekeepingPeriod is how often pods left on the node without a desired
@@ -67,6 +72,9 @@ type Kubelet struct {
 	hookHTTP *probehttp.Prober
 	status   *status.Manager
 	hostIP   string
+	metrics  *metrics.Metrics
+
+	lastSyncLoop atomic.Int64 // unix nanoseconds of the last sync loop iteration
 
 	mu   sync.Mutex // guards pods
 	pods map[types.UID]*v1.Pod
@@ -82,8 +90,13 @@ type Kubelet struct {
 
 // New returns a Kubelet; Run starts it.
 func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
+	docker = instrumentedRuntime{r: docker, m: cfg.Metrics}
 	k := &Kubelet{
 		cfg:      cfg,
+		metrics:  cfg.Metrics,
 		docker:   docker,
 		sources:  sources,
 		cache:    newPodCache(),
@@ -97,7 +110,10 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		lastSync: map[types.UID]time.Time{},
 		waiting:  map[types.UID]map[string]*containerError{},
 	}
-	k.probes = prober.NewManager(docker, func(uid types.UID) { k.markDirty([]types.UID{uid}) }, nil)
+	k.probes = prober.NewManager(docker, func(uid types.UID) { k.markDirty([]types.UID{uid}) },
+		func(_ prober.Target, typ prober.Type, r probe.Result, _ string) {
+			k.metrics.ProbeResults.WithLabelValues(typ.String(), r.String()).Inc()
+		})
 	return k
 }
 
@@ -107,6 +123,7 @@ func (k *Kubelet) Run(ctx context.Context, updates <-chan config.PodUpdate) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	relist := newRelister(k.docker, k.cfg.NodeName, k.cfg.RelistPeriod, k.cache, k.markDirty)
+	relist.metrics = k.metrics
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -135,6 +152,13 @@ func (k *Kubelet) Run(ctx context.Context, updates <-chan config.PodUpdate) {
 // It returns false when ctx is done.
 func (k *Kubelet) syncLoopIteration(ctx context.Context, workers *podWorkers, updates <-chan config.PodUpdate,
 	dirty <-chan struct{}, syncTick, housekeeping <-chan time.Time) bool {
+	k.lastSyncLoop.Store(time.Now().UnixNano())
+	var start time.Time
+	defer func() {
+		if !start.IsZero() {
+			k.metrics.SyncLoopDuration.Observe(time.Since(start).Seconds())
+		}
+	}()
 	select {
 	case <-ctx.Done():
 		return false
@@ -143,16 +167,20 @@ func (k *Kubelet) syncLoopIteration(ctx context.Context, workers *podWorkers, up
 			glog.Errorf("Config updates closed; no more pod changes will be seen")
 			return false
 		}
+		start = time.Now()
 		k.handleUpdate(workers, u)
 	case <-dirty:
+		start = time.Now()
 		for _, uid := range k.takeDirty() {
 			k.dispatch(workers, uid)
 		}
 	case <-syncTick:
+		start = time.Now()
 		for _, pod := range k.desiredPods() {
 			workers.Update(podWork{UID: pod.UID, Pod: pod})
 		}
 	case <-housekeeping:
+		start = time.Now()
 		k.backoff.gc(time.Now())
 		for uid := range k.cache.all() {
 			if k.desiredPod(uid) == nil && !workers.Busy(uid) {
@@ -250,6 +278,9 @@ func (k *Kubelet) desiredPods() []*v1.Pod {
 // LastRelist is when the last successful relist started.
 func (k *Kubelet) LastRelist() time.Time { return k.cache.lastUpdate() }
 
+// LastSyncLoop is when the sync loop last woke up.
+func (k *Kubelet) LastSyncLoop() time.Time { return time.Unix(0, k.lastSyncLoop.Load()) }
+
 // syncPodWork is a pod worker's unit of work. It first waits for a relist
 // newer than its own last action on Docker, so it never acts twice on stale
 // state.
@@ -262,6 +293,12 @@ func (k *Kubelet) syncPodWork(ctx context.Context, w podWork) {
 		return // ctx cancelled
 	}
 	var acted bool
+	start := time.Now()
+	op := "sync"
+	if w.Kill {
+		op = "kill"
+	}
+	defer func() { k.metrics.PodWorkerDuration.WithLabelValues(op).Observe(time.Since(start).Seconds()) }()
 	if w.Kill {
 		acted, err = k.killPod(ctx, w.UID, w.Pod, state)
 	} else {

@@ -28,6 +28,7 @@ type ContainerState struct {
 	Image        string
 	ImageID      string
 	IP           string
+	LogPath      string
 	Labels       map[string]string
 }
 

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 )
 
 // containerLister is what the relist needs from Docker.
@@ -39,6 +40,7 @@ type relister struct {
 	period  time.Duration
 	cache   *podCache
 	onDirty func([]types.UID)
+	metrics *metrics.Metrics // optional
 
 	known    map[string]*ContainerState // by container ID; owned by Run
 	failures int                        // consecutive failed relists; owned by Run
@@ -179,6 +181,22 @@ func (r *relister) relist(ctx context.Context) error {
 	}
 	r.known = known
 	r.cache.set(pods, start)
+	if r.metrics != nil {
+		r.metrics.RelistDuration.Observe(time.Since(start).Seconds())
+		runningPods, runningContainers := 0, 0
+		for _, p := range pods {
+			if p.runningInfra() != nil {
+				runningPods++
+			}
+			for _, c := range p.Containers {
+				if c.Running {
+					runningContainers++
+				}
+			}
+		}
+		r.metrics.RunningPods.Set(float64(runningPods))
+		r.metrics.RunningContainers.Set(float64(runningContainers))
+	}
 	if len(dirty) > 0 {
 		uids := make([]types.UID, 0, len(dirty))
 		for uid := range dirty {
@@ -216,6 +234,7 @@ func containerState(d *dockertools.ContainerDetail) (*ContainerState, error) {
 		Image:        d.Image,
 		ImageID:      d.ImageID,
 		IP:           d.IP,
+		LogPath:      d.LogPath,
 		Labels:       d.Labels,
 	}, nil
 }

@@ -329,6 +329,7 @@ func (k *Kubelet) applyActions(ctx context.Context, pod *v1.Pod, state *PodState
 	start := func(c *v1.Container) error {
 		if key, ok := a.crashed[c.Name]; ok {
 			k.backoff.restarted(key, time.Now())
+			k.metrics.ContainerRestarts.Inc()
 		}
 		return k.startContainer(ctx, pod, c, infraID, podIP, hostPaths, a.restarts[c.Name])
 	}

@@ -5,11 +5,13 @@ package app
 import (
 	goflag "flag"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/golang/glog"
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
@@ -51,6 +53,14 @@ type Options struct {
 	EtcdKeyFile      string        `yaml:"etcd-keyfile"`
 	EtcdPrefix       string        `yaml:"etcd-prefix"`
 	EtcdResyncPeriod time.Duration `yaml:"etcd-resync-period"`
+
+	TLSCertFile          string        `yaml:"tls-cert-file"`
+	TLSPrivateKeyFile    string        `yaml:"tls-private-key-file"`
+	ClientCAFile         string        `yaml:"client-ca-file"`
+	InsecureFullAccess   bool          `yaml:"insecure-full-access"`
+	NodeLogDir           string        `yaml:"node-log-dir"`
+	HousekeepingInterval time.Duration `yaml:"housekeeping-interval"`
+	Profiling            bool          `yaml:"profiling"`
 }
 
 // NewOptions returns the defaults.
@@ -71,6 +81,8 @@ func NewOptions() *Options {
 		HTTPCheckFrequency:     20 * time.Second,
 		EtcdPrefix:             config.DefaultEtcdPrefix,
 		EtcdResyncPeriod:       time.Minute,
+		NodeLogDir:             "/var/log",
+		HousekeepingInterval:   10 * time.Second,
 	}
 }
 
@@ -104,6 +116,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.EtcdPrefix, "etcd-prefix", o.EtcdPrefix, "etcd key prefix of the node keys.")
 	fs.DurationVar(&o.EtcdResyncPeriod, "etcd-resync-period", o.EtcdResyncPeriod, "Full re-read of the etcd key besides the watch (advanced).")
 	_ = fs.MarkHidden("etcd-resync-period")
+	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "Certificate (PEM) for HTTPS on the full-access port.")
+	fs.StringVar(&o.TLSPrivateKeyFile, "tls-private-key-file", o.TLSPrivateKeyFile, "Private key (PEM) of --tls-cert-file.")
+	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "CA bundle: the full-access port then requires client certificates signed by it.")
+	fs.BoolVar(&o.InsecureFullAccess, "insecure-full-access", o.InsecureFullAccess, "Allow the full-access port on a non-loopback address without client certificates (dangerous).")
+	fs.StringVar(&o.NodeLogDir, "node-log-dir", o.NodeLogDir, "Directory served at /logs/.")
+	fs.DurationVar(&o.HousekeepingInterval, "housekeeping-interval", o.HousekeepingInterval, "How often the embedded cAdvisor samples container stats.")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve /debug/pprof/ on the full-access port.")
 }
 
 // Validate checks the options and fills in derived defaults.
@@ -120,6 +139,7 @@ func (o *Options) Validate() error {
 		"--sync-frequency": o.SyncFrequency, "--file-check-frequency": o.FileCheckFrequency,
 		"--relist-period": o.RelistPeriod, "--backoff-initial": o.BackoffInitial, "--backoff-max": o.BackoffMax,
 		"--http-check-frequency": o.HTTPCheckFrequency, "--etcd-resync-period": o.EtcdResyncPeriod,
+		"--housekeeping-interval": o.HousekeepingInterval,
 	} {
 		if d <= 0 {
 			return fmt.Errorf("%s must be positive, got %v", name, d)
@@ -144,12 +164,33 @@ func (o *Options) Validate() error {
 	if o.RootDir == "" {
 		return fmt.Errorf("--root-dir must not be empty")
 	}
+	if (o.TLSCertFile == "") != (o.TLSPrivateKeyFile == "") {
+		return fmt.Errorf("--tls-cert-file and --tls-private-key-file go together")
+	}
+	if o.ClientCAFile != "" && o.TLSCertFile == "" {
+		return fmt.Errorf("--client-ca-file needs --tls-cert-file and --tls-private-key-file")
+	}
+	if o.Port != 0 && !isLoopback(o.Address) && o.ClientCAFile == "" {
+		if !o.InsecureFullAccess {
+			return fmt.Errorf("refusing to serve the full-access port on %s without client certificates: set --client-ca-file (with --tls-cert-file and --tls-private-key-file), bind --address to loopback, or pass --insecure-full-access", o.Address)
+		}
+		glog.Warningf("Serving the full-access port on %s without client certificates (--insecure-full-access): anyone who reaches it can run anything on this node", o.Address)
+	}
 	if o.PodManifestPath != "" {
 		if err := checkNotKubeletConfig(o.PodManifestPath); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// isLoopback reports whether addr is a loopback address or name.
+func isLoopback(addr string) bool {
+	if addr == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(addr)
+	return ip != nil && ip.IsLoopback()
 }
 
 // checkNotKubeletConfig catches today's meaning of --config: a file holding
@@ -172,6 +213,9 @@ func checkNotKubeletConfig(path string) error {
 	return nil
 }
 
+// glogFlags are the logging flags the agent accepts.
+var glogFlags = []string{"v", "logtostderr", "alsologtostderr", "stderrthreshold", "log_dir", "vmodule", "log_backtrace_at"}
+
 // ParseFlags parses the command line into Options. Both "_" and "-" are
 // accepted in flag names. glog's flags (-v, --logtostderr, ...) are
 // included; klog, used by libraries, follows the same -v.
@@ -183,8 +227,14 @@ func ParseFlags(args []string) (*Options, error) {
 	})
 	o.AddFlags(fs)
 	// glog registers on the standard flag set; logs go to stderr by default.
+	// Only glog's flags are taken from it: libraries (cAdvisor) register
+	// dozens more there that are not the agent's to offer.
 	_ = goflag.CommandLine.Set("logtostderr", "true")
-	fs.AddGoFlagSet(goflag.CommandLine)
+	for _, name := range glogFlags {
+		if f := goflag.CommandLine.Lookup(name); f != nil {
+			fs.AddGoFlag(f)
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

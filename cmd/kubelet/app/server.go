@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"os"
@@ -10,11 +12,14 @@ import (
 	"sync"
 
 	"github.com/golang/glog"
+	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/cadvisor"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/server"
 )
 
@@ -48,6 +53,8 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	m := metrics.New()
+	merger.OnError = func(source string) { m.SourceErrors.WithLabelValues(source).Inc() }
 	k := kubelet.New(kubelet.Config{
 		NodeName:       o.HostnameOverride,
 		RootDir:        o.RootDir,
@@ -56,6 +63,7 @@ func Run(ctx context.Context, o *Options) error {
 		RelistPeriod:   o.RelistPeriod,
 		BackoffInitial: o.BackoffInitial,
 		BackoffMax:     o.BackoffMax,
+		Metrics:        m,
 	}, docker, merger)
 
 	var etcd *clientv3.Client
@@ -90,22 +98,44 @@ func Run(ctx context.Context, o *Options) error {
 	if o.Port != 0 {
 		apiSource = config.NewAPISource(ctx, o.HostnameOverride, merger)
 	}
-	srv := server.New(k, apiSource, merger)
+	// cAdvisor starts in the background: stats endpoints answer 503 until
+	// it runs, and for good if it cannot (no cgroups).
+	stats := cadvisor.New(o.DockerEndpoint, o.HousekeepingInterval)
+	defer stats.Stop()
+	deps := server.Deps{Host: k, Runtime: docker, Pods: apiSource, Sources: merger, Metrics: m.Registry, StatsErr: stats.Err()}
+	if stats.Err() == nil {
+		deps.Stats = stats
+		if col, err := stats.Collector(); err == nil {
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(col)
+			deps.CadvisorMetrics = reg
+		}
+	} else {
+		glog.Errorf("Container stats are unavailable; pods run regardless: %v", stats.Err())
+	}
+	srv := server.New(deps, server.Options{NodeName: o.HostnameOverride, NodeLogDir: o.NodeLogDir, RootDir: o.RootDir, Profiling: o.Profiling})
+	fullTLS, err := tlsConfig(o)
+	if err != nil {
+		return err
+	}
 	listeners := []struct {
 		addr     string
 		port     int
 		readOnly bool
-	}{{o.Address, o.Port, false}, {o.ReadOnlyAddress, o.ReadOnlyPort, true}}
+		tls      *tls.Config
+	}{{o.Address, o.Port, false, fullTLS}, {o.ReadOnlyAddress, o.ReadOnlyPort, true, nil}}
 	for _, l := range listeners {
 		if l.port == 0 {
 			continue
 		}
 		addr := net.JoinHostPort(l.addr, strconv.Itoa(l.port))
-		serve, err := server.Serve(ctx, addr, srv.Handler(l.readOnly))
+		serve, err := server.Serve(ctx, addr, srv.Handler(l.readOnly), l.tls)
 		if err != nil {
 			return err
 		}
-		glog.Infof("Serving the %s API on %s", map[bool]string{true: "read-only", false: "full-access"}[l.readOnly], addr)
+		kind := map[bool]string{true: "read-only", false: "full-access"}[l.readOnly]
+		scheme := map[bool]string{true: "https", false: "http"}[l.tls != nil]
+		glog.Infof("Serving the %s API on %s://%s", kind, scheme, addr)
 		goRun(func() {
 			if err := serve(); err != nil {
 				glog.Errorf("API server on %s: %v", addr, err)
@@ -129,4 +159,30 @@ func Run(ctx context.Context, o *Options) error {
 	<-ctx.Done()
 	glog.Infof("Classic Kubelet stopping; containers are left running")
 	return nil
+}
+
+// tlsConfig is the full-access port's TLS, if configured: HTTPS with the
+// given certificate and, with a client CA, client certificates required.
+func tlsConfig(o *Options) (*tls.Config, error) {
+	if o.TLSCertFile == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(o.TLSCertFile, o.TLSPrivateKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert-file/--tls-private-key-file: %w", err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if o.ClientCAFile != "" {
+		pem, err := os.ReadFile(o.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--client-ca-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--client-ca-file %s: no certificates", o.ClientCAFile)
+		}
+		cfg.ClientCAs = pool
+		cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	return cfg, nil
 }

@@ -5,12 +5,15 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sort"
 	"strings"
 	"time"
@@ -20,6 +23,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/classic-kubelet/kubelet/pkg/config"
+	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/cadvisor"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // MaxBodyBytes bounds request bodies (1 MiB): larger answers 413.
@@ -29,6 +36,15 @@ const MaxBodyBytes = 1 << 20
 type HostInterface interface {
 	GetPods() []*v1.Pod
 	GetPod(namespace, name string) (*v1.Pod, bool)
+	FindContainer(namespace, pod, uid, container string, previous bool) (kubelet.ContainerRef, error)
+	IsContainerLogFile(path string) bool
+	Health() (syncLoop, relist error)
+}
+
+// ContainerRuntime runs the container operations the API exposes.
+type ContainerRuntime interface {
+	Logs(ctx context.Context, id string, o dockertools.LogOptions, w io.Writer) error
+	Exec(ctx context.Context, id string, cmd []string, timeout time.Duration) (int, []byte, error)
 }
 
 // PodSource is the source fed by POST, PUT and DELETE /pods.
@@ -43,6 +59,28 @@ type SourcesStatus interface {
 	Status() []config.SourceStatus
 }
 
+// Deps are the server's collaborators; Pods, Stats and Metrics may be nil.
+type Deps struct {
+	Host    HostInterface
+	Runtime ContainerRuntime
+	Pods    PodSource           // nil: POST/PUT/DELETE /pods disabled
+	Sources SourcesStatus
+	Stats   cadvisor.Interface  // nil: the stats endpoints answer 503
+	Metrics prometheus.Gatherer // the agent's metrics
+	// CadvisorMetrics gathers container metrics (nil: 503).
+	CadvisorMetrics prometheus.Gatherer
+	// StatsErr says why stats are unavailable.
+	StatsErr error
+}
+
+// Options are the server's settings.
+type Options struct {
+	NodeName   string
+	NodeLogDir string // served at /logs/
+	RootDir    string // its file system is the node's in /stats/summary
+	Profiling  bool   // /debug/pprof/ on the full-access port
+}
+
 // route is one endpoint. Patterns are split on "/": a segment "{x}" matches
 // any one segment, a final "*" matches the rest of the path.
 type route struct {
@@ -54,23 +92,52 @@ type route struct {
 
 // Server serves the API.
 type Server struct {
-	host    HostInterface
-	pods    PodSource // nil: no API source
-	sources SourcesStatus
-	routes  []route
+	Deps
+	opts   Options
+	routes []route
 }
 
-// New returns a server. pods may be nil, disabling POST/PUT/DELETE /pods.
-func New(host HostInterface, pods PodSource, sources SourcesStatus) *Server {
-	s := &Server{host: host, pods: pods, sources: sources}
+// New returns a server.
+func New(d Deps, o Options) *Server {
+	s := &Server{Deps: d, opts: o}
 	s.routes = []route{
 		{http.MethodGet, "/healthz", true, s.healthz},
+		{http.MethodGet, "/healthz/{check}", true, s.healthz},
 		{http.MethodGet, "/pods", true, s.listPods},
 		{http.MethodGet, "/pods/{namespace}/{name}", true, s.getPod},
 		{http.MethodGet, "/sources", true, s.listSources},
+		{http.MethodGet, "/spec", true, s.spec},
+		{http.MethodGet, "/stats/summary", true, s.summary},
+		{http.MethodGet, "/stats", true, s.rootStats},
+		{http.MethodGet, "/stats/{namespace}/{pod}/{uid}/{container}", true, s.containerStats},
+		{http.MethodGet, "/stats/{podFullName}/{container}", true, s.containerStats},
+		{http.MethodGet, "/metrics", true, s.metrics},
+		{http.MethodGet, "/metrics/cadvisor", true, s.cadvisorMetrics},
 		{http.MethodPost, "/pods", false, s.postPods},
 		{http.MethodPut, "/pods", false, s.putPods},
 		{http.MethodDelete, "/pods/{namespace}/{name}", false, s.deletePod},
+		{http.MethodGet, "/containerLogs/{namespace}/{pod}/{container}", false, s.containerLogs},
+		{http.MethodGet, "/logs", false, s.nodeLogs},
+		{http.MethodGet, "/logs/*", false, s.nodeLogs},
+		{http.MethodPost, "/exec/{namespace}/{pod}/{container}", false, s.exec},
+		{http.MethodPost, "/run/{namespace}/{pod}/{container}", false, s.exec},
+	}
+	if o.Profiling {
+		s.routes = append(s.routes,
+			route{http.MethodGet, "/debug/pprof/*", false, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+				switch p["*"] {
+				case "cmdline":
+					pprof.Cmdline(w, r)
+				case "profile":
+					pprof.Profile(w, r)
+				case "symbol":
+					pprof.Symbol(w, r)
+				case "trace":
+					pprof.Trace(w, r)
+				default:
+					pprof.Index(w, r)
+				}
+			}})
 	}
 	return s
 }
@@ -113,12 +180,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, readOnly bool) {
 }
 
 // match matches a path against a pattern, returning the named segments.
+// A trailing slash is ignored ("/stats/" is "/stats").
 func match(pattern, path string) (map[string]string, bool) {
 	ps := strings.Split(strings.Trim(pattern, "/"), "/")
 	xs := strings.Split(strings.Trim(path, "/"), "/")
-	if path != "/" && strings.HasSuffix(path, "/") && !strings.HasSuffix(pattern, "*") {
-		return nil, false
-	}
 	params := map[string]string{}
 	for i, p := range ps {
 		if p == "*" {
@@ -163,21 +228,49 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	}
 }
 
-func (s *Server) healthz(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+// healthz answers ok when the sync loop and the relist have completed
+// recently; /healthz/syncloop and /healthz/relist check one each.
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request, p map[string]string) {
+	syncLoop, relist := s.Host.Health()
+	var failed []string
+	switch p["check"] {
+	case "":
+		for _, err := range []error{syncLoop, relist} {
+			if err != nil {
+				failed = append(failed, err.Error())
+			}
+		}
+	case "syncloop":
+		if syncLoop != nil {
+			failed = append(failed, syncLoop.Error())
+		}
+	case "relist":
+		if relist != nil {
+			failed = append(failed, relist.Error())
+		}
+	default:
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no such health check: %s", p["check"]))
+		return
+	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if len(failed) > 0 {
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = io.WriteString(w, "unhealthy: "+strings.Join(failed, "; ")+"\n")
+		return
+	}
 	_, _ = io.WriteString(w, "ok")
 }
 
 func (s *Server) listPods(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
 	list := v1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, Items: []v1.Pod{}}
-	for _, p := range s.host.GetPods() {
+	for _, p := range s.Host.GetPods() {
 		list.Items = append(list.Items, *p)
 	}
 	writeJSON(w, http.StatusOK, list)
 }
 
 func (s *Server) getPod(w http.ResponseWriter, _ *http.Request, p map[string]string) {
-	pod, ok := s.host.GetPod(p["namespace"], p["name"])
+	pod, ok := s.Host.GetPod(p["namespace"], p["name"])
 	if !ok {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("pod %s/%s not found", p["namespace"], p["name"]))
 		return
@@ -187,7 +280,7 @@ func (s *Server) getPod(w http.ResponseWriter, _ *http.Request, p map[string]str
 }
 
 func (s *Server) listSources(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
-	writeJSON(w, http.StatusOK, s.sources.Status())
+	writeJSON(w, http.StatusOK, s.Sources.Status())
 }
 
 // readBody reads a size-limited body, answering 413 or 400 itself.
@@ -211,7 +304,7 @@ type podsResult struct {
 }
 
 func (s *Server) changePods(w http.ResponseWriter, r *http.Request, change func(context.Context, []byte) ([]string, error)) {
-	if s.pods == nil {
+	if s.Pods == nil {
 		writeError(w, http.StatusNotFound, "the API pod source is disabled")
 		return
 	}
@@ -229,19 +322,19 @@ func (s *Server) changePods(w http.ResponseWriter, r *http.Request, change func(
 }
 
 func (s *Server) postPods(w http.ResponseWriter, r *http.Request, _ map[string]string) {
-	s.changePods(w, r, s.pods.Upsert)
+	s.changePods(w, r, s.Pods.Upsert)
 }
 
 func (s *Server) putPods(w http.ResponseWriter, r *http.Request, _ map[string]string) {
-	s.changePods(w, r, s.pods.Replace)
+	s.changePods(w, r, s.Pods.Replace)
 }
 
 func (s *Server) deletePod(w http.ResponseWriter, r *http.Request, p map[string]string) {
-	if s.pods == nil {
+	if s.Pods == nil {
 		writeError(w, http.StatusNotFound, "the API pod source is disabled")
 		return
 	}
-	if !s.pods.Delete(r.Context(), p["namespace"], p["name"]) {
+	if !s.Pods.Delete(r.Context(), p["namespace"], p["name"]) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("pod %s/%s is not a pod of the API source", p["namespace"], p["name"]))
 		return
 	}
@@ -249,15 +342,19 @@ func (s *Server) deletePod(w http.ResponseWriter, r *http.Request, p map[string]
 	writeJSON(w, http.StatusOK, podsResult{Pods: []string{p["namespace"] + "/" + p["name"]}})
 }
 
-// Serve listens on addr and serves h until ctx is cancelled, then shuts down
-// (in-flight requests get a moment to finish). The listener is bound before
-// Serve returns its start error, so callers know the port is up.
-func Serve(ctx context.Context, addr string, h http.Handler) (func() error, error) {
+// Serve listens on addr and serves h (over TLS when tlsConfig is set) until
+// ctx is cancelled, then shuts down (in-flight requests get a moment to
+// finish). The listener is bound before Serve returns, so callers know the
+// port is up; the returned function serves.
+func Serve(ctx context.Context, addr string, h http.Handler, tlsConfig *tls.Config) (func() error, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
 	wait := func() error {
 		errc := make(chan error, 1)
 		go func() { errc <- srv.Serve(ln) }()

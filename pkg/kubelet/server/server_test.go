@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,11 +18,36 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/classic-kubelet/kubelet/pkg/config"
+	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-type fakeHost struct{ pods []*v1.Pod }
+type fakeHost struct {
+	pods    []*v1.Pod
+	logFile string
+	relist  error
+}
+
+func (f *fakeHost) FindContainer(ns, pod, uid, container string, previous bool) (kubelet.ContainerRef, error) {
+	if ns == "default" && pod == "web" && container == "server" && !previous {
+		return kubelet.ContainerRef{ID: "abc", Running: true}, nil
+	}
+	return kubelet.ContainerRef{}, fmt.Errorf("%w: %s/%s %s", kubelet.ErrNotFound, ns, pod, container)
+}
+func (f *fakeHost) IsContainerLogFile(path string) bool { return path == f.logFile }
+func (f *fakeHost) Health() (error, error)               { return nil, f.relist }
+
+type fakeRuntime struct{}
+
+func (fakeRuntime) Logs(_ context.Context, id string, o dockertools.LogOptions, w io.Writer) error {
+	fmt.Fprintf(w, "logs of %s tail=%d follow=%v\n", id, o.TailLines, o.Follow)
+	return nil
+}
+func (fakeRuntime) Exec(_ context.Context, id string, cmd []string, _ time.Duration) (int, []byte, error) {
+	return 3, []byte(strings.Join(cmd, " ")), nil
+}
 
 func (f *fakeHost) GetPods() []*v1.Pod { return f.pods }
 func (f *fakeHost) GetPod(ns, name string) (*v1.Pod, bool) {
@@ -72,7 +98,10 @@ func testServer(t *testing.T) (*fakeSource, *httptest.Server, *httptest.Server) 
 				State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: start}}}}},
 	}}}
 	src := &fakeSource{}
-	s := New(host, src, fakeSources{})
+	logDir := t.TempDir()
+	_ = os.WriteFile(filepath.Join(logDir, "syslog"), []byte("node log line\n"), 0o644)
+	s := New(Deps{Host: host, Runtime: fakeRuntime{}, Pods: src, Sources: fakeSources{}, StatsErr: errors.New("no cgroups here")},
+		Options{NodeName: "n", NodeLogDir: logDir, RootDir: t.TempDir()})
 	full := httptest.NewServer(s.Handler(false))
 	ro := httptest.NewServer(s.Handler(true))
 	t.Cleanup(func() { full.Close(); ro.Close() })
@@ -107,6 +136,21 @@ func TestRoutes(t *testing.T) {
 		allow      string
 	}{
 		{"healthz", full, "GET", "/healthz", "", 200, "ok", "", ""},
+		{"healthz syncloop", full, "GET", "/healthz/syncloop", "", 200, "ok", "", ""},
+		{"healthz unknown check", full, "GET", "/healthz/nope", "", 404, "no such health check", "", ""},
+		{"stats without cadvisor", ro, "GET", "/stats/summary", "", 503, "no cgroups here", "", ""},
+		{"spec without cadvisor", ro, "GET", "/spec", "", 503, "no cgroups here", "", ""},
+		{"container logs", full, "GET", "/containerLogs/default/web/server?tailLines=5&follow=true", "", 200, "logs of abc tail=5 follow=true", "", ""},
+		{"container logs bad param", full, "GET", "/containerLogs/default/web/server?tailLines=x", "", 400, "tailLines", "", ""},
+		{"container logs missing", full, "GET", "/containerLogs/default/web/nope", "", 404, "not found", "", ""},
+		{"container logs on read-only", ro, "GET", "/containerLogs/default/web/server", "", 405, "read-only port", "", ""},
+		{"exec", full, "POST", "/exec/default/web/server?command=echo&command=hi", "", 200, `"exitCode": 3`, "", ""},
+		{"run alias", full, "POST", "/run/default/web/server?cmd=echo+hi", "", 200, `"output": "echo hi"`, "", ""},
+		{"exec without command", full, "POST", "/exec/default/web/server", "", 400, "no command", "", ""},
+		{"exec on read-only", ro, "POST", "/exec/default/web/server?command=id", "", 405, "read-only port", "", ""},
+		{"node log", full, "GET", "/logs/syslog", "", 200, "node log line", "", ""},
+		{"node log listing", full, "GET", "/logs/", "", 200, "syslog", "", ""},
+		{"pprof off by default", full, "GET", "/debug/pprof/", "", 404, "no such endpoint", "", ""},
 		{"healthz read-only", ro, "GET", "/healthz", "", 200, "ok", "", ""},
 		{"pods", ro, "GET", "/pods", "", 200, "", "pods.json", ""},
 		{"one pod", full, "GET", "/pods/default/web", "", 200, `"kind": "Pod"`, "", ""},
@@ -158,5 +202,57 @@ func TestRoutes(t *testing.T) {
 	want := "upsert,replace,delete default/a,delete default/web"
 	if got := strings.Join(src.calls, ","); got != want {
 		t.Errorf("source calls %s, want %s (read-only and invalid requests must not reach it)", got, want)
+	}
+}
+
+// No request reaches outside the node log directory.
+func TestNodeLogsPathTraversal(t *testing.T) {
+	logDir := t.TempDir()
+	outside := t.TempDir()
+	for _, f := range []string{filepath.Join(logDir, "ok.log"), filepath.Join(outside, "secret"), filepath.Join(outside, "container.log")} {
+		if err := os.WriteFile(f, []byte("content of "+filepath.Base(f)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = os.Symlink(filepath.Join(outside, "secret"), filepath.Join(logDir, "escape"))
+	_ = os.Symlink(outside, filepath.Join(logDir, "escapedir"))
+	_ = os.Symlink(filepath.Join(outside, "container.log"), filepath.Join(logDir, "managed.log"))
+	host := &fakeHost{logFile: filepath.Join(outside, "container.log")}
+	s := New(Deps{Host: host, Runtime: fakeRuntime{}, Sources: fakeSources{}}, Options{NodeLogDir: logDir})
+	srv := httptest.NewServer(s.Handler(false))
+	defer srv.Close()
+
+	attempts := []string{
+		"/logs/../" + filepath.Base(outside) + "/secret",
+		"/logs/%2e%2e/%2e%2e/etc/passwd",
+		"/logs/%252e%252e/%252e%252e/etc/passwd",
+		"/logs/..%2f..%2fetc%2fpasswd",
+		"/logs/..\\..\\etc\\passwd",
+		"/logs/%5c..%5c..%5cetc%5cpasswd",
+		"/logs//etc/passwd",
+		"/logs/escape",
+		"/logs/escapedir/secret",
+		"/logs/./../secret",
+		"/logs/ok.log%00.txt",
+		"/logs/" + outside + "/secret",
+	}
+	for _, path := range attempts {
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		req.URL.Opaque = path // send exactly these bytes
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == 200 || strings.Contains(string(body), "content of secret") {
+			t.Errorf("%s: %d %q, want a refusal", path, resp.StatusCode, body)
+		}
+	}
+	for path, want := range map[string]string{"/logs/ok.log": "content of ok.log", "/logs/managed.log": "content of container.log"} {
+		_, body := do(t, "GET", srv.URL+path, "")
+		if body != want {
+			t.Errorf("%s = %q, want %q", path, body, want)
+		}
 	}
 }

@@ -1,0 +1,52 @@
+package dockertools
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	docker "github.com/fsouza/go-dockerclient"
+)
+
+// LogOptions selects what Logs streams.
+type LogOptions struct {
+	Follow     bool
+	Timestamps bool
+	TailLines  int64     // < 0: all
+	Since      time.Time // zero: from the start
+}
+
+// Logs streams a container's stdout and stderr (interleaved, as written) to
+// w until the logs end, or, with Follow, until ctx is cancelled. It has no
+// short timeout.
+func (c *Client) Logs(ctx context.Context, id string, o LogOptions, w io.Writer) error {
+	tail := "all"
+	if o.TailLines >= 0 {
+		tail = strconv.FormatInt(o.TailLines, 10)
+	}
+	var since int64
+	if !o.Since.IsZero() {
+		since = o.Since.Unix()
+	}
+	err := c.c.Logs(docker.LogsOptions{
+		Context: ctx, Container: id, OutputStream: w, ErrorStream: w,
+		Stdout: true, Stderr: true, Follow: o.Follow, Timestamps: o.Timestamps, Tail: tail, Since: since,
+	})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("logs of container %s: %w", shortID(id), translate(err))
+	}
+	return nil
+}
+
+// LogPath is where Docker keeps a container's log file.
+func (c *Client) LogPath(ctx context.Context, id string) (string, error) {
+	ctx, cancel := short(ctx)
+	defer cancel()
+	ct, err := c.c.InspectContainerWithOptions(docker.InspectContainerOptions{ID: id, Context: ctx})
+	if err != nil {
+		return "", fmt.Errorf("inspect container %s: %w", shortID(id), translate(err))
+	}
+	return ct.LogPath, nil
+}

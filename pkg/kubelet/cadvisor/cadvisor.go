@@ -1,0 +1,154 @@
+// Package cadvisor embeds cAdvisor (as a library) behind the small interface
+// the API needs. cAdvisor's defaults are not the agent's: they are set here,
+// in code, and none of its global flags reach the agent's command line.
+package cadvisor
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/google/cadvisor/cache/memory"
+	"github.com/google/cadvisor/container"
+	"github.com/google/cadvisor/container/docker"
+	_ "github.com/google/cadvisor/container/docker/install" // the Docker container factory
+	"github.com/google/cadvisor/container/raw"
+	cadvisorapi "github.com/google/cadvisor/info/v1"
+	cadvisorapiv2 "github.com/google/cadvisor/info/v2"
+	"github.com/google/cadvisor/manager"
+	cmetrics "github.com/google/cadvisor/metrics"
+	"github.com/google/cadvisor/utils/sysfs"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
+)
+
+const (
+	// statsCacheDuration is how long samples are kept in memory: enough for
+	// the summary's rates and a short num_stats history.
+	statsCacheDuration = 2 * time.Minute
+	// maxHousekeepingInterval caps cAdvisor's dynamic back-off for idle
+	// containers.
+	maxHousekeepingInterval = 15 * time.Second
+)
+
+// ErrUnavailable is returned by every call when cAdvisor could not start.
+var ErrUnavailable = errors.New("cadvisor: unavailable")
+
+// includedMetrics are only the sets the endpoints use: no disk usage walks,
+// no referenced bytes.
+var includedMetrics = container.MetricSet{
+	container.CpuUsageMetrics:     struct{}{},
+	container.MemoryUsageMetrics:  struct{}{},
+	container.NetworkUsageMetrics: struct{}{},
+}
+
+// Interface is what the API needs from cAdvisor.
+type Interface interface {
+	MachineInfo() (*cadvisorapi.MachineInfo, error)
+	ContainerInfo(name string, req *cadvisorapi.ContainerInfoRequest) (*cadvisorapi.ContainerInfo, error)
+	DockerContainer(id string, req *cadvisorapi.ContainerInfoRequest) (cadvisorapi.ContainerInfo, error)
+	ContainerInfoV2(name string, opts cadvisorapiv2.RequestOptions) (map[string]cadvisorapiv2.ContainerInfo, error)
+}
+
+// Client is the embedded cAdvisor.
+type Client struct {
+	m   manager.Manager
+	err error // why cAdvisor is unavailable, if it is
+}
+
+var _ Interface = (*Client)(nil)
+
+// New starts cAdvisor watching Docker containers (and the root container
+// only, not every raw cgroup) at dockerEndpoint, housekeeping every
+// interval. If it cannot start (no cgroups, say), the returned client answers
+// every call with ErrUnavailable and the reason; the agent runs on.
+func New(dockerEndpoint string, interval time.Duration) *Client {
+	*docker.ArgDockerEndpoint = dockerEndpoint
+	*raw.DockerOnly = true
+	*manager.HousekeepingInterval = interval
+	maxInterval := max(maxHousekeepingInterval, interval)
+	allowDynamic := true
+	m, err := manager.New(memory.New(statsCacheDuration, nil), sysfs.NewRealSysFs(),
+		manager.HousekeepingConfig{Interval: &maxInterval, AllowDynamic: &allowDynamic},
+		includedMetrics, http.DefaultClient, []string{"/"}, nil, "", 0)
+	if err == nil {
+		err = m.Start()
+	}
+	if err != nil {
+		return &Client{err: fmt.Errorf("%w: %v", ErrUnavailable, err)}
+	}
+	return &Client{m: m}
+}
+
+// Collector returns a Prometheus collector of container metrics, each
+// labelled with its pod, namespace and container name (and the image, the
+// container ID and cAdvisor's name), for /metrics/cadvisor.
+func (c *Client) Collector() (prometheus.Collector, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	labels := func(ci *cadvisorapi.ContainerInfo) map[string]string {
+		set := map[string]string{cmetrics.LabelID: ci.Name, cmetrics.LabelImage: ci.Spec.Image}
+		if len(ci.Aliases) > 0 {
+			set[cmetrics.LabelName] = ci.Aliases[0]
+		}
+		set["pod"] = ci.Spec.Labels[podNameLabel]
+		set["namespace"] = ci.Spec.Labels[podNamespaceLabel]
+		set["container"] = ci.Spec.Labels[containerNameLabel]
+		return set
+	}
+	return cmetrics.NewPrometheusCollector(c.m, labels, includedMetrics, clock.RealClock{},
+		cadvisorapiv2.RequestOptions{IdType: cadvisorapiv2.TypeName, Count: 1, Recursive: true}), nil
+}
+
+// The labels the agent puts on containers (pkg/dockertools), repeated here
+// so this package stays independent of the Docker wrapper.
+const (
+	podNameLabel       = "io.kubernetes.pod.name"
+	podNamespaceLabel  = "io.kubernetes.pod.namespace"
+	containerNameLabel = "io.kubernetes.container.name"
+)
+
+// Err says why cAdvisor is unavailable (nil when it runs).
+func (c *Client) Err() error { return c.err }
+
+// Stop stops cAdvisor's housekeeping.
+func (c *Client) Stop() {
+	if c.m != nil {
+		_ = c.m.Stop()
+	}
+}
+
+// MachineInfo is the node's hardware description.
+func (c *Client) MachineInfo() (*cadvisorapi.MachineInfo, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	return c.m.GetMachineInfo()
+}
+
+// ContainerInfo is a cgroup's info ("/" is the root container).
+func (c *Client) ContainerInfo(name string, req *cadvisorapi.ContainerInfoRequest) (*cadvisorapi.ContainerInfo, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	return c.m.GetContainerInfo(name, req)
+}
+
+// DockerContainer is a Docker container's info by ID.
+func (c *Client) DockerContainer(id string, req *cadvisorapi.ContainerInfoRequest) (cadvisorapi.ContainerInfo, error) {
+	if c.err != nil {
+		return cadvisorapi.ContainerInfo{}, c.err
+	}
+	return c.m.DockerContainer(id, req)
+}
+
+// ContainerInfoV2 is the v2 info of a container and, if opts say so, its
+// descendants.
+func (c *Client) ContainerInfoV2(name string, opts cadvisorapiv2.RequestOptions) (map[string]cadvisorapiv2.ContainerInfo, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	return c.m.GetContainerInfoV2(name, opts)
+}

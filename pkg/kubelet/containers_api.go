@@ -1,0 +1,95 @@
+package kubelet
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// ErrNotFound is returned when a pod or container the API asks for is not
+// on this node.
+var ErrNotFound = errors.New("kubelet: not found")
+
+// ContainerRef is a container the API may read logs from, exec in or report
+// stats of.
+type ContainerRef struct {
+	ID      string
+	Running bool
+	Pod     *v1.Pod
+}
+
+// FindContainer returns the newest instance of a desired pod's container,
+// or, with previous, the one before it (whose logs kubectl shows with
+// --previous). uid, when not empty, must be the pod's.
+func (k *Kubelet) FindContainer(namespace, pod, uid, container string, previous bool) (ContainerRef, error) {
+	var p *v1.Pod
+	for _, d := range k.desiredPods() {
+		if d.Namespace == namespace && d.Name == pod && (uid == "" || string(d.UID) == uid) {
+			p = d
+		}
+	}
+	if p == nil {
+		return ContainerRef{}, fmt.Errorf("%w: pod %s/%s", ErrNotFound, namespace, pod)
+	}
+	if container == "" && len(p.Spec.Containers) == 1 {
+		container = p.Spec.Containers[0].Name
+	}
+	if containerSpec(p, container) == nil && container != infraName {
+		return ContainerRef{}, fmt.Errorf("%w: container %q in pod %s/%s", ErrNotFound, container, namespace, pod)
+	}
+	instances := k.cache.get(p.UID).Instances(container)
+	i := 0
+	if previous {
+		i = 1
+	}
+	if len(instances) <= i {
+		what := "no instance"
+		if previous {
+			what = "no previous instance"
+		}
+		return ContainerRef{}, fmt.Errorf("%w: %s of container %q in pod %s/%s", ErrNotFound, what, container, namespace, pod)
+	}
+	return ContainerRef{ID: instances[i].ID, Running: instances[i].Running, Pod: p}, nil
+}
+
+// IsContainerLogFile reports whether path is the log file of a container of
+// this agent (so /logs may follow a symlink to it).
+func (k *Kubelet) IsContainerLogFile(path string) bool {
+	clean := filepath.Clean(path)
+	for _, p := range k.cache.all() {
+		for _, c := range p.Containers {
+			if c.LogPath != "" && filepath.Clean(c.LogPath) == clean {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Health reports whether the sync loop and the relist completed recently.
+func (k *Kubelet) Health() (syncLoop, relist error) {
+	if since := time.Since(k.LastSyncLoop()); since > syncLoopHealthThreshold {
+		syncLoop = fmt.Errorf("sync loop last ran %v ago", since.Round(time.Second))
+	}
+	threshold := max(relistHealthMin, 5*k.cfg.RelistPeriod)
+	last := k.LastRelist()
+	switch since := time.Since(last); {
+	case last.IsZero():
+		relist = errors.New("no relist has completed yet (is Docker reachable?)")
+	case since > threshold:
+		relist = fmt.Errorf("last relist completed %v ago (is Docker reachable?)", since.Round(time.Second))
+	}
+	return syncLoop, relist
+}
+
+const (
+	// syncLoopHealthThreshold: the sync loop wakes at least every
+	// housekeeping period; much longer means it is stuck.
+	syncLoopHealthThreshold = 10 * housekeepingPeriod
+	// relistHealthMin is the shortest time without a relist that counts as
+	// unhealthy (a relist period of 1 s makes it 5 s).
+	relistHealthMin = 5 * time.Second
+)

@@ -1,0 +1,95 @@
+package kubelet
+
+import (
+	"context"
+	"time"
+
+	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
+)
+
+// instrumentedRuntime records the latency and errors of every Docker
+// operation the agent makes.
+type instrumentedRuntime struct {
+	r Runtime
+	m *metrics.Metrics
+}
+
+var _ Runtime = instrumentedRuntime{}
+
+func (i instrumentedRuntime) observe(op string, start time.Time, err error) {
+	i.m.DockerOpDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	if err != nil {
+		i.m.DockerOpErrors.WithLabelValues(op).Inc()
+	}
+}
+
+func (i instrumentedRuntime) List(ctx context.Context, label, value string) ([]dockertools.Container, error) {
+	start := time.Now()
+	out, err := i.r.List(ctx, label, value)
+	i.observe("list", start, err)
+	return out, err
+}
+
+func (i instrumentedRuntime) Inspect(ctx context.Context, id string) (*dockertools.ContainerDetail, error) {
+	start := time.Now()
+	out, err := i.r.Inspect(ctx, id)
+	i.observe("inspect", start, err)
+	return out, err
+}
+
+func (i instrumentedRuntime) Events(ctx context.Context, label, value string) (<-chan dockertools.Event, error) {
+	start := time.Now()
+	out, err := i.r.Events(ctx, label, value)
+	i.observe("events", start, err)
+	return out, err
+}
+
+func (i instrumentedRuntime) Create(ctx context.Context, spec *dockertools.CreateSpec) (string, error) {
+	start := time.Now()
+	out, err := i.r.Create(ctx, spec)
+	i.observe("create", start, err)
+	return out, err
+}
+
+func (i instrumentedRuntime) Start(ctx context.Context, id string) error {
+	start := time.Now()
+	err := i.r.Start(ctx, id)
+	i.observe("start", start, err)
+	return err
+}
+
+func (i instrumentedRuntime) Stop(ctx context.Context, id string, grace time.Duration) error {
+	start := time.Now()
+	err := i.r.Stop(ctx, id, grace)
+	i.observe("stop", start, err)
+	return err
+}
+
+func (i instrumentedRuntime) Remove(ctx context.Context, id string) error {
+	start := time.Now()
+	err := i.r.Remove(ctx, id)
+	i.observe("remove", start, err)
+	return err
+}
+
+func (i instrumentedRuntime) ImagePresent(ctx context.Context, image string) (bool, error) {
+	start := time.Now()
+	out, err := i.r.ImagePresent(ctx, image)
+	i.observe("inspect_image", start, err)
+	return out, err
+}
+
+func (i instrumentedRuntime) Pull(ctx context.Context, image string, inactivity time.Duration) error {
+	start := time.Now()
+	err := i.r.Pull(ctx, image, inactivity)
+	i.observe("pull", start, err)
+	return err
+}
+
+func (i instrumentedRuntime) Exec(ctx context.Context, id string, cmd []string, timeout time.Duration) (int, []byte, error) {
+	start := time.Now()
+	code, out, err := i.r.Exec(ctx, id, cmd, timeout)
+	i.observe("exec", start, err)
+	return code, out, err
+}

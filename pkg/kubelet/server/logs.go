@@ -1,0 +1,191 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+)
+
+func readAll(r *http.Request) ([]byte, error) { return io.ReadAll(r.Body) }
+
+// flushWriter flushes after every write, so followed logs arrive as written.
+type flushWriter struct {
+	w http.ResponseWriter
+	f http.Flusher
+}
+
+func (fw flushWriter) Write(p []byte) (int, error) {
+	n, err := fw.w.Write(p)
+	if fw.f != nil {
+		fw.f.Flush()
+	}
+	return n, err
+}
+
+// containerLogs streams a container's logs, as kubectl logs asks for them:
+// tailLines, follow, timestamps, previous, sinceSeconds.
+func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request, p map[string]string) {
+	q := r.URL.Query()
+	boolParam := func(name string) (bool, error) {
+		v := q.Get(name)
+		if v == "" {
+			return false, nil
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return false, fmt.Errorf("%s=%q: want true or false", name, v)
+		}
+		return b, nil
+	}
+	opts := dockertools.LogOptions{TailLines: -1}
+	var err error
+	var previous bool
+	for name, dst := range map[string]*bool{"follow": &opts.Follow, "timestamps": &opts.Timestamps, "previous": &previous} {
+		if *dst, err = boolParam(name); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+	}
+	if v := q.Get("tailLines"); v != "" {
+		if opts.TailLines, err = strconv.ParseInt(v, 10, 64); err != nil || opts.TailLines < 0 {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("tailLines=%q: want a non-negative integer", v))
+			return
+		}
+	}
+	if v := q.Get("sinceSeconds"); v != "" {
+		secs, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || secs <= 0 {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("sinceSeconds=%q: want a positive integer", v))
+			return
+		}
+		opts.Since = time.Now().Add(-time.Duration(secs) * time.Second)
+	}
+	ref, err := s.Host.FindContainer(p["namespace"], p["pod"], "", p["container"], previous)
+	if err != nil {
+		writeLookupError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	f, _ := w.(http.Flusher)
+	if err := s.Runtime.Logs(r.Context(), ref.ID, opts, flushWriter{w, f}); err != nil {
+		fmt.Fprintf(w, "\n[error reading logs: %v]\n", err)
+	}
+}
+
+// nodeLogs lists and serves files under the node log directory. No request
+// reaches outside it: ".." and backslashes are refused, and a symlink is
+// followed only when it resolves inside the directory, or to the log file of
+// a container of this agent (so /var/log/containers/*.log works).
+func (s *Server) nodeLogs(w http.ResponseWriter, r *http.Request, p map[string]string) {
+	rel := p["*"]
+	if strings.ContainsAny(rel, "\\\x00%") || strings.Contains(r.URL.RawPath, "%2") {
+		writeError(w, http.StatusBadRequest, "invalid log path")
+		return
+	}
+	for _, part := range strings.Split(rel, "/") {
+		if part == ".." || part == "." {
+			writeError(w, http.StatusBadRequest, "invalid log path")
+			return
+		}
+	}
+	base, err := filepath.EvalSymlinks(s.opts.NodeLogDir)
+	if err != nil {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("log directory: %v", err))
+		return
+	}
+	resolved, err := filepath.EvalSymlinks(filepath.Join(base, filepath.FromSlash(rel)))
+	if err != nil {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no such log file: %s", rel))
+		return
+	}
+	inside := resolved == base || strings.HasPrefix(resolved, base+string(filepath.Separator))
+	if !inside && !s.Host.IsContainerLogFile(resolved) {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("%s resolves outside the log directory", rel))
+		return
+	}
+	fi, err := os.Stat(resolved)
+	if err != nil {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no such log file: %s", rel))
+		return
+	}
+	if fi.IsDir() {
+		entries, err := os.ReadDir(resolved)
+		if err != nil {
+			writeError(w, http.StatusForbidden, fmt.Sprintf("list %s: %v", rel, err))
+			return
+		}
+		names := make([]string, 0, len(entries))
+		for _, e := range entries {
+			n := e.Name()
+			if e.IsDir() {
+				n += "/"
+			}
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		for _, n := range names {
+			fmt.Fprintln(w, n)
+		}
+		return
+	}
+	f, err := os.Open(resolved)
+	if err != nil {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("open %s: %v", rel, err))
+		return
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	http.ServeContent(w, r, "", fi.ModTime(), f)
+}
+
+// execResult is the answer to POST /exec and /run.
+type execResult struct {
+	ExitCode int    `json:"exitCode"`
+	Output   string `json:"output"`
+}
+
+// execTimeout bounds a command run through the API.
+const execTimeout = 5 * time.Minute
+
+// exec runs a command in a running container: ?command= (repeatable, one
+// argument each) or, on the classic /run, ?cmd= (split on spaces when
+// given once).
+func (s *Server) exec(w http.ResponseWriter, r *http.Request, p map[string]string) {
+	q := r.URL.Query()
+	cmd := q["command"]
+	if len(cmd) == 0 {
+		cmd = q["cmd"]
+		if len(cmd) == 1 {
+			cmd = strings.Fields(cmd[0])
+		}
+	}
+	if len(cmd) == 0 {
+		writeError(w, http.StatusBadRequest, "no command: pass ?command=<arg> (repeatable)")
+		return
+	}
+	ref, err := s.Host.FindContainer(p["namespace"], p["pod"], "", p["container"], false)
+	if err != nil {
+		writeLookupError(w, err)
+		return
+	}
+	if !ref.Running {
+		writeError(w, http.StatusConflict, fmt.Sprintf("container %s of pod %s/%s is not running", p["container"], p["namespace"], p["pod"]))
+		return
+	}
+	code, out, err := s.Runtime.Exec(r.Context(), ref.ID, cmd, execTimeout)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("exec: %v", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, execResult{ExitCode: code, Output: string(out)})
+}

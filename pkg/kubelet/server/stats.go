@@ -1,0 +1,282 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	cadvisorapi "github.com/google/cadvisor/info/v1"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/classic-kubelet/kubelet/pkg/kubelet"
+)
+
+// statsAvailable answers 503 with the reason when cAdvisor is not running.
+func (s *Server) statsAvailable(w http.ResponseWriter) bool {
+	if s.Stats != nil && s.StatsErr == nil {
+		return true
+	}
+	msg := "stats are unavailable"
+	if s.StatsErr != nil {
+		msg += ": " + s.StatsErr.Error()
+	}
+	writeError(w, http.StatusServiceUnavailable, msg)
+	return false
+}
+
+func (s *Server) spec(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+	if !s.statsAvailable(w) {
+		return
+	}
+	mi, err := s.Stats.MachineInfo()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("machine info: %v", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, mi)
+}
+
+// infoRequest reads a ContainerInfoRequest from the body, or num_stats from
+// the query; the default is cAdvisor's (the last 60 samples).
+func infoRequest(r *http.Request) (*cadvisorapi.ContainerInfoRequest, error) {
+	req := cadvisorapi.DefaultContainerInfoRequest()
+	if r.Body != nil {
+		body, err := readAll(r)
+		if err != nil {
+			return nil, err
+		}
+		if len(strings.TrimSpace(string(body))) > 0 {
+			if err := json.Unmarshal(body, &req); err != nil {
+				return nil, fmt.Errorf("ContainerInfoRequest body: %w", err)
+			}
+		}
+	}
+	if n := r.URL.Query().Get("num_stats"); n != "" {
+		v, err := strconv.Atoi(n)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("num_stats %q: want a non-negative integer", n)
+		}
+		req.NumStats = v
+	}
+	return &req, nil
+}
+
+func (s *Server) rootStats(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+	if !s.statsAvailable(w) {
+		return
+	}
+	req, err := infoRequest(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	info, err := s.Stats.ContainerInfo("/", req)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("root container stats: %v", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+// containerStats serves /stats/<namespace>/<pod>/<uid>/<container> and the
+// classic /stats/<pod>_<namespace>/<container>.
+func (s *Server) containerStats(w http.ResponseWriter, r *http.Request, p map[string]string) {
+	if !s.statsAvailable(w) {
+		return
+	}
+	ns, pod, uid := p["namespace"], p["pod"], p["uid"]
+	if full := p["podFullName"]; full != "" {
+		i := strings.LastIndex(full, "_")
+		if i <= 0 {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("%q is not <pod>_<namespace>", full))
+			return
+		}
+		pod, ns = full[:i], full[i+1:]
+	}
+	ref, err := s.Host.FindContainer(ns, pod, uid, p["container"], false)
+	if err != nil {
+		writeLookupError(w, err)
+		return
+	}
+	req, err := infoRequest(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	info, err := s.Stats.DockerContainer(ref.ID, req)
+	if err != nil {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("stats of container %s in pod %s/%s: %v", p["container"], ns, pod, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+func writeLookupError(w http.ResponseWriter, err error) {
+	if errors.Is(err, kubelet.ErrNotFound) {
+		writeError(w, http.StatusNotFound, err.Error())
+		return
+	}
+	writeError(w, http.StatusInternalServerError, err.Error())
+}
+
+// summary serves the Kubernetes summary API: node and pods, with CPU,
+// memory and network from cAdvisor and the node file system from statfs.
+// Per-container rootfs and log usage are omitted: they need disk walks.
+func (s *Server) summary(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+	if !s.statsAvailable(w) {
+		return
+	}
+	req := &cadvisorapi.ContainerInfoRequest{NumStats: 2}
+	root, err := s.Stats.ContainerInfo("/", req)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("root container stats: %v", err))
+		return
+	}
+	out := statsapi.Summary{Node: statsapi.NodeStats{
+		NodeName:  s.opts.NodeName,
+		StartTime: metav1.NewTime(root.Spec.CreationTime),
+		CPU:       cpuStats(root.Stats),
+		Memory:    memoryStats(root.Stats),
+		Network:   networkStats(root.Stats),
+		Fs:        fsStats(s.opts.RootDir),
+	}, Pods: []statsapi.PodStats{}}
+	for _, pod := range s.Host.GetPods() {
+		ps := statsapi.PodStats{PodRef: statsapi.PodReference{Name: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID)}}
+		if pod.Status.StartTime != nil {
+			ps.StartTime = *pod.Status.StartTime
+		}
+		if infra, err := s.Host.FindContainer(pod.Namespace, pod.Name, "", "POD", false); err == nil && infra.Running {
+			if ci, err := s.Stats.DockerContainer(infra.ID, req); err == nil {
+				ps.Network = networkStats(ci.Stats)
+			}
+		}
+		var cpuTotal, cpuRate, mem, ws, rss uint64
+		var have bool
+		for _, cs := range pod.Status.ContainerStatuses {
+			if cs.State.Running == nil {
+				continue
+			}
+			ci, err := s.Stats.DockerContainer(strings.TrimPrefix(cs.ContainerID, "docker://"), req)
+			if err != nil {
+				continue
+			}
+			c := statsapi.ContainerStats{Name: cs.Name, StartTime: cs.State.Running.StartedAt,
+				CPU: cpuStats(ci.Stats), Memory: memoryStats(ci.Stats)}
+			ps.Containers = append(ps.Containers, c)
+			if c.CPU != nil && c.Memory != nil {
+				have = true
+				cpuTotal += deref(c.CPU.UsageCoreNanoSeconds)
+				cpuRate += deref(c.CPU.UsageNanoCores)
+				mem += deref(c.Memory.UsageBytes)
+				ws += deref(c.Memory.WorkingSetBytes)
+				rss += deref(c.Memory.RSSBytes)
+			}
+		}
+		if have {
+			now := metav1.Now()
+			ps.CPU = &statsapi.CPUStats{Time: now, UsageCoreNanoSeconds: &cpuTotal, UsageNanoCores: &cpuRate}
+			ps.Memory = &statsapi.MemoryStats{Time: now, UsageBytes: &mem, WorkingSetBytes: &ws, RSSBytes: &rss}
+		}
+		out.Pods = append(out.Pods, ps)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func deref(p *uint64) uint64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// cpuStats is the latest cumulative usage and the rate between the last two
+// samples.
+func cpuStats(samples []*cadvisorapi.ContainerStats) *statsapi.CPUStats {
+	if len(samples) == 0 {
+		return nil
+	}
+	last := samples[len(samples)-1]
+	total := last.Cpu.Usage.Total
+	st := &statsapi.CPUStats{Time: metav1.NewTime(last.Timestamp), UsageCoreNanoSeconds: &total}
+	if len(samples) > 1 {
+		prev := samples[len(samples)-2]
+		if dt := last.Timestamp.Sub(prev.Timestamp); dt > 0 && last.Cpu.Usage.Total >= prev.Cpu.Usage.Total {
+			rate := uint64(float64(last.Cpu.Usage.Total-prev.Cpu.Usage.Total) / dt.Seconds())
+			st.UsageNanoCores = &rate
+		}
+	}
+	return st
+}
+
+func memoryStats(samples []*cadvisorapi.ContainerStats) *statsapi.MemoryStats {
+	if len(samples) == 0 {
+		return nil
+	}
+	last := samples[len(samples)-1]
+	m := last.Memory
+	usage, ws, rss := m.Usage, m.WorkingSet, m.RSS
+	pf, majpf := m.ContainerData.Pgfault, m.ContainerData.Pgmajfault
+	return &statsapi.MemoryStats{Time: metav1.NewTime(last.Timestamp), UsageBytes: &usage, WorkingSetBytes: &ws,
+		RSSBytes: &rss, PageFaults: &pf, MajorPageFaults: &majpf}
+}
+
+func networkStats(samples []*cadvisorapi.ContainerStats) *statsapi.NetworkStats {
+	if len(samples) == 0 {
+		return nil
+	}
+	last := samples[len(samples)-1]
+	ns := &statsapi.NetworkStats{Time: metav1.NewTime(last.Timestamp)}
+	for _, i := range last.Network.Interfaces {
+		rx, rxErr, tx, txErr := i.RxBytes, i.RxErrors, i.TxBytes, i.TxErrors
+		is := statsapi.InterfaceStats{Name: i.Name, RxBytes: &rx, RxErrors: &rxErr, TxBytes: &tx, TxErrors: &txErr}
+		ns.Interfaces = append(ns.Interfaces, is)
+		if i.Name == "eth0" || ns.Name == "" {
+			ns.InterfaceStats = is
+		}
+	}
+	return ns
+}
+
+// fsStats is the node file system holding dir, from statfs.
+func fsStats(dir string) *statsapi.FsStats {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return nil
+	}
+	bsize := uint64(st.Bsize)
+	capacity, avail := st.Blocks*bsize, st.Bavail*bsize
+	used := capacity - st.Bfree*bsize
+	inodes, free := st.Files, st.Ffree
+	usedInodes := inodes - free
+	return &statsapi.FsStats{Time: metav1.NewTime(time.Now()), CapacityBytes: &capacity, AvailableBytes: &avail,
+		UsedBytes: &used, Inodes: &inodes, InodesFree: &free, InodesUsed: &usedInodes}
+}
+
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+	if s.Metrics == nil {
+		writeError(w, http.StatusServiceUnavailable, "metrics are unavailable")
+		return
+	}
+	promhttp.HandlerFor(s.Metrics, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+}
+
+func (s *Server) cadvisorMetrics(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+	if !s.statsAvailable(w) {
+		return
+	}
+	if s.CadvisorMetrics == nil {
+		writeError(w, http.StatusServiceUnavailable, "container metrics are unavailable")
+		return
+	}
+	promhttp.HandlerFor(s.CadvisorMetrics, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+}
+
+var _ prometheus.Gatherer = (*prometheus.Registry)(nil)
