@@ -455,11 +455,19 @@ func TestDockerConnectionCutAndRestored(t *testing.T) {
 	if err := dockerc.KillContainer(docker.KillContainerOptions{ID: before["server"].ID}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * time.Second)
+	// The relist health check fails while Docker is unreachable.
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		code, body := httpGet(a.api(true) + "/healthz/relist")
+		return code == 500, fmt.Sprintf("/healthz/relist = %d %s", code, body)
+	})
 	if n := len(a.running("survivor")); n != 2 {
 		t.Fatalf("%d containers run while the agent is cut off, want 2 (it cannot act)", n)
 	}
 	proxy.restore(t)
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		code, body := httpGet(a.api(true) + "/healthz")
+		return code == 200, fmt.Sprintf("/healthz = %d %s", code, body)
+	})
 	now := a.waitRunning("survivor", "server", "sidecar")
 	time.Sleep(3 * time.Second) // would a duplicate appear?
 	now2 := a.running("survivor")
