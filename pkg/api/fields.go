@@ -72,7 +72,7 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"restartPolicy":                 impl("Always (default), OnFailure, Never"),
 		"terminationGracePeriodSeconds": impl("default 30, at least 2 s when stopping"),
 		"hostNetwork":                   impl("hostPort must equal containerPort"),
-		"dnsPolicy":                     impl("ClusterFirst, ClusterFirstWithHostNet and Default use the node's resolv.conf (no cluster DNS); None is rejected"),
+		"dnsPolicy":                     impl("Default uses --resolv-conf; ClusterFirst and ClusterFirstWithHostNet behave as Default (no cluster DNS); None uses only dnsConfig"),
 		"nodeName":                      ignore("set to this node"),
 		"nodeSelector":                  ignore(scheduling),
 		"affinity":                      ignore(scheduling),
@@ -93,15 +93,15 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"initContainers":                impl("run in order, each to success, before the app containers; not re-run after an agent restart"),
 		"ephemeralContainers":           reject("needs an API server"),
 		"activeDeadlineSeconds":         reject(notYet),
-		"hostPID":                       reject(notYet),
-		"hostIPC":                       reject(notYet),
+		"hostPID":                       impl("containers share the host's PID namespace"),
+		"hostIPC":                       impl("containers share the host's IPC namespace"),
 		"shareProcessNamespace":         reject(notYet),
-		"securityContext":               reject(notYet),
+		"securityContext":               impl("runAsUser, runAsGroup, runAsNonRoot, supplementalGroups; a container's own settings win"),
 		"imagePullSecrets":              reject(noAPIServer + "; use the Docker config for credentials"),
-		"hostname":                      reject(notYet),
-		"subdomain":                     reject(notYet),
-		"hostAliases":                   reject(notYet),
-		"dnsConfig":                     reject(notYet),
+		"hostname":                      impl("the pod's hostname (default: the pod name, cut to 63 characters)"),
+		"subdomain":                     impl("domain <subdomain>.<namespace>.svc.<cluster-domain>"),
+		"hostAliases":                   impl("extra /etc/hosts entries (not under hostNetwork: the host's files are used)"),
+		"dnsConfig":                     impl("nameservers, searches, options, added to (or, with dnsPolicy None, instead of) the node's"),
 		"readinessGates":                reject("nothing could ever set them on this node"),
 		"runtimeClassName":              reject("only the Docker runtime"),
 		"setHostnameAsFQDN":             reject(notYet),
@@ -118,12 +118,12 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"args":                     impl("Docker Cmd"),
 		"workingDir":               impl(""),
 		"ports":                    impl("only ports with a hostPort are published, on the infra container"),
-		"env":                      impl("value only; valueFrom is rejected"),
+		"env":                      impl("value (with $(VAR) expansion) and valueFrom fieldRef/resourceFieldRef"),
 		"resources":                impl("cpu and memory; ephemeral-storage is ignored; others rejected"),
 		"volumeMounts":             impl("name, mountPath, readOnly"),
 		"imagePullPolicy":          impl("Always, IfNotPresent, Never"),
-		"terminationMessagePath":   ignore(notYet),
-		"terminationMessagePolicy": ignore(notYet),
+		"terminationMessagePath":   impl("default /dev/termination-log; read into the terminated state's message (4 KiB)"),
+		"terminationMessagePolicy": impl("File (default) or FallbackToLogsOnError"),
 		"resizePolicy":             ignore("resources change only by replacing the container"),
 		"envFrom":                  reject(noAPIServer),
 		"restartPolicy":            reject("sidecar containers are not supported"),
@@ -133,15 +133,15 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"readinessProbe":           impl("httpGet, tcpSocket, exec, grpc; sets ready"),
 		"startupProbe":             impl("httpGet, tcpSocket, exec, grpc; gates liveness and readiness"),
 		"lifecycle":                impl("postStart and preStop with exec, httpGet or sleep"),
-		"securityContext":          reject(notYet),
-		"stdin":                    reject(notYet),
-		"stdinOnce":                reject(notYet),
-		"tty":                      reject(notYet),
+		"securityContext":          impl("runAsUser, runAsGroup, runAsNonRoot, privileged (with --allow-privileged), capabilities, readOnlyRootFilesystem, allowPrivilegeEscalation"),
+		"stdin":                    impl("Docker OpenStdin"),
+		"stdinOnce":                impl("Docker StdinOnce"),
+		"tty":                      impl("Docker Tty"),
 	},
 	reflect.TypeOf(v1.Volume{}): {
 		"name":                  impl("DNS-1123 label, unique in the pod"),
 		"hostPath":              impl("type \"\", Directory, DirectoryOrCreate, File, FileOrCreate"),
-		"emptyDir":              impl("a directory under <root-dir>/pods/<uid>/volumes, removed with the pod; medium Memory is rejected"),
+		"emptyDir":              impl("a directory under <root-dir>/pods/<uid>/volumes, removed with the pod; medium Memory is a tmpfs"),
 		"gcePersistentDisk":     reject("not supported"),
 		"awsElasticBlockStore":  reject("not supported"),
 		"gitRepo":               reject("not supported"),
@@ -155,7 +155,7 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"cinder":                reject("not supported"),
 		"cephfs":                reject("not supported"),
 		"flocker":               reject("not supported"),
-		"downwardAPI":           reject(notYet),
+		"downwardAPI":           impl("files of labels, annotations, name, namespace, uid and resources"),
 		"fc":                    reject("not supported"),
 		"azureFile":             reject("not supported"),
 		"configMap":             reject(noAPIServer),
@@ -175,8 +175,8 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"name":              impl("must name a volume of the pod"),
 		"mountPath":         impl("absolute, unique in the container"),
 		"readOnly":          impl(""),
-		"subPath":           reject(notYet),
-		"subPathExpr":       reject(notYet),
+		"subPath":           impl("a path inside the volume, resolved without following symlinks; '..' and absolute paths are refused"),
+		"subPathExpr":       impl("subPath with $(VAR) expanded from the container's env"),
 		"mountPropagation":  reject("not supported"),
 		"recursiveReadOnly": reject("not supported"),
 		"bindMountOptions":  reject("not supported"),
@@ -184,7 +184,7 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 	reflect.TypeOf(v1.EnvVar{}): {
 		"name":      impl(""),
 		"value":     impl(""),
-		"valueFrom": reject(notYet),
+		"valueFrom": impl("fieldRef and resourceFieldRef; secrets and config maps are rejected"),
 	},
 	reflect.TypeOf(v1.ContainerPort{}): {
 		"name":          impl(""),
@@ -216,9 +216,57 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"sleep":     impl(""),
 		"tcpSocket": reject("deprecated and never run by Kubernetes"),
 	},
+	reflect.TypeOf(v1.PodSecurityContext{}): {
+		"runAsUser":                impl(""),
+		"runAsGroup":               impl(""),
+		"runAsNonRoot":             impl("a container that would run as UID 0 is refused (CreateContainerConfigError)"),
+		"supplementalGroups":       impl("Docker GroupAdd"),
+		"supplementalGroupsPolicy": reject("not supported"),
+		"fsGroup":                  reject("volume ownership changes are not supported"),
+		"fsGroupChangePolicy":      reject("volume ownership changes are not supported"),
+		"sysctls":                  reject("not supported"),
+		"seLinuxOptions":           reject("not supported"),
+		"seLinuxChangePolicy":      reject("not supported"),
+		"seccompProfile":           reject("Docker's default profile applies"),
+		"appArmorProfile":          reject("not supported"),
+		"windowsOptions":           reject("Linux only"),
+	},
+	reflect.TypeOf(v1.SecurityContext{}): {
+		"runAsUser":                impl("wins over the pod's"),
+		"runAsGroup":               impl("wins over the pod's"),
+		"runAsNonRoot":             impl("wins over the pod's"),
+		"capabilities":             impl("add and drop"),
+		"privileged":               impl("only when the agent runs with --allow-privileged"),
+		"readOnlyRootFilesystem":   impl(""),
+		"allowPrivilegeEscalation": impl("false sets no-new-privileges"),
+		"procMount":                reject("not supported"),
+		"seLinuxOptions":           reject("not supported"),
+		"seccompProfile":           reject("Docker's default profile applies"),
+		"appArmorProfile":          reject("not supported"),
+		"windowsOptions":           reject("Linux only"),
+	},
+	reflect.TypeOf(v1.EnvVarSource{}): {
+		"fieldRef":         impl("metadata.name, metadata.namespace, metadata.uid, metadata.labels['k'], metadata.annotations['k'], spec.nodeName, status.podIP, status.hostIP"),
+		"resourceFieldRef": impl("requests/limits of cpu and memory, with divisor"),
+		"configMapKeyRef":  reject(noAPIServer),
+		"secretKeyRef":     reject(noAPIServer),
+		"fileKeyRef":       reject("not supported"),
+	},
+	reflect.TypeOf(v1.DownwardAPIVolumeSource{}): {
+		"items":       impl(""),
+		"defaultMode": impl("default 0644"),
+		"defaultUser": reject("not supported"),
+	},
+	reflect.TypeOf(v1.DownwardAPIVolumeFile{}): {
+		"path":             impl("relative, without '..'"),
+		"fieldRef":         impl("metadata.name, metadata.namespace, metadata.uid, metadata.labels, metadata.annotations (and one key of them)"),
+		"resourceFieldRef": impl("requests/limits of cpu and memory, with divisor"),
+		"mode":             impl(""),
+		"user":             reject("not supported"),
+	},
 	reflect.TypeOf(v1.EmptyDirVolumeSource{}): {
-		"medium":    impl("only the default (disk); Memory is rejected until implemented"),
-		"sizeLimit": ignore("disk-backed emptyDir size is not enforced"),
+		"medium":    impl("\"\" (disk) or Memory (tmpfs)"),
+		"sizeLimit": impl("the tmpfs size of a Memory emptyDir (default half the node's memory); not enforced on disk"),
 		"mode":      reject("not supported"),
 	},
 	reflect.TypeOf(v1.HostPathVolumeSource{}): {
@@ -256,11 +304,15 @@ func jsonFields(t reflect.Type) []reflect.StructField {
 }
 
 // isSet reports whether a field was written: a pointer to an empty struct
-// (`securityContext: {}`) counts as not written.
+// (`securityContext: {}`) counts as not written; a pointer to a zero scalar
+// (`runAsUser: 0`) does.
 func isSet(v reflect.Value) bool {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
-		return !v.IsNil() && !v.Elem().IsZero()
+		if v.IsNil() {
+			return false
+		}
+		return v.Elem().Kind() != reflect.Struct || !v.Elem().IsZero()
 	case reflect.Slice, reflect.Map:
 		return v.Len() > 0
 	default:
@@ -301,7 +353,8 @@ func FieldTableMarkdown() string {
 		reflect.TypeOf(v1.ContainerPort{}), reflect.TypeOf(v1.EnvVar{}), reflect.TypeOf(v1.ResourceRequirements{}),
 		reflect.TypeOf(v1.VolumeMount{}), reflect.TypeOf(v1.Volume{}), reflect.TypeOf(v1.HostPathVolumeSource{}),
 		reflect.TypeOf(v1.EmptyDirVolumeSource{}), reflect.TypeOf(v1.Probe{}), reflect.TypeOf(v1.Lifecycle{}),
-		reflect.TypeOf(v1.LifecycleHandler{}),
+		reflect.TypeOf(v1.LifecycleHandler{}), reflect.TypeOf(v1.PodSecurityContext{}), reflect.TypeOf(v1.SecurityContext{}),
+		reflect.TypeOf(v1.EnvVarSource{}), reflect.TypeOf(v1.DownwardAPIVolumeSource{}), reflect.TypeOf(v1.DownwardAPIVolumeFile{}),
 	}
 	for _, t := range order {
 		fmt.Fprintf(&b, "\n### %s\n\n| field | support | note |\n|---|---|---|\n", t.Name())

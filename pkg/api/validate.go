@@ -53,9 +53,56 @@ func validateSpec(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.Erro
 		errs = append(errs, field.NotSupported(p.Child("restartPolicy"), spec.RestartPolicy, []string{"Always", "OnFailure", "Never"}))
 	}
 	switch spec.DNSPolicy {
-	case "", v1.DNSClusterFirst, v1.DNSClusterFirstWithHostNet, v1.DNSDefault:
+	case "", v1.DNSClusterFirst, v1.DNSClusterFirstWithHostNet, v1.DNSDefault, v1.DNSNone:
 	default:
-		errs = append(errs, field.NotSupported(p.Child("dnsPolicy"), spec.DNSPolicy, []string{"ClusterFirst", "ClusterFirstWithHostNet", "Default"}))
+		errs = append(errs, field.NotSupported(p.Child("dnsPolicy"), spec.DNSPolicy, []string{"ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"}))
+	}
+	if spec.DNSPolicy == v1.DNSNone && (spec.DNSConfig == nil || len(spec.DNSConfig.Nameservers) == 0) {
+		errs = append(errs, field.Required(p.Child("dnsConfig", "nameservers"), "dnsPolicy None needs at least one nameserver"))
+	}
+	if dc := spec.DNSConfig; dc != nil {
+		for i, ns := range dc.Nameservers {
+			if net.ParseIP(ns) == nil {
+				errs = append(errs, field.Invalid(p.Child("dnsConfig", "nameservers").Index(i), ns, "must be an IP address"))
+			}
+		}
+		for i, o := range dc.Options {
+			if o.Name == "" {
+				errs = append(errs, field.Required(p.Child("dnsConfig", "options").Index(i).Child("name"), ""))
+			}
+		}
+	}
+	for name, v := range map[string]string{"hostname": spec.Hostname, "subdomain": spec.Subdomain} {
+		if v == "" {
+			continue
+		}
+		for _, msg := range validation.IsDNS1123Label(v) {
+			errs = append(errs, field.Invalid(p.Child(name), v, msg))
+		}
+	}
+	for i, ha := range spec.HostAliases {
+		hp := p.Child("hostAliases").Index(i)
+		if net.ParseIP(ha.IP) == nil {
+			errs = append(errs, field.Invalid(hp.Child("ip"), ha.IP, "must be an IP address"))
+		}
+		if len(ha.Hostnames) == 0 {
+			errs = append(errs, field.Required(hp.Child("hostnames"), ""))
+		}
+		for j, h := range ha.Hostnames {
+			for _, msg := range validation.IsDNS1123Subdomain(h) {
+				errs = append(errs, field.Invalid(hp.Child("hostnames").Index(j), h, msg))
+			}
+		}
+	}
+	if sc := spec.SecurityContext; sc != nil {
+		sp := p.Child("securityContext")
+		errs = append(errs, checkFields(reflect.ValueOf(*sc), sp, ignored)...)
+		errs = append(errs, validateIDs(sp, sc.RunAsUser, sc.RunAsGroup)...)
+		for i, g := range sc.SupplementalGroups {
+			if g < 0 {
+				errs = append(errs, field.Invalid(sp.Child("supplementalGroups").Index(i), g, "must be >= 0"))
+			}
+		}
 	}
 	if g := spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
 		errs = append(errs, field.Invalid(p.Child("terminationGracePeriodSeconds"), *g, "must be >= 0"))
@@ -65,7 +112,7 @@ func validateSpec(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.Erro
 	for i := range spec.Volumes {
 		vp := p.Child("volumes").Index(i)
 		vol := &spec.Volumes[i]
-		errs = append(errs, validateVolume(vol, vp, ignored)...)
+		errs = append(errs, validateVolume(vol, vp, spec, ignored)...)
 		if volumes.Has(vol.Name) {
 			errs = append(errs, field.Duplicate(vp.Child("name"), vol.Name))
 		}
@@ -124,14 +171,40 @@ func validateSpec(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.Erro
 	return errs
 }
 
-func validateVolume(vol *v1.Volume, p *field.Path, ignored *[]string) field.ErrorList {
+func validateVolume(vol *v1.Volume, p *field.Path, spec *v1.PodSpec, ignored *[]string) field.ErrorList {
 	errs := checkFields(reflect.ValueOf(*vol), p, ignored)
 	for _, msg := range validation.IsDNS1123Label(vol.Name) {
 		errs = append(errs, field.Invalid(p.Child("name"), vol.Name, msg))
 	}
 	switch {
-	case vol.HostPath != nil && vol.EmptyDir != nil:
+	case countSources(vol) > 1:
 		errs = append(errs, field.Forbidden(p, "may specify only one volume source"))
+	case vol.DownwardAPI != nil:
+		dp := p.Child("downwardAPI")
+		errs = append(errs, checkFields(reflect.ValueOf(*vol.DownwardAPI), dp, ignored)...)
+		paths := sets.New[string]()
+		for i, item := range vol.DownwardAPI.Items {
+			ip := dp.Child("items").Index(i)
+			errs = append(errs, checkFields(reflect.ValueOf(item), ip, ignored)...)
+			if err := checkRelativePath(item.Path); err != "" {
+				errs = append(errs, field.Invalid(ip.Child("path"), item.Path, err))
+			}
+			if paths.Has(path.Clean(item.Path)) {
+				errs = append(errs, field.Duplicate(ip.Child("path"), item.Path))
+			}
+			paths.Insert(path.Clean(item.Path))
+			switch {
+			case (item.FieldRef == nil) == (item.ResourceFieldRef == nil):
+				errs = append(errs, field.Invalid(ip, item.Path, "must specify exactly one of fieldRef, resourceFieldRef"))
+			case item.FieldRef != nil:
+				if !volumeFieldPath(item.FieldRef.FieldPath) {
+					errs = append(errs, field.NotSupported(ip.Child("fieldRef", "fieldPath"), item.FieldRef.FieldPath,
+						[]string{"metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels", "metadata.annotations", "metadata.labels['<key>']", "metadata.annotations['<key>']"}))
+				}
+			default:
+				errs = append(errs, validateResourceRef(item.ResourceFieldRef, ip.Child("resourceFieldRef"), spec, "")...)
+			}
+		}
 	case vol.HostPath != nil:
 		hp := p.Child("hostPath")
 		errs = append(errs, checkFields(reflect.ValueOf(*vol.HostPath), hp, ignored)...)
@@ -148,14 +221,17 @@ func validateVolume(vol *v1.Volume, p *field.Path, ignored *[]string) field.Erro
 	case vol.EmptyDir != nil:
 		ep := p.Child("emptyDir")
 		errs = append(errs, checkFields(reflect.ValueOf(*vol.EmptyDir), ep, ignored)...)
-		if vol.EmptyDir.Medium != v1.StorageMediumDefault {
-			errs = append(errs, field.NotSupported(ep.Child("medium"), vol.EmptyDir.Medium, []string{""}))
+		if m := vol.EmptyDir.Medium; m != v1.StorageMediumDefault && m != v1.StorageMediumMemory {
+			errs = append(errs, field.NotSupported(ep.Child("medium"), m, []string{"", "Memory"}))
+		}
+		if sl := vol.EmptyDir.SizeLimit; sl != nil && sl.Sign() <= 0 {
+			errs = append(errs, field.Invalid(ep.Child("sizeLimit"), sl.String(), "must be positive"))
 		}
 	default:
 		// Another source was written: checkFields has rejected it already;
 		// otherwise the volume has no source at all.
 		if len(errs) == 0 {
-			errs = append(errs, field.Required(p, "a volume source (hostPath or emptyDir)"))
+			errs = append(errs, field.Required(p, "a volume source (hostPath, emptyDir or downwardAPI)"))
 		}
 	}
 	return errs
@@ -183,6 +259,40 @@ func validateContainer(c *v1.Container, p *field.Path, volumes sets.Set[string],
 		if env.Name == "" || strings.Contains(env.Name, "=") {
 			errs = append(errs, field.Invalid(ep.Child("name"), env.Name, "must be non-empty and must not contain '='"))
 		}
+		if vf := env.ValueFrom; vf != nil {
+			vp := ep.Child("valueFrom")
+			errs = append(errs, checkFields(reflect.ValueOf(*vf), vp, ignored)...)
+			if env.Value != "" {
+				errs = append(errs, field.Invalid(ep.Child("value"), env.Value, "may not be set with valueFrom"))
+			}
+			switch {
+			case vf.FieldRef != nil && vf.ResourceFieldRef != nil:
+				errs = append(errs, field.Invalid(vp, "", "must specify exactly one of fieldRef, resourceFieldRef"))
+			case vf.FieldRef != nil:
+				if !envFieldPath(vf.FieldRef.FieldPath) {
+					errs = append(errs, field.NotSupported(vp.Child("fieldRef", "fieldPath"), vf.FieldRef.FieldPath,
+						[]string{"metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels['<key>']", "metadata.annotations['<key>']", "spec.nodeName", "status.podIP", "status.hostIP"}))
+				}
+			case vf.ResourceFieldRef != nil:
+				errs = append(errs, validateResourceRef(vf.ResourceFieldRef, vp.Child("resourceFieldRef"), nil, c.Name)...)
+			}
+		}
+	}
+	if sc := c.SecurityContext; sc != nil {
+		sp := p.Child("securityContext")
+		errs = append(errs, checkFields(reflect.ValueOf(*sc), sp, ignored)...)
+		errs = append(errs, validateIDs(sp, sc.RunAsUser, sc.RunAsGroup)...)
+		if sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation && (sc.Privileged != nil && *sc.Privileged) {
+			errs = append(errs, field.Invalid(sp.Child("allowPrivilegeEscalation"), false, "cannot be false for a privileged container"))
+		}
+	}
+	if tmp := c.TerminationMessagePath; tmp != "" && (!path.IsAbs(tmp) || strings.Contains(tmp, ":")) {
+		errs = append(errs, field.Invalid(p.Child("terminationMessagePath"), tmp, "must be an absolute path without ':'"))
+	}
+	switch c.TerminationMessagePolicy {
+	case "", v1.TerminationMessageReadFile, v1.TerminationMessageFallbackToLogsOnError:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("terminationMessagePolicy"), c.TerminationMessagePolicy, []string{"File", "FallbackToLogsOnError"}))
 	}
 	errs = append(errs, validateResources(&c.Resources, p.Child("resources"), ignored)...)
 	for _, pr := range []struct {
@@ -213,6 +323,17 @@ func validateContainer(c *v1.Container, p *field.Path, volumes sets.Set[string],
 		}
 		if !path.IsAbs(m.MountPath) || strings.Contains(m.MountPath, ":") {
 			errs = append(errs, field.Invalid(mp.Child("mountPath"), m.MountPath, "must be an absolute path without ':'"))
+		}
+		if m.SubPath != "" && m.SubPathExpr != "" {
+			errs = append(errs, field.Invalid(mp.Child("subPathExpr"), m.SubPathExpr, "subPath and subPathExpr are mutually exclusive"))
+		}
+		if m.SubPath != "" {
+			if err := checkRelativePath(m.SubPath); err != "" {
+				errs = append(errs, field.Invalid(mp.Child("subPath"), m.SubPath, err))
+			}
+		}
+		if m.SubPathExpr != "" && path.IsAbs(m.SubPathExpr) {
+			errs = append(errs, field.Invalid(mp.Child("subPathExpr"), m.SubPathExpr, "must be a relative path"))
 		}
 		if mountPaths.Has(path.Clean(m.MountPath)) {
 			errs = append(errs, field.Duplicate(mp.Child("mountPath"), m.MountPath))
@@ -314,6 +435,86 @@ func validateActionPort(port intstr.IntOrString, p *field.Path, c *v1.Container)
 		}
 	}
 	return field.ErrorList{field.Invalid(p, port.StrVal, "must be a port number or the name of a port of the container")}
+}
+
+// checkRelativePath returns why p is not a safe relative path ("" if it is).
+func checkRelativePath(p string) string {
+	if p == "" || path.IsAbs(p) {
+		return "must be a non-empty relative path"
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return "must not contain '..'"
+		}
+	}
+	return ""
+}
+
+func validateIDs(p *field.Path, user, group *int64) field.ErrorList {
+	var errs field.ErrorList
+	if user != nil && *user < 0 {
+		errs = append(errs, field.Invalid(p.Child("runAsUser"), *user, "must be >= 0"))
+	}
+	if group != nil && *group < 0 {
+		errs = append(errs, field.Invalid(p.Child("runAsGroup"), *group, "must be >= 0"))
+	}
+	return errs
+}
+
+// fieldPathKey matches metadata.labels['k'] and metadata.annotations['k'].
+var fieldPathKey = regexp.MustCompile(`^metadata\.(labels|annotations)\['[^']+'\]$`)
+
+func envFieldPath(fp string) bool {
+	switch fp {
+	case "metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "status.podIP", "status.hostIP":
+		return true
+	}
+	return fieldPathKey.MatchString(fp)
+}
+
+func volumeFieldPath(fp string) bool {
+	switch fp {
+	case "metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels", "metadata.annotations":
+		return true
+	}
+	return fieldPathKey.MatchString(fp)
+}
+
+// validateResourceRef checks a resourceFieldRef; in a volume (spec set) it
+// must name a container of the pod, in env (self set) the container itself.
+func validateResourceRef(r *v1.ResourceFieldSelector, p *field.Path, spec *v1.PodSpec, self string) field.ErrorList {
+	var errs field.ErrorList
+	switch r.Resource {
+	case "requests.cpu", "limits.cpu", "requests.memory", "limits.memory":
+	default:
+		errs = append(errs, field.NotSupported(p.Child("resource"), r.Resource, []string{"requests.cpu", "limits.cpu", "requests.memory", "limits.memory"}))
+	}
+	if d := r.Divisor; !d.IsZero() && d.Sign() < 0 {
+		errs = append(errs, field.Invalid(p.Child("divisor"), d.String(), "must be positive"))
+	}
+	switch {
+	case spec != nil:
+		found := false
+		for _, c := range spec.Containers {
+			found = found || c.Name == r.ContainerName
+		}
+		if !found {
+			errs = append(errs, field.Invalid(p.Child("containerName"), r.ContainerName, "must name a container of the pod"))
+		}
+	case r.ContainerName != "" && r.ContainerName != self:
+		errs = append(errs, field.Invalid(p.Child("containerName"), r.ContainerName, "must be empty or this container's name"))
+	}
+	return errs
+}
+
+func countSources(vol *v1.Volume) int {
+	n := 0
+	for _, set := range []bool{vol.HostPath != nil, vol.EmptyDir != nil, vol.DownwardAPI != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
 }
 
 func validatePort(port *v1.ContainerPort, p *field.Path, hostNetwork bool, ignored *[]string) field.ErrorList {

@@ -75,18 +75,44 @@ func TestValidate(t *testing.T) {
 		{"undefined volume", func(p *v1.Pod) { c0(p).VolumeMounts[0].Name = "nope" }, "volumeMounts[0].name: Not found"},
 		{"relative mount path", func(p *v1.Pod) { c0(p).VolumeMounts[0].MountPath = "data" }, "volumeMounts[0].mountPath: Invalid"},
 		{"duplicate mount path", func(p *v1.Pod) { c0(p).VolumeMounts[1].MountPath = "/data/" }, "volumeMounts[1].mountPath: Duplicate"},
-		{"subPath rejected", func(p *v1.Pod) { c0(p).VolumeMounts[0].SubPath = "x" }, "volumeMounts[0].subPath: Forbidden"},
+		{"subPath", func(p *v1.Pod) { c0(p).VolumeMounts[0].SubPath = "x/y" }, ""},
+		{"subPath with ..", func(p *v1.Pod) { c0(p).VolumeMounts[0].SubPath = "x/../../etc" }, "volumeMounts[0].subPath: Invalid"},
+		{"absolute subPath", func(p *v1.Pod) { c0(p).VolumeMounts[0].SubPath = "/etc" }, "volumeMounts[0].subPath: Invalid"},
+		{"subPath and subPathExpr", func(p *v1.Pod) { c0(p).VolumeMounts[0].SubPath = "a"; c0(p).VolumeMounts[0].SubPathExpr = "$(X)" }, "subPathExpr: Invalid"},
 		{"duplicate volume", func(p *v1.Pod) { p.Spec.Volumes[1].Name = "data" }, "spec.volumes[1].name: Duplicate"},
 		{"volume without source", func(p *v1.Pod) { p.Spec.Volumes[1].EmptyDir = nil }, "spec.volumes[1]: Required"},
 		{"secret volume rejected", func(p *v1.Pod) {
 			p.Spec.Volumes[1] = v1.Volume{Name: "tmp", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "s"}}}
 		}, "spec.volumes[1].secret: Forbidden"},
-		{"memory emptyDir rejected", func(p *v1.Pod) { p.Spec.Volumes[1].EmptyDir.Medium = v1.StorageMediumMemory }, "emptyDir.medium: Unsupported"},
+		{"memory emptyDir", func(p *v1.Pod) { p.Spec.Volumes[1].EmptyDir.Medium = v1.StorageMediumMemory }, ""},
+		{"huge pages emptyDir", func(p *v1.Pod) { p.Spec.Volumes[1].EmptyDir.Medium = v1.StorageMediumHugePages }, "emptyDir.medium: Unsupported"},
+		{"downwardAPI volume", func(p *v1.Pod) {
+			p.Spec.Volumes[1] = v1.Volume{Name: "tmp", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{Items: []v1.DownwardAPIVolumeFile{
+				{Path: "labels", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels"}},
+				{Path: "mem", ResourceFieldRef: &v1.ResourceFieldSelector{ContainerName: "server", Resource: "limits.memory"}}}}}}
+		}, ""},
+		{"downwardAPI path escape", func(p *v1.Pod) {
+			p.Spec.Volumes[1] = v1.Volume{Name: "tmp", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{Items: []v1.DownwardAPIVolumeFile{
+				{Path: "../x", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}}
+		}, "downwardAPI.items[0].path: Invalid"},
 		{"relative host path", func(p *v1.Pod) { p.Spec.Volumes[0].HostPath.Path = "srv" }, "hostPath.path: Invalid"},
 		{"socket host path type", func(p *v1.Pod) { t := v1.HostPathSocket; p.Spec.Volumes[0].HostPath.Type = &t }, "hostPath.type: Unsupported"},
-		{"env valueFrom rejected", func(p *v1.Pod) {
-			c0(p).Env[0].ValueFrom = &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}
-		}, "env[0].valueFrom: Forbidden"},
+		{"env fieldRef", func(p *v1.Pod) {
+			c0(p).Env[0].Value = ""
+			c0(p).Env[0].ValueFrom = &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels['app']"}}
+		}, ""},
+		{"env fieldRef unsupported", func(p *v1.Pod) {
+			c0(p).Env[0].Value = ""
+			c0(p).Env[0].ValueFrom = &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.serviceAccountName"}}
+		}, "env[0].valueFrom.fieldRef.fieldPath: Unsupported"},
+		{"env secret rejected", func(p *v1.Pod) {
+			c0(p).Env[0].Value = ""
+			c0(p).Env[0].ValueFrom = &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "k"}}
+		}, "env[0].valueFrom.secretKeyRef: Forbidden"},
+		{"env resource of another container", func(p *v1.Pod) {
+			c0(p).Env[0].Value = ""
+			c0(p).Env[0].ValueFrom = &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{ContainerName: "other", Resource: "limits.cpu"}}
+		}, "resourceFieldRef.containerName: Invalid"},
 		{"env name with =", func(p *v1.Pod) { c0(p).Env[0].Name = "A=B" }, "env[0].name: Invalid"},
 		{"exec probe", func(p *v1.Pod) {
 			c0(p).LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}
@@ -117,10 +143,25 @@ func TestValidate(t *testing.T) {
 		{"init container probe", func(p *v1.Pod) {
 			p.Spec.InitContainers = []v1.Container{{Name: "init", Image: "i:1", LivenessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}}}
 		}, "spec.initContainers[0].livenessProbe: Forbidden"},
-		{"security context rejected", func(p *v1.Pod) { c0(p).SecurityContext = &v1.SecurityContext{RunAsUser: new(int64)} }, "spec.containers[0].securityContext: Forbidden"},
-		{"pod securityContext rejected", func(p *v1.Pod) { p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsNonRoot: new(bool)} }, "spec.securityContext: Forbidden"},
-		{"hostPID rejected", func(p *v1.Pod) { p.Spec.HostPID = true }, "spec.hostPID: Forbidden"},
-		{"dns None", func(p *v1.Pod) { p.Spec.DNSPolicy = v1.DNSNone }, "spec.dnsPolicy: Unsupported"},
+		{"security context", func(p *v1.Pod) { c0(p).SecurityContext = &v1.SecurityContext{RunAsUser: new(int64)} }, ""},
+		{"seccomp rejected", func(p *v1.Pod) {
+			c0(p).SecurityContext = &v1.SecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeUnconfined}}
+		}, "securityContext.seccompProfile: Forbidden"},
+		{"negative uid", func(p *v1.Pod) { u := int64(-1); c0(p).SecurityContext = &v1.SecurityContext{RunAsUser: &u} }, "securityContext.runAsUser: Invalid"},
+		{"pod securityContext", func(p *v1.Pod) { p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsNonRoot: new(bool)} }, ""},
+		{"fsGroup rejected", func(p *v1.Pod) { p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: new(int64)} }, "spec.securityContext.fsGroup: Forbidden"},
+		{"hostPID", func(p *v1.Pod) { p.Spec.HostPID = true }, ""},
+		{"dns None without nameservers", func(p *v1.Pod) { p.Spec.DNSPolicy = v1.DNSNone }, "spec.dnsConfig.nameservers: Required"},
+		{"dns None", func(p *v1.Pod) {
+			p.Spec.DNSPolicy = v1.DNSNone
+			p.Spec.DNSConfig = &v1.PodDNSConfig{Nameservers: []string{"1.1.1.1"}}
+		}, ""},
+		{"bad nameserver", func(p *v1.Pod) { p.Spec.DNSConfig = &v1.PodDNSConfig{Nameservers: []string{"dns.local"}} }, "dnsConfig.nameservers[0]: Invalid"},
+		{"host alias", func(p *v1.Pod) {
+			p.Spec.HostAliases = []v1.HostAlias{{IP: "10.1.2.3", Hostnames: []string{"db.local"}}}
+		}, ""},
+		{"bad host alias", func(p *v1.Pod) { p.Spec.HostAliases = []v1.HostAlias{{IP: "x", Hostnames: nil}} }, "hostAliases[0].ip: Invalid"},
+		{"bad termination message path", func(p *v1.Pod) { c0(p).TerminationMessagePath = "rel" }, "terminationMessagePath: Invalid"},
 		{"restart policy", func(p *v1.Pod) { p.Spec.RestartPolicy = "Sometimes" }, "spec.restartPolicy: Unsupported"},
 		{"pull policy", func(p *v1.Pod) { c0(p).ImagePullPolicy = "Maybe" }, "imagePullPolicy: Unsupported"},
 		{"negative grace", func(p *v1.Pod) { g := int64(-1); p.Spec.TerminationGracePeriodSeconds = &g }, "terminationGracePeriodSeconds: Invalid"},
@@ -128,9 +169,10 @@ func TestValidate(t *testing.T) {
 		{"request above limit", func(p *v1.Pod) { c0(p).Resources.Requests["cpu"] = resourceMust("1") }, "requests[cpu]: Invalid"},
 		{"gpu resource", func(p *v1.Pod) { c0(p).Resources.Limits["nvidia.com/gpu"] = resourceMust("1") }, "limits[nvidia.com/gpu]: Unsupported"},
 		{"imagePullSecrets rejected", func(p *v1.Pod) { p.Spec.ImagePullSecrets = []v1.LocalObjectReference{{Name: "s"}} }, "spec.imagePullSecrets: Forbidden"},
-		{"hostname rejected", func(p *v1.Pod) { p.Spec.Hostname = "h" }, "spec.hostname: Forbidden"},
+		{"hostname", func(p *v1.Pod) { p.Spec.Hostname = "h"; p.Spec.Subdomain = "sub" }, ""},
+		{"bad hostname", func(p *v1.Pod) { p.Spec.Hostname = "H_1" }, "spec.hostname: Invalid"},
 		{"port name", func(p *v1.Pod) { c0(p).Ports[0].Name = "Not_Valid" }, "ports[0].name: Invalid"},
-		{"tty rejected", func(p *v1.Pod) { c0(p).TTY = true }, "tty: Forbidden"},
+		{"tty", func(p *v1.Pod) { c0(p).TTY = true }, ""},
 		{"runtime class rejected", func(p *v1.Pod) { p.Spec.RuntimeClassName = str("gvisor") }, "runtimeClassName: Forbidden"},
 	}
 	for _, c := range cases {
@@ -152,7 +194,7 @@ func TestValidate(t *testing.T) {
 func TestValidateReportsIgnoredFields(t *testing.T) {
 	p := podFrom(t, func(p *v1.Pod) {
 		p.Spec.NodeSelector = map[string]string{"disk": "ssd"}
-		p.Spec.Containers[0].TerminationMessagePath = "/dev/termination-log"
+		p.Spec.Containers[0].ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: "cpu", RestartPolicy: "NotRequired"}}
 		p.Spec.Containers[0].Resources.Limits["ephemeral-storage"] = resourceMust("1Gi")
 	})
 	errs, ignored := Validate(p)
@@ -160,7 +202,7 @@ func TestValidateReportsIgnoredFields(t *testing.T) {
 		t.Fatal(errs)
 	}
 	got := strings.Join(ignored, ",")
-	for _, want := range []string{"spec.nodeSelector", "spec.containers[0].terminationMessagePath", "spec.containers[0].resources.limits[ephemeral-storage]"} {
+	for _, want := range []string{"spec.nodeSelector", "spec.containers[0].resizePolicy", "spec.containers[0].resources.limits[ephemeral-storage]"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("ignored %v lacks %s", ignored, want)
 		}

@@ -253,6 +253,18 @@ func (c *Client) ImagePresent(ctx context.Context, image string) (bool, error) {
 	}
 }
 
+// ImageUser is the user an image runs as ("" means root).
+func (c *Client) ImageUser(ctx context.Context, image string) (string, error) {
+	img, err := c.c.InspectImage(image)
+	if err != nil {
+		return "", fmt.Errorf("inspect image %s: %w", image, translate(err))
+	}
+	if img.Config == nil {
+		return "", nil
+	}
+	return img.Config.User, nil
+}
+
 // Pull pulls an image. It has no short timeout: the caller's context bounds
 // it, and a pull that makes no progress for inactivity is cancelled.
 func (c *Client) Pull(ctx context.Context, image string, inactivity time.Duration) error {

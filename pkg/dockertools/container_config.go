@@ -21,11 +21,56 @@ type CreateSpec struct {
 	WorkingDir  string
 	Labels      map[string]string
 	Hostname    string
+	Domainname  string
 	NetworkMode string
 	IpcMode     string
+	PidMode     string
 	Ports       []PortMapping
 	Binds       []string
 	Resources   Resources
+	DNS         DNSSettings
+	ExtraHosts  []string // "host:ip"
+
+	User            string
+	GroupAdd        []string
+	CapAdd, CapDrop []string
+	Privileged      bool
+	ReadOnlyRootfs  bool
+	NoNewPrivileges bool
+	Tty             bool
+	OpenStdin       bool
+	StdinOnce       bool
+}
+
+// DNSSettings are explicit resolver settings; all empty means Docker's
+// default (derived from the node's resolv.conf).
+type DNSSettings struct {
+	Nameservers, Searches, Options []string
+}
+
+// InfraOptions are what the agent resolved for a pod's infra container.
+type InfraOptions struct {
+	Hostname   string
+	Domainname string
+	DNS        DNSSettings
+	ExtraHosts []string // "host:ip"
+	HostIPC    bool
+}
+
+// AppOptions are what the agent resolved for one app container: its
+// environment and command after expansion, its mounts and its security.
+type AppOptions struct {
+	Env             []string
+	Command, Args   []string
+	Binds           []string
+	User            string // "uid", "uid:gid", or "" for the image's
+	GroupAdd        []string
+	CapAdd, CapDrop []string
+	Privileged      bool
+	ReadOnlyRootfs  bool
+	NoNewPrivileges bool
+	HostPID         bool
+	HostIPC         bool
 }
 
 // PortMapping publishes ContainerPort on the node's HostIP:HostPort.
@@ -55,8 +100,9 @@ func baseLabels(pod *v1.Pod, node, container, hash, kind string, restartCount in
 }
 
 // InfraSpec is the pod's infra container: it holds the network and IPC
-// namespaces, the hostname and the published ports; app containers join it.
-func InfraSpec(pod *v1.Pod, image, node, source string) *CreateSpec {
+// namespaces, the hostname, DNS settings and the published ports; app
+// containers join it.
+func InfraSpec(pod *v1.Pod, image, node, source string, o InfraOptions) *CreateSpec {
 	hash := HashInfra(pod)
 	labels := baseLabels(pod, node, InfraContainerName, hash, TypeSandbox, 0)
 	labels[LabelSource] = source
@@ -68,12 +114,16 @@ func InfraSpec(pod *v1.Pod, image, node, source string) *CreateSpec {
 		IpcMode:   "shareable",
 		Resources: Resources{CPUShares: minShares},
 	}
+	if o.HostIPC {
+		spec.IpcMode = "host"
+	}
 	if pod.Spec.HostNetwork {
-		// The host's hostname and ports: nothing to publish.
+		// The host's hostname, resolver files and ports: nothing to set.
 		spec.NetworkMode = "host"
 		return spec
 	}
-	spec.Hostname = podHostname(pod.Name)
+	spec.Hostname, spec.Domainname = o.Hostname, o.Domainname
+	spec.DNS, spec.ExtraHosts = o.DNS, o.ExtraHosts
 	for _, c := range pod.Spec.Containers {
 		for _, p := range c.Ports {
 			if p.HostPort == 0 {
@@ -89,6 +139,15 @@ func InfraSpec(pod *v1.Pod, image, node, source string) *CreateSpec {
 	return spec
 }
 
+// PodHostname is the hostname of a pod's infra container: spec.hostname, or
+// the pod name cut to the kernel's limit without a trailing '-' or '.'.
+func PodHostname(pod *v1.Pod) string {
+	if pod.Spec.Hostname != "" {
+		return pod.Spec.Hostname
+	}
+	return podHostname(pod.Name)
+}
+
 // podHostname is the pod name cut to the kernel's limit, without a trailing
 // '-' or '.' the cut may leave.
 func podHostname(name string) string {
@@ -102,24 +161,38 @@ func podHostname(name string) string {
 	return h
 }
 
-// AppSpec is an app container of the pod, joining the infra container's
-// namespaces. binds are "host:container[:ro]" strings for its volume mounts.
-func AppSpec(pod *v1.Pod, c *v1.Container, infraID, node string, binds []string, restartCount int) *CreateSpec {
+// AppSpec is an app (or init) container of the pod, joining the infra
+// container's namespaces, with what the agent resolved for it in o.
+func AppSpec(pod *v1.Pod, c *v1.Container, infraID, node string, o AppOptions, restartCount int) *CreateSpec {
 	hash := HashContainer(pod, c)
 	spec := &CreateSpec{
-		Name:        BuildName(ContainerName{Container: c.Name, Hash: hash, Pod: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID)}),
-		Image:       c.Image,
-		Entrypoint:  c.Command,
-		Cmd:         c.Args,
-		WorkingDir:  c.WorkingDir,
-		Labels:      baseLabels(pod, node, c.Name, hash, TypeContainer, restartCount),
-		NetworkMode: "container:" + infraID,
-		IpcMode:     "container:" + infraID,
-		Binds:       binds,
-		Resources:   ContainerResources(c),
+		Name:            BuildName(ContainerName{Container: c.Name, Hash: hash, Pod: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID)}),
+		Image:           c.Image,
+		Entrypoint:      o.Command,
+		Cmd:             o.Args,
+		Env:             o.Env,
+		WorkingDir:      c.WorkingDir,
+		Labels:          baseLabels(pod, node, c.Name, hash, TypeContainer, restartCount),
+		NetworkMode:     "container:" + infraID,
+		IpcMode:         "container:" + infraID,
+		Binds:           o.Binds,
+		Resources:       ContainerResources(c),
+		User:            o.User,
+		GroupAdd:        o.GroupAdd,
+		CapAdd:          o.CapAdd,
+		CapDrop:         o.CapDrop,
+		Privileged:      o.Privileged,
+		ReadOnlyRootfs:  o.ReadOnlyRootfs,
+		NoNewPrivileges: o.NoNewPrivileges,
+		Tty:             c.TTY,
+		OpenStdin:       c.Stdin,
+		StdinOnce:       c.StdinOnce,
 	}
-	for _, e := range c.Env {
-		spec.Env = append(spec.Env, e.Name+"="+e.Value)
+	if o.HostIPC {
+		spec.IpcMode = "host"
+	}
+	if o.HostPID {
+		spec.PidMode = "host"
 	}
 	return spec
 }
@@ -133,17 +206,35 @@ func (s *CreateSpec) dockerOptions() docker.CreateContainerOptions {
 		WorkingDir: s.WorkingDir,
 		Labels:     s.Labels,
 		Hostname:   s.Hostname,
+		Domainname: s.Domainname,
+		User:       s.User,
+		Tty:        s.Tty,
+		OpenStdin:  s.OpenStdin,
+		StdinOnce:  s.StdinOnce,
 	}
 	hc := &docker.HostConfig{
-		NetworkMode: s.NetworkMode,
-		IpcMode:     s.IpcMode,
-		Binds:       s.Binds,
-		CPUShares:   s.Resources.CPUShares,
-		CPUQuota:    s.Resources.CPUQuota,
-		CPUPeriod:   s.Resources.CPUPeriod,
-		Memory:      s.Resources.Memory,
+		NetworkMode:    s.NetworkMode,
+		IpcMode:        s.IpcMode,
+		PidMode:        s.PidMode,
+		Binds:          s.Binds,
+		DNS:            s.DNS.Nameservers,
+		DNSSearch:      s.DNS.Searches,
+		DNSOptions:     s.DNS.Options,
+		ExtraHosts:     s.ExtraHosts,
+		GroupAdd:       s.GroupAdd,
+		CapAdd:         s.CapAdd,
+		CapDrop:        s.CapDrop,
+		Privileged:     s.Privileged,
+		ReadonlyRootfs: s.ReadOnlyRootfs,
+		CPUShares:      s.Resources.CPUShares,
+		CPUQuota:       s.Resources.CPUQuota,
+		CPUPeriod:      s.Resources.CPUPeriod,
+		Memory:         s.Resources.Memory,
 		// The agent decides restarts; each restart is a new container.
 		RestartPolicy: docker.RestartPolicy{Name: "no"},
+	}
+	if s.NoNewPrivileges {
+		hc.SecurityOpt = append(hc.SecurityOpt, "no-new-privileges")
 	}
 	if s.Resources.Memory > 0 {
 		// No swap beyond the limit, as Kubernetes.

@@ -32,9 +32,12 @@ func HashContainer(pod *v1.Pod, c *v1.Container) string {
 	}{c, volumes})
 }
 
-// HashInfra hashes what the infra container carries: the network mode and
-// the published ports. The infra image is deliberately left out, so changing
-// --pod-infra-container-image does not recreate running pods.
+// HashInfra hashes what the infra container carries: the network mode, the
+// published ports, the hostname and resolver settings, the IPC mode. The
+// infra image is deliberately left out, so changing
+// --pod-infra-container-image does not recreate running pods; fields left
+// empty drop out of the canonical JSON, so fields added here later keep
+// existing hashes.
 func HashInfra(pod *v1.Pod) string {
 	var ports []v1.ContainerPort
 	for _, c := range pod.Spec.Containers {
@@ -47,7 +50,13 @@ func HashInfra(pod *v1.Pod) string {
 	return hashCanonical(struct {
 		HostNetwork bool               `json:"hostNetwork,omitempty"`
 		Ports       []v1.ContainerPort `json:"ports,omitempty"`
-	}{pod.Spec.HostNetwork, ports})
+		Hostname    string             `json:"hostname,omitempty"`
+		Subdomain   string             `json:"subdomain,omitempty"`
+		HostAliases []v1.HostAlias     `json:"hostAliases,omitempty"`
+		DNSPolicy   v1.DNSPolicy       `json:"dnsPolicy,omitempty"`
+		DNSConfig   *v1.PodDNSConfig   `json:"dnsConfig,omitempty"`
+		HostIPC     bool               `json:"hostIPC,omitempty"`
+	}{pod.Spec.HostNetwork, ports, pod.Spec.Hostname, pod.Spec.Subdomain, pod.Spec.HostAliases, pod.Spec.DNSPolicy, pod.Spec.DNSConfig, pod.Spec.HostIPC})
 }
 
 func hashCanonical(v any) string {

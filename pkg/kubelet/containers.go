@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -73,7 +72,11 @@ func (k *Kubelet) startInfra(ctx context.Context, pod *v1.Pod) (id, ip string, e
 		// The infra image is built locally (make images) and never pulled.
 		return "", "", &containerError{reasonInfraImageAbsent, fmt.Sprintf("infra image %s is not present (build it with `make images`)", k.cfg.InfraImage)}
 	}
-	spec := dockertools.InfraSpec(pod, k.cfg.InfraImage, k.cfg.NodeName, podSourceOf(pod))
+	opts, err := k.infraOptions(pod)
+	if err != nil {
+		return "", "", err
+	}
+	spec := dockertools.InfraSpec(pod, k.cfg.InfraImage, k.cfg.NodeName, podSourceOf(pod), opts)
 	id, err = k.docker.Create(ctx, spec)
 	if err != nil {
 		return "", "", err
@@ -109,15 +112,11 @@ func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if err := k.ensureImage(ctx, c); err != nil {
 		return err
 	}
-	var binds []string
-	for _, m := range c.VolumeMounts {
-		b := hostPaths[m.Name] + ":" + m.MountPath
-		if m.ReadOnly {
-			b += ":ro"
-		}
-		binds = append(binds, b)
+	opts, err := k.appOptions(ctx, pod, c, podIP, hostPaths, restartCount)
+	if err != nil {
+		return err
 	}
-	spec := dockertools.AppSpec(pod, c, infraID, k.cfg.NodeName, binds, restartCount)
+	spec := dockertools.AppSpec(pod, c, infraID, k.cfg.NodeName, opts, restartCount)
 	spec.Labels[dockertools.LabelSource] = podSourceOf(pod)
 	id, err := k.docker.Create(ctx, spec)
 	if err != nil {
@@ -143,6 +142,29 @@ func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		}
 	}
 	return nil
+}
+
+// appOptions resolves what a container runs with: its environment (with
+// downward values), its command and args with $(VAR) expanded, its mounts
+// and its security settings.
+func (k *Kubelet) appOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, podIP string, hostPaths map[string]string, restartCount int) (dockertools.AppOptions, error) {
+	o := dockertools.AppOptions{HostPID: pod.Spec.HostPID, HostIPC: pod.Spec.HostIPC}
+	env, vars, err := k.containerEnv(pod, c, podIP)
+	if err != nil {
+		return o, &containerError{reasonConfigError, err.Error()}
+	}
+	o.Env = env
+	lookup := func(n string) (string, bool) { v, ok := vars[n]; return v, ok }
+	for _, a := range c.Command {
+		o.Command = append(o.Command, expand(a, lookup))
+	}
+	for _, a := range c.Args {
+		o.Args = append(o.Args, expand(a, lookup))
+	}
+	if o.Binds, err = k.containerBinds(pod, c, hostPaths, vars, restartCount); err != nil {
+		return o, err
+	}
+	return o, k.securityOptions(ctx, pod, c, &o)
 }
 
 // runHook runs a lifecycle handler: exec in the container, HTTP GET to the
@@ -264,8 +286,8 @@ func (k *Kubelet) killPod(ctx context.Context, uid types.UID, pod *v1.Pod, state
 			}
 		}
 	}
-	k.forgetPod(uid)
-	if err := os.RemoveAll(k.podDir(uid)); err != nil {
+	k.forgetPod(uid, state)
+	if err := cleanupPodDir(k.podDir(uid)); err != nil {
 		return acted, fmt.Errorf("remove pod directory: %w", err)
 	}
 	return acted, nil

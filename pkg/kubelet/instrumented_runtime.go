@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
@@ -92,4 +93,18 @@ func (i instrumentedRuntime) Exec(ctx context.Context, id string, cmd []string, 
 	code, out, err := i.r.Exec(ctx, id, cmd, timeout)
 	i.observe("exec", start, err)
 	return code, out, err
+}
+
+func (i instrumentedRuntime) ImageUser(ctx context.Context, image string) (string, error) {
+	start := time.Now()
+	out, err := i.r.ImageUser(ctx, image)
+	i.observe("inspect_image", start, err)
+	return out, err
+}
+
+func (i instrumentedRuntime) Logs(ctx context.Context, id string, o dockertools.LogOptions, w io.Writer) error {
+	start := time.Now()
+	err := i.r.Logs(ctx, id, o, w)
+	i.observe("logs", start, err)
+	return err
 }

@@ -5,9 +5,12 @@ package kubelet
 
 import (
 	"context"
+	"io"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/golang/glog"
@@ -34,6 +37,8 @@ type Runtime interface {
 	ImagePresent(ctx context.Context, image string) (bool, error)
 	Pull(ctx context.Context, image string, inactivity time.Duration) error
 	Exec(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (int, []byte, error)
+	ImageUser(ctx context.Context, image string) (string, error)
+	Logs(ctx context.Context, id string, o dockertools.LogOptions, w io.Writer) error
 }
 
 var _ Runtime = (*dockertools.Client)(nil)
@@ -55,6 +60,12 @@ type Config struct {
 	BackoffMax     time.Duration
 	// Metrics records what the agent does; nil creates a private set.
 	Metrics *metrics.Metrics
+	// AllowPrivileged lets containers run privileged.
+	AllowPrivileged bool
+	// ClusterDomain is the domain of pods with a subdomain.
+	ClusterDomain string
+	// ResolvConf is the resolver configuration of dnsPolicy Default.
+	ResolvConf string
 }
 
 // housekeepingPeriod is how often pods left on the node without a desired
@@ -73,6 +84,12 @@ type Kubelet struct {
 	status   *status.Manager
 	hostIP   string
 	metrics  *metrics.Metrics
+
+	nodeCPUs   int   // capacity: a missing CPU limit in the downward API
+	nodeMemory int64 // bytes: a missing memory limit; Memory emptyDir default size
+
+	msgMu    sync.Mutex        // guards messages
+	messages map[string]string // termination messages of dead containers, by ID
 
 	lastSyncLoop atomic.Int64 // unix nanoseconds of the last sync loop iteration
 
@@ -93,22 +110,31 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.New()
 	}
+	if cfg.ClusterDomain == "" {
+		cfg.ClusterDomain = "cluster.local"
+	}
+	if cfg.ResolvConf == "" {
+		cfg.ResolvConf = defaultResolvConf
+	}
 	docker = instrumentedRuntime{r: docker, m: cfg.Metrics}
 	k := &Kubelet{
-		cfg:      cfg,
-		metrics:  cfg.Metrics,
-		docker:   docker,
-		sources:  sources,
-		cache:    newPodCache(),
-		backoff:  newBackoff(cfg.BackoffInitial, cfg.BackoffMax),
-		hookHTTP: probehttp.New(),
-		hostIP:   nodeIP(),
-		status:   status.NewManager(filepath.Join(cfg.RootDir, "checkpoints", "conditions.json")),
-		pods:     map[types.UID]*v1.Pod{},
-		dirty:    map[types.UID]bool{},
-		dirtyCh:  make(chan struct{}, 1),
-		lastSync: map[types.UID]time.Time{},
-		waiting:  map[types.UID]map[string]*containerError{},
+		cfg:        cfg,
+		metrics:    cfg.Metrics,
+		docker:     docker,
+		sources:    sources,
+		cache:      newPodCache(),
+		backoff:    newBackoff(cfg.BackoffInitial, cfg.BackoffMax),
+		hookHTTP:   probehttp.New(),
+		hostIP:     nodeIP(),
+		nodeCPUs:   runtime.NumCPU(),
+		nodeMemory: nodeMemory(),
+		messages:   map[string]string{},
+		status:     status.NewManager(filepath.Join(cfg.RootDir, "checkpoints", "conditions.json")),
+		pods:       map[types.UID]*v1.Pod{},
+		dirty:      map[types.UID]bool{},
+		dirtyCh:    make(chan struct{}, 1),
+		lastSync:   map[types.UID]time.Time{},
+		waiting:    map[types.UID]map[string]*containerError{},
 	}
 	k.probes = prober.NewManager(docker, func(uid types.UID) { k.markDirty([]types.UID{uid}) },
 		func(_ prober.Target, typ prober.Type, r probe.Result, _ string) {
@@ -343,9 +369,23 @@ func (k *Kubelet) waitingReason(uid types.UID, name string) *containerError {
 }
 
 // forgetPod drops what the agent remembers of a pod that is gone.
-func (k *Kubelet) forgetPod(uid types.UID) {
+func (k *Kubelet) forgetPod(uid types.UID, state *PodState) {
 	k.syncMu.Lock()
 	delete(k.waiting, uid)
 	k.syncMu.Unlock()
+	k.msgMu.Lock()
+	for _, c := range state.containers() {
+		delete(k.messages, c.ID)
+	}
+	k.msgMu.Unlock()
 	k.status.Forget(uid)
+}
+
+// nodeMemory is the node's total memory in bytes.
+func nodeMemory() int64 {
+	var si syscall.Sysinfo_t
+	if err := syscall.Sysinfo(&si); err != nil {
+		return 0
+	}
+	return int64(si.Totalram) * int64(si.Unit)
 }

@@ -174,8 +174,8 @@ func TestKubeletKeepsPodsOfUnseenSources(t *testing.T) {
 	fake := dockertest.NewFakeClient("pause:1", "img:1")
 	pod := desiredPod("web", "img:1")
 	fake.AddContainer(dockertools.ContainerDetail{
-		Name: dockertools.InfraSpec(pod, "pause:1", "n", "http").Name, Image: "pause:1", Running: true,
-		Labels: dockertools.InfraSpec(pod, "pause:1", "n", "http").Labels,
+		Name: dockertools.InfraSpec(pod, "pause:1", "n", "http", dockertools.InfraOptions{}).Name, Image: "pause:1", Running: true,
+		Labels: dockertools.InfraSpec(pod, "pause:1", "n", "http", dockertools.InfraOptions{}).Labels,
 	})
 	_, _, stop := newTestKubelet(t, fake, seenNone{})
 	time.Sleep(2500 * time.Millisecond) // past a housekeeping round

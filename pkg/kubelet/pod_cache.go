@@ -59,6 +59,14 @@ func (p *PodState) named(name string) []*ContainerState {
 	return out
 }
 
+// containers returns the pod's containers (none for a nil state).
+func (p *PodState) containers() []*ContainerState {
+	if p == nil {
+		return nil
+	}
+	return p.Containers
+}
+
 // Running reports whether any container of the pod runs.
 func (p *PodState) Running() bool {
 	if p == nil {

@@ -1,8 +1,13 @@
 package kubelet
 
 import (
+	"bytes"
+	"context"
+	"io"
 	"net"
+	"os"
 	"sort"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -168,9 +173,51 @@ func (k *Kubelet) containerStatus(pod *v1.Pod, c *v1.Container, instances []*Con
 		cs.LastTerminationState = terminated(last)
 	default:
 		cs.State = terminated(last)
+		cs.State.Terminated.Message = k.terminationMessage(pod, c, last)
+	}
+	if t := cs.LastTerminationState.Terminated; t != nil && t.ContainerID == "docker://"+last.ID {
+		t.Message = k.terminationMessage(pod, c, last)
 	}
 	return cs
 }
+
+// terminationMessage is what a dead container left in its termination
+// message file (or, under FallbackToLogsOnError, the tail of its logs when
+// it failed without one). It is read once per container: it cannot change.
+func (k *Kubelet) terminationMessage(pod *v1.Pod, c *v1.Container, inst *ContainerState) string {
+	k.msgMu.Lock()
+	msg, ok := k.messages[inst.ID]
+	k.msgMu.Unlock()
+	if ok {
+		return msg
+	}
+	if f, err := os.Open(k.terminationMessageFile(pod, c.Name, inst.RestartCount)); err == nil {
+		data, _ := io.ReadAll(io.LimitReader(f, maxTerminationMessage))
+		f.Close()
+		msg = string(data)
+	}
+	if msg == "" && inst.ExitCode != 0 && c.TerminationMessagePolicy == v1.TerminationMessageFallbackToLogsOnError {
+		var buf bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := k.docker.Logs(ctx, inst.ID, dockertools.LogOptions{TailLines: fallbackLogLines}, &buf); err == nil {
+			msg = buf.String()
+			if len(msg) > fallbackLogBytes {
+				msg = msg[len(msg)-fallbackLogBytes:]
+			}
+		}
+		cancel()
+	}
+	k.msgMu.Lock()
+	k.messages[inst.ID] = msg
+	k.msgMu.Unlock()
+	return msg
+}
+
+// Kubernetes' limits for FallbackToLogsOnError.
+const (
+	fallbackLogLines = 80
+	fallbackLogBytes = 2048
+)
 
 func terminated(c *ContainerState) v1.ContainerState {
 	reason := "Completed"

@@ -1,42 +1,121 @@
 package kubelet
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
 
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/classic-kubelet/kubelet/pkg/config"
 )
 
-// emptyDirPlugin is the directory name Kubernetes uses for emptyDir volumes
-// under a pod's volumes directory; keeping it helps operators find them.
-const emptyDirPlugin = "kubernetes.io~empty-dir"
+// Directory names Kubernetes uses under a pod's volumes directory; keeping
+// them helps operators find things.
+const (
+	emptyDirPlugin    = "kubernetes.io~empty-dir"
+	downwardAPIPlugin = "kubernetes.io~downward-api"
+	// maxTerminationMessage is what is read of a termination message.
+	maxTerminationMessage = 4096
+	// defaultTerminationMessagePath is Kubernetes' default.
+	defaultTerminationMessagePath = "/dev/termination-log"
+)
 
 // setupVolumes prepares the pod's volumes on the host and returns the host
 // path of each, by volume name. It is idempotent.
 func (k *Kubelet) setupVolumes(pod *v1.Pod) (map[string]string, error) {
 	paths := make(map[string]string, len(pod.Spec.Volumes))
 	for _, vol := range pod.Spec.Volumes {
+		var err error
 		switch {
 		case vol.EmptyDir != nil:
 			dir := filepath.Join(k.podDir(pod.UID), "volumes", emptyDirPlugin, vol.Name)
-			// World-writable as in Kubernetes: containers may run as any user.
-			if err := os.MkdirAll(dir, 0o777); err != nil {
-				return nil, fmt.Errorf("volume %s: %w", vol.Name, err)
-			}
-			if err := os.Chmod(dir, 0o777); err != nil {
-				return nil, fmt.Errorf("volume %s: %w", vol.Name, err)
-			}
+			err = k.setupEmptyDir(dir, vol.EmptyDir)
 			paths[vol.Name] = dir
 		case vol.HostPath != nil:
-			if err := checkHostPath(vol.HostPath); err != nil {
-				return nil, fmt.Errorf("volume %s: %w", vol.Name, err)
-			}
+			err = checkHostPath(vol.HostPath)
 			paths[vol.Name] = vol.HostPath.Path
+		case vol.DownwardAPI != nil:
+			dir := filepath.Join(k.podDir(pod.UID), "volumes", downwardAPIPlugin, vol.Name)
+			err = k.writeDownwardAPI(pod, dir, vol.DownwardAPI)
+			paths[vol.Name] = dir
+		}
+		if err != nil {
+			return nil, fmt.Errorf("volume %s: %w", vol.Name, err)
 		}
 	}
 	return paths, nil
+}
+
+// setupEmptyDir makes the directory; a Memory emptyDir is a tmpfs mounted
+// on it (once), of sizeLimit or half the node's memory, as Kubernetes does.
+func (k *Kubelet) setupEmptyDir(dir string, ed *v1.EmptyDirVolumeSource) error {
+	// World-writable as in Kubernetes: containers may run as any user.
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		return err
+	}
+	if ed.Medium != v1.StorageMediumMemory {
+		return nil
+	}
+	mounted, err := isMountPoint(dir)
+	if err != nil || mounted {
+		return err
+	}
+	size := k.nodeMemory / 2
+	if ed.SizeLimit != nil && !ed.SizeLimit.IsZero() {
+		size = ed.SizeLimit.Value()
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d,mode=0777", size)); err != nil {
+		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
+	}
+	return nil
+}
+
+// writeDownwardAPI writes the volume's files, each atomically, rewriting
+// only what changed.
+func (k *Kubelet) writeDownwardAPI(pod *v1.Pod, dir string, src *v1.DownwardAPIVolumeSource) error {
+	mode := os.FileMode(0o644)
+	if src.DefaultMode != nil {
+		mode = os.FileMode(*src.DefaultMode)
+	}
+	for _, item := range src.Items {
+		var v string
+		var err error
+		if item.FieldRef != nil {
+			v, err = k.fieldValue(pod, item.FieldRef.FieldPath, "")
+		} else {
+			v, err = k.resourceValue(pod, item.ResourceFieldRef, "")
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", item.Path, err)
+		}
+		m := mode
+		if item.Mode != nil {
+			m = os.FileMode(*item.Mode)
+		}
+		p := filepath.Join(dir, filepath.FromSlash(item.Path))
+		if err := config.WriteFileAtomic(p, []byte(v)); err != nil {
+			return err
+		}
+		if err := os.Chmod(p, m); err != nil {
+			return err
+		}
+		// Parent directories made by WriteFileAtomic are private; the
+		// container may run as anyone.
+		for d := filepath.Dir(p); len(d) >= len(dir); d = filepath.Dir(d) {
+			_ = os.Chmod(d, 0o755)
+		}
+	}
+	return nil
 }
 
 // checkHostPath enforces a hostPath volume's type, creating what the
@@ -76,4 +155,222 @@ func checkHostPath(hp *v1.HostPathVolumeSource) error {
 		}
 	}
 	return nil
+}
+
+// containerBinds returns the Docker binds of a container's volume mounts and
+// termination message file. A subPath is resolved safely (see bindSubPath).
+func (k *Kubelet) containerBinds(pod *v1.Pod, c *v1.Container, hostPaths map[string]string, env map[string]string, restartCount int) ([]string, error) {
+	var binds []string
+	for i, m := range c.VolumeMounts {
+		src := hostPaths[m.Name]
+		sub := m.SubPath
+		if m.SubPathExpr != "" {
+			sub = expand(m.SubPathExpr, func(n string) (string, bool) { v, ok := env[n]; return v, ok })
+		}
+		if sub != "" {
+			var err error
+			if src, err = k.bindSubPath(pod, c.Name, i, src, sub); err != nil {
+				return nil, &containerError{reasonConfigError, fmt.Sprintf("volumeMounts[%d] subPath %q: %v", i, sub, err)}
+			}
+		}
+		b := src + ":" + m.MountPath
+		if m.ReadOnly {
+			b += ":ro"
+		}
+		binds = append(binds, b)
+	}
+	// The termination message file: the agent provides it, the container
+	// writes it, the status reads it.
+	path := c.TerminationMessagePath
+	if path == "" {
+		path = defaultTerminationMessagePath
+	}
+	file := k.terminationMessageFile(pod, c.Name, restartCount)
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(file, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o666)
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	_ = os.Chmod(file, 0o666) // writable by whichever user the container runs as
+	return append(binds, file+":"+path), nil
+}
+
+// terminationMessageFile is where one instance of a container writes its
+// termination message.
+func (k *Kubelet) terminationMessageFile(pod *v1.Pod, container string, restartCount int) string {
+	return filepath.Join(k.podDir(pod.UID), "containers", container, strconv.Itoa(restartCount)+"-termination-log")
+}
+
+// bindSubPath resolves sub inside the volume at root and bind-mounts it on a
+// path of the agent's, which Docker then mounts. The subPath CVE class is
+// closed by opening the path one component at a time without following
+// symlinks (a symlink anywhere is refused), and by binding the opened file
+// descriptor itself, so nothing can be swapped between check and mount.
+func (k *Kubelet) bindSubPath(pod *v1.Pod, container string, index int, root, sub string) (string, error) {
+	fd, isDir, err := openBeneath(root, sub)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(fd)
+	target := filepath.Join(k.podDir(pod.UID), "volume-subpaths", container, strconv.Itoa(index))
+	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
+		return "", err
+	}
+	if mounted, _ := isMountPoint(target); mounted {
+		_ = unix.Unmount(target, unix.MNT_DETACH)
+	}
+	_ = os.Remove(target)
+	if isDir {
+		err = os.Mkdir(target, 0o750)
+	} else {
+		var f *os.File
+		if f, err = os.OpenFile(target, os.O_CREATE|os.O_WRONLY, 0o640); err == nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", fd), target, "", unix.MS_BIND, ""); err != nil {
+		return "", fmt.Errorf("bind %s: %w", sub, err)
+	}
+	return target, nil
+}
+
+// openBeneath opens root/sub component by component, refusing "..",
+// absolute paths and symlinks, creating missing directories as Kubernetes
+// does. It returns an O_PATH descriptor and whether it is a directory.
+func openBeneath(root, sub string) (int, bool, error) {
+	if filepath.IsAbs(sub) {
+		return -1, false, errors.New("must be a relative path")
+	}
+	fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, false, fmt.Errorf("open volume: %w", err)
+	}
+	parts := strings.Split(filepath.Clean(sub), "/")
+	for i, part := range parts {
+		if part == ".." {
+			unix.Close(fd)
+			return -1, false, errors.New("must not contain '..'")
+		}
+		if part == "." || part == "" {
+			continue
+		}
+		next, err := unix.Openat(fd, part, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			if err = unix.Mkdirat(fd, part, 0o755); err == nil || errors.Is(err, unix.EEXIST) {
+				next, err = unix.Openat(fd, part, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			}
+		}
+		unix.Close(fd)
+		if err != nil {
+			return -1, false, fmt.Errorf("open %s: %w", strings.Join(parts[:i+1], "/"), err)
+		}
+		fd = next
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return -1, false, err
+		}
+		switch {
+		case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+			unix.Close(fd)
+			return -1, false, fmt.Errorf("%s is a symlink: refused", strings.Join(parts[:i+1], "/"))
+		case i < len(parts)-1 && st.Mode&unix.S_IFMT != unix.S_IFDIR:
+			unix.Close(fd)
+			return -1, false, fmt.Errorf("%s is not a directory", strings.Join(parts[:i+1], "/"))
+		}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, false, err
+	}
+	return fd, st.Mode&unix.S_IFMT == unix.S_IFDIR, nil
+}
+
+// cleanupPodDir unmounts everything mounted under a pod's directory (tmpfs
+// volumes, subPath binds), deepest first, then removes it. If a mount cannot
+// be undone the directory is left: removal never crosses a mount point.
+func cleanupPodDir(dir string) error {
+	mounts, err := mountsUnder(dir)
+	if err != nil {
+		return err
+	}
+	for _, m := range mounts {
+		if err := unix.Unmount(m, 0); err != nil {
+			if err := unix.Unmount(m, unix.MNT_DETACH); err != nil {
+				return fmt.Errorf("unmount %s: %w", m, err)
+			}
+		}
+	}
+	if left, err := mountsUnder(dir); err != nil || len(left) > 0 {
+		return fmt.Errorf("mounts remain under %s: %v %v", dir, left, err)
+	}
+	return os.RemoveAll(dir)
+}
+
+// mountsUnder lists mount points below dir, deepest first.
+func mountsUnder(dir string) ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	dir = filepath.Clean(dir)
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		mp := unescapeMount(fields[4])
+		if strings.HasPrefix(mp, dir+"/") {
+			out = append(out, mp)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out, sc.Err()
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// isMountPoint reports whether path is a mount point.
+func isMountPoint(path string) (bool, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	path = filepath.Clean(path)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 5 && unescapeMount(fields[4]) == path {
+			return true, nil
+		}
+	}
+	return false, sc.Err()
 }

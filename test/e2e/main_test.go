@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -116,6 +117,7 @@ func startAgent(t *testing.T, extraArgs ...string) *agent {
 	t.Cleanup(func() {
 		a.stop(syscall.SIGKILL)
 		removeNodeContainers(a.node)
+		unmountUnder(a.rootDir) // tmpfs volumes and subPath binds of pods left running
 		if t.Failed() {
 			data, _ := os.ReadFile(a.logPath)
 			t.Logf("agent log (%s):\n%s", a.node, tail(string(data), 150))
@@ -294,6 +296,25 @@ func removeNodeContainers(node string) {
 	}
 	for _, c := range list {
 		_ = dockerc.RemoveContainer(docker.RemoveContainerOptions{ID: c.ID, Force: true, RemoveVolumes: true})
+	}
+}
+
+// unmountUnder detaches every mount below dir.
+func unmountUnder(dir string) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	var mounts []string
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) >= 5 && strings.HasPrefix(fields[4], dir+"/") {
+			mounts = append(mounts, fields[4])
+		}
+	}
+	sort.Slice(mounts, func(i, j int) bool { return len(mounts[i]) > len(mounts[j]) })
+	for _, m := range mounts {
+		_ = syscall.Unmount(m, syscall.MNT_DETACH)
 	}
 }
 

@@ -61,6 +61,9 @@ type Options struct {
 	NodeLogDir           string        `yaml:"node-log-dir"`
 	HousekeepingInterval time.Duration `yaml:"housekeeping-interval"`
 	Profiling            bool          `yaml:"profiling"`
+	AllowPrivileged      bool          `yaml:"allow-privileged"`
+	ClusterDomain        string        `yaml:"cluster-domain"`
+	ResolvConf           string        `yaml:"resolv-conf"`
 }
 
 // NewOptions returns the defaults.
@@ -83,6 +86,8 @@ func NewOptions() *Options {
 		EtcdResyncPeriod:       time.Minute,
 		NodeLogDir:             "/var/log",
 		HousekeepingInterval:   10 * time.Second,
+		ClusterDomain:          "cluster.local",
+		ResolvConf:             "/etc/resolv.conf",
 	}
 }
 
@@ -123,6 +128,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.NodeLogDir, "node-log-dir", o.NodeLogDir, "Directory served at /logs/.")
 	fs.DurationVar(&o.HousekeepingInterval, "housekeeping-interval", o.HousekeepingInterval, "How often the embedded cAdvisor samples container stats.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve /debug/pprof/ on the full-access port.")
+	fs.BoolVar(&o.AllowPrivileged, "allow-privileged", o.AllowPrivileged, "Allow containers with securityContext.privileged.")
+	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "Domain of pods with a subdomain: <subdomain>.<namespace>.svc.<cluster-domain>.")
+	fs.StringVar(&o.ResolvConf, "resolv-conf", o.ResolvConf, "Resolver configuration of pods with dnsPolicy Default (and ClusterFirst: there is no cluster DNS).")
 }
 
 // Validate checks the options and fills in derived defaults.

@@ -56,14 +56,17 @@ func Run(ctx context.Context, o *Options) error {
 	m := metrics.New()
 	merger.OnError = func(source string) { m.SourceErrors.WithLabelValues(source).Inc() }
 	k := kubelet.New(kubelet.Config{
-		NodeName:       o.HostnameOverride,
-		RootDir:        o.RootDir,
-		InfraImage:     o.PodInfraContainerImage,
-		SyncFrequency:  o.SyncFrequency,
-		RelistPeriod:   o.RelistPeriod,
-		BackoffInitial: o.BackoffInitial,
-		BackoffMax:     o.BackoffMax,
-		Metrics:        m,
+		NodeName:        o.HostnameOverride,
+		RootDir:         o.RootDir,
+		InfraImage:      o.PodInfraContainerImage,
+		SyncFrequency:   o.SyncFrequency,
+		RelistPeriod:    o.RelistPeriod,
+		BackoffInitial:  o.BackoffInitial,
+		BackoffMax:      o.BackoffMax,
+		Metrics:         m,
+		AllowPrivileged: o.AllowPrivileged,
+		ClusterDomain:   o.ClusterDomain,
+		ResolvConf:      o.ResolvConf,
 	}, docker, merger)
 
 	var etcd *clientv3.Client

@@ -7,6 +7,7 @@ package dockertest
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"sync"
@@ -295,4 +296,23 @@ func (f *FakeClient) Exec(_ context.Context, id string, cmd []string, _ time.Dur
 		return 0, nil, err
 	}
 	return f.execCode, []byte(f.execOut), nil
+}
+
+// ImageUser implements the runtime's ImageUser: images run as root.
+func (f *FakeClient) ImageUser(_ context.Context, image string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return "", f.record("image_user", image)
+}
+
+// Logs implements the runtime's Logs: every container logged one line.
+func (f *FakeClient) Logs(_ context.Context, id string, _ dockertools.LogOptions, w io.Writer) error {
+	f.mu.Lock()
+	err := f.record("logs", id)
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "log of %s\n", id)
+	return err
 }

@@ -14,16 +14,16 @@ const namespace = "kubelet"
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	SyncLoopDuration   prometheus.Histogram
-	PodWorkerDuration  *prometheus.HistogramVec // by operation: sync, kill
-	DockerOpDuration   *prometheus.HistogramVec // by operation
-	DockerOpErrors     *prometheus.CounterVec   // by operation
-	RelistDuration     prometheus.Histogram
-	RunningPods        prometheus.Gauge
-	RunningContainers  prometheus.Gauge
-	ProbeResults       *prometheus.CounterVec // by probe type and result
-	SourceErrors       *prometheus.CounterVec // by source
-	ContainerRestarts  prometheus.Counter
+	SyncLoopDuration  prometheus.Histogram
+	PodWorkerDuration *prometheus.HistogramVec // by operation: sync, kill
+	DockerOpDuration  *prometheus.HistogramVec // by operation
+	DockerOpErrors    *prometheus.CounterVec   // by operation
+	RelistDuration    prometheus.Histogram
+	RunningPods       prometheus.Gauge
+	RunningContainers prometheus.Gauge
+	ProbeResults      *prometheus.CounterVec // by probe type and result
+	SourceErrors      *prometheus.CounterVec // by source
+	ContainerRestarts prometheus.Counter
 }
 
 // New creates and registers the metrics.

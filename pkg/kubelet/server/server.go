@@ -63,7 +63,7 @@ type SourcesStatus interface {
 type Deps struct {
 	Host    HostInterface
 	Runtime ContainerRuntime
-	Pods    PodSource           // nil: POST/PUT/DELETE /pods disabled
+	Pods    PodSource // nil: POST/PUT/DELETE /pods disabled
 	Sources SourcesStatus
 	Stats   cadvisor.Interface  // nil: the stats endpoints answer 503
 	Metrics prometheus.Gatherer // the agent's metrics

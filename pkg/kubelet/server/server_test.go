@@ -37,7 +37,7 @@ func (f *fakeHost) FindContainer(ns, pod, uid, container string, previous bool) 
 	return kubelet.ContainerRef{}, fmt.Errorf("%w: %s/%s %s", kubelet.ErrNotFound, ns, pod, container)
 }
 func (f *fakeHost) IsContainerLogFile(path string) bool { return path == f.logFile }
-func (f *fakeHost) Health() (error, error)               { return nil, f.relist }
+func (f *fakeHost) Health() (error, error)              { return nil, f.relist }
 
 type fakeRuntime struct{}
 

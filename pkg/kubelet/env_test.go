@@ -1,0 +1,157 @@
+package kubelet
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+	"github.com/classic-kubelet/kubelet/pkg/dockertools/dockertest"
+)
+
+func TestExpand(t *testing.T) {
+	vars := map[string]string{"A": "a", "B": "bee", "EMPTY": ""}
+	lookup := func(n string) (string, bool) { v, ok := vars[n]; return v, ok }
+	cases := map[string]string{
+		"plain":              "plain",
+		"$(A)":               "a",
+		"x$(A)y$(B)z":        "xaybeez",
+		"$(UNDEFINED)":       "$(UNDEFINED)",
+		"$$(A)":              "$(A)",
+		"$$":                 "$",
+		"$":                  "$",
+		"a$b":                "a$b",
+		"$(A":                "$(A",
+		"$(EMPTY)-":          "-",
+		"$()":                "$()",
+		"$(A)$(A)":           "aa",
+		"cost: $$5 for $(B)": "cost: $5 for bee",
+	}
+	for in, want := range cases {
+		if got := expand(in, lookup); got != want {
+			t.Errorf("expand(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestContainerEnv(t *testing.T) {
+	k := New(Config{NodeName: "node-1", RootDir: t.TempDir()}, dockertest.NewFakeClient(), seenAll{})
+	k.hostIP, k.nodeCPUs = "10.0.0.1", 4
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "u1", Labels: map[string]string{"app": "x"}},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c",
+			Resources: v1.ResourceRequirements{Limits: v1.ResourceList{"memory": resource.MustParse("64Mi")}},
+			Env: []v1.EnvVar{
+				{Name: "POD", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+				{Name: "APP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels['app']"}}},
+				{Name: "IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+				{Name: "HOST", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.hostIP"}}},
+				{Name: "NODE", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+				{Name: "MEM_MI", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}}},
+				{Name: "CPU", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.cpu"}}},
+				{Name: "GREETING", Value: "hello $(POD) from $(NODE) $(LATER)"},
+				{Name: "LATER", Value: "late"},
+			}}}}}
+	env, _, err := k.containerEnv(pod, &pod.Spec.Containers[0], "172.17.0.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "POD=web APP=x IP=172.17.0.5 HOST=10.0.0.1 NODE=node-1 MEM_MI=64 CPU=4 GREETING=hello web from node-1 $(LATER) LATER=late"
+	if got := strings.Join(env, " "); got != want {
+		t.Errorf("env\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestSecurityOptions(t *testing.T) {
+	i64 := func(v int64) *int64 { return &v }
+	yes, no := true, false
+	cases := []struct {
+		name       string
+		pod        *v1.PodSecurityContext
+		c          *v1.SecurityContext
+		privileged bool // the agent allows it
+		wantUser   string
+		wantErr    string
+	}{
+		{"none", nil, nil, false, "", ""},
+		{"pod user, container group", &v1.PodSecurityContext{RunAsUser: i64(1000)}, &v1.SecurityContext{RunAsGroup: i64(3000)}, false, "1000:3000", ""},
+		{"container wins", &v1.PodSecurityContext{RunAsUser: i64(1000)}, &v1.SecurityContext{RunAsUser: i64(2000)}, false, "2000", ""},
+		{"group only uses the image user", nil, &v1.SecurityContext{RunAsGroup: i64(5)}, false, "0:5", ""},
+		{"non-root with root image", &v1.PodSecurityContext{RunAsNonRoot: &yes}, nil, false, "", "will run as root"},
+		{"non-root with uid 0", nil, &v1.SecurityContext{RunAsNonRoot: &yes, RunAsUser: i64(0)}, false, "", "runAsUser 0"},
+		{"non-root satisfied", nil, &v1.SecurityContext{RunAsNonRoot: &yes, RunAsUser: i64(1)}, false, "1", ""},
+		{"container overrides non-root", &v1.PodSecurityContext{RunAsNonRoot: &yes}, &v1.SecurityContext{RunAsNonRoot: &no}, false, "", ""},
+		{"privileged refused", nil, &v1.SecurityContext{Privileged: &yes}, false, "", "--allow-privileged"},
+		{"privileged allowed", nil, &v1.SecurityContext{Privileged: &yes}, true, "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			k := New(Config{NodeName: "n", RootDir: t.TempDir(), AllowPrivileged: c.privileged}, dockertest.NewFakeClient(), seenAll{})
+			pod := &v1.Pod{Spec: v1.PodSpec{SecurityContext: c.pod, Containers: []v1.Container{{Name: "c", Image: "i", SecurityContext: c.c}}}}
+			var o dockertools.AppOptions
+			err := k.securityOptions(context.Background(), pod, &pod.Spec.Containers[0], &o)
+			switch {
+			case c.wantErr == "" && err != nil:
+				t.Fatalf("error %v", err)
+			case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr) || !strings.Contains(err.Error(), reasonConfigError)):
+				t.Fatalf("error %v, want %q with reason %s", err, c.wantErr, reasonConfigError)
+			case c.wantErr == "" && o.User != c.wantUser:
+				t.Errorf("user %q, want %q", o.User, c.wantUser)
+			}
+		})
+	}
+}
+
+// A subPath is opened one component at a time: a symlink anywhere in it
+// is refused, whatever it points at.
+func TestOpenBeneath(t *testing.T) {
+	root := t.TempDir()
+	mustMkdir(t, root+"/a/b")
+	mustSymlink(t, "/etc", root+"/link")
+	mustSymlink(t, "b", root+"/a/rel")
+	cases := []struct {
+		sub     string
+		wantErr string
+	}{
+		{"a/b", ""},
+		{"a/new/dir", ""}, // created, as Kubernetes does
+		{"link", "symlink"},
+		{"link/passwd", "symlink"},
+		{"a/rel", "symlink"},
+		{"../x", "'..'"},
+		{"/etc", "relative"},
+	}
+	for _, c := range cases {
+		fd, _, err := openBeneath(root, c.sub)
+		if err == nil {
+			closeFD(fd)
+		}
+		switch {
+		case c.wantErr == "" && err != nil:
+			t.Errorf("%s: %v", c.sub, err)
+		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+			t.Errorf("%s: err %v, want %q", c.sub, err, c.wantErr)
+		}
+	}
+}
+
+func mustMkdir(t *testing.T, p string) {
+	t.Helper()
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustSymlink(t *testing.T, target, p string) {
+	t.Helper()
+	if err := os.Symlink(target, p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func closeFD(fd int) { _ = unix.Close(fd) }

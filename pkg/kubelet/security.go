@@ -1,0 +1,174 @@
+package kubelet
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+)
+
+const reasonConfigError = "CreateContainerConfigError"
+
+// securityOptions applies a container's security context over the pod's
+// (the container's settings win) to o. It refuses what must not run: a
+// container that would run as root under runAsNonRoot, or a privileged one
+// when the agent does not allow it.
+func (k *Kubelet) securityOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, o *dockertools.AppOptions) error {
+	var user, group *int64
+	var nonRoot *bool
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		user, group, nonRoot = psc.RunAsUser, psc.RunAsGroup, psc.RunAsNonRoot
+		for _, g := range psc.SupplementalGroups {
+			o.GroupAdd = append(o.GroupAdd, strconv.FormatInt(g, 10))
+		}
+	}
+	if sc := c.SecurityContext; sc != nil {
+		if sc.RunAsUser != nil {
+			user = sc.RunAsUser
+		}
+		if sc.RunAsGroup != nil {
+			group = sc.RunAsGroup
+		}
+		if sc.RunAsNonRoot != nil {
+			nonRoot = sc.RunAsNonRoot
+		}
+		if sc.Privileged != nil && *sc.Privileged {
+			if !k.cfg.AllowPrivileged {
+				return &containerError{reasonConfigError, "privileged containers are not allowed: start the agent with --allow-privileged"}
+			}
+			o.Privileged = true
+		}
+		if caps := sc.Capabilities; caps != nil {
+			for _, cp := range caps.Add {
+				o.CapAdd = append(o.CapAdd, string(cp))
+			}
+			for _, cp := range caps.Drop {
+				o.CapDrop = append(o.CapDrop, string(cp))
+			}
+		}
+		o.ReadOnlyRootfs = sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem
+		o.NoNewPrivileges = sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation
+	}
+	imageUser := ""
+	if user == nil && (group != nil || (nonRoot != nil && *nonRoot)) {
+		var err error
+		if imageUser, err = k.docker.ImageUser(ctx, c.Image); err != nil {
+			return err
+		}
+	}
+	switch {
+	case user != nil && group != nil:
+		o.User = fmt.Sprintf("%d:%d", *user, *group)
+	case user != nil:
+		o.User = strconv.FormatInt(*user, 10)
+	case group != nil:
+		u, _, _ := strings.Cut(imageUser, ":")
+		if u == "" {
+			u = "0"
+		}
+		o.User = fmt.Sprintf("%s:%d", u, *group)
+	}
+	if nonRoot != nil && *nonRoot {
+		if user != nil {
+			if *user == 0 {
+				return &containerError{reasonConfigError, "container's runAsUser breaks non-root policy (runAsNonRoot and runAsUser 0)"}
+			}
+			return nil
+		}
+		u, _, _ := strings.Cut(imageUser, ":")
+		switch uid, err := strconv.Atoi(u); {
+		case u == "" || u == "root" || (err == nil && uid == 0):
+			return &containerError{reasonConfigError, fmt.Sprintf("container has runAsNonRoot and image %s will run as root", c.Image)}
+		case err != nil:
+			return &containerError{reasonConfigError, fmt.Sprintf("container has runAsNonRoot and image %s has non-numeric user (%s): cannot verify user is non-root", c.Image, u)}
+		}
+	}
+	return nil
+}
+
+// infraOptions resolves the pod's hostname and DNS settings.
+func (k *Kubelet) infraOptions(pod *v1.Pod) (dockertools.InfraOptions, error) {
+	o := dockertools.InfraOptions{Hostname: dockertools.PodHostname(pod), HostIPC: pod.Spec.HostIPC}
+	if pod.Spec.Subdomain != "" {
+		o.Domainname = fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, k.cfg.ClusterDomain)
+	}
+	for _, ha := range pod.Spec.HostAliases {
+		for _, h := range ha.Hostnames {
+			o.ExtraHosts = append(o.ExtraHosts, h+":"+ha.IP)
+		}
+	}
+	dc := pod.Spec.DNSConfig
+	if pod.Spec.DNSPolicy == v1.DNSNone {
+		o.DNS = dockertools.DNSSettings{Nameservers: dc.Nameservers, Searches: dc.Searches, Options: dnsOptions(dc)}
+		return o, nil
+	}
+	// Default, ClusterFirst and ClusterFirstWithHostNet: the node's resolver
+	// (there is no cluster DNS). Docker derives it from /etc/resolv.conf
+	// itself; another --resolv-conf, or a dnsConfig, is spelled out.
+	if dc == nil && k.cfg.ResolvConf == defaultResolvConf {
+		return o, nil
+	}
+	base, err := parseResolvConf(k.cfg.ResolvConf)
+	if err != nil {
+		return o, &containerError{reasonConfigError, fmt.Sprintf("--resolv-conf: %v", err)}
+	}
+	if dc != nil {
+		base.Nameservers = append(base.Nameservers, dc.Nameservers...)
+		base.Searches = append(base.Searches, dc.Searches...)
+		base.Options = append(base.Options, dnsOptions(dc)...)
+	}
+	o.DNS = base
+	return o, nil
+}
+
+const defaultResolvConf = "/etc/resolv.conf"
+
+func dnsOptions(dc *v1.PodDNSConfig) []string {
+	if dc == nil {
+		return nil
+	}
+	var out []string
+	for _, o := range dc.Options {
+		if o.Value != nil {
+			out = append(out, o.Name+":"+*o.Value)
+		} else {
+			out = append(out, o.Name)
+		}
+	}
+	return out
+}
+
+// parseResolvConf reads nameservers, search domains and options.
+func parseResolvConf(path string) (dockertools.DNSSettings, error) {
+	var s dockertools.DNSSettings
+	f, err := os.Open(path)
+	if err != nil {
+		return s, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 || strings.HasPrefix(fields[0], "#") || strings.HasPrefix(fields[0], ";") {
+			continue
+		}
+		switch fields[0] {
+		case "nameserver":
+			s.Nameservers = append(s.Nameservers, fields[1])
+		case "search", "domain":
+			s.Searches = append(s.Searches, fields[1:]...)
+		case "options":
+			s.Options = append(s.Options, fields[1:]...)
+		}
+	}
+	return s, sc.Err()
+}
+
+func sortStrings(s []string) { sort.Strings(s) }

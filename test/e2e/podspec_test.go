@@ -1,0 +1,356 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// execIn runs a command in a pod's container through the agent's API.
+func (a *agent) execIn(pod, container string, cmd ...string) (int, string) {
+	a.t.Helper()
+	q := url.Values{"command": cmd}
+	code, body := request(a.t, "POST", fmt.Sprintf("%s/exec/default/%s/%s?%s", a.api(false), pod, container, q.Encode()), "")
+	if code != 200 {
+		a.t.Fatalf("exec %v in %s/%s: %d %s", cmd, pod, container, code, body)
+	}
+	var res struct {
+		ExitCode int    `json:"exitCode"`
+		Output   string `json:"output"`
+	}
+	if err := json.Unmarshal([]byte(body), &res); err != nil {
+		a.t.Fatal(err)
+	}
+	return res.ExitCode, res.Output
+}
+
+func (a *agent) waitingReason(pod, container string) (string, string) {
+	code, body := httpGet(a.api(true) + "/pods/default/" + pod)
+	if code != 200 {
+		return "", ""
+	}
+	var p struct {
+		Status struct {
+			ContainerStatuses []struct {
+				Name  string `json:"name"`
+				State struct {
+					Waiting *struct{ Reason, Message string } `json:"waiting"`
+				} `json:"state"`
+			} `json:"containerStatuses"`
+		} `json:"status"`
+	}
+	_ = json.Unmarshal([]byte(body), &p)
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == container && cs.State.Waiting != nil {
+			return cs.State.Waiting.Reason, cs.State.Waiting.Message
+		}
+	}
+	return "", ""
+}
+
+const sleeper = `["sh", "-c", "exec sleep 100000"]`
+
+func TestSecurityContext(t *testing.T) {
+	a := startAgent(t)
+	a.writeManifest("sec.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: sec}
+spec:
+  terminationGracePeriodSeconds: 2
+  securityContext: {runAsUser: 1000, runAsGroup: 3000, supplementalGroups: [4000]}
+  containers:
+  - name: ids
+    image: `+testImage+`
+    imagePullPolicy: IfNotPresent
+    command: `+sleeper+`
+    tty: true
+    stdin: true
+  - name: readonly
+    image: `+testImage+`
+    imagePullPolicy: IfNotPresent
+    command: `+sleeper+`
+    securityContext: {runAsUser: 0, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false}
+  - name: noraw
+    image: `+testImage+`
+    imagePullPolicy: IfNotPresent
+    command: `+sleeper+`
+    securityContext: {runAsUser: 0, capabilities: {drop: [NET_RAW]}}
+  - name: raw
+    image: `+testImage+`
+    imagePullPolicy: IfNotPresent
+    command: `+sleeper+`
+    securityContext: {runAsUser: 0}
+`)
+	running := a.waitRunning("sec", "ids", "readonly", "noraw", "raw")
+	if cfg := inspect(t, running["ids"].ID).Config; !cfg.Tty || !cfg.OpenStdin {
+		t.Errorf("tty/stdin not set: %v %v", cfg.Tty, cfg.OpenStdin)
+	}
+	for cmd, want := range map[string]string{"id -u": "1000", "id -g": "3000"} {
+		if _, out := a.execIn("sec", "ids", "sh", "-c", cmd); strings.TrimSpace(out) != want {
+			t.Errorf("%s = %q, want %s", cmd, out, want)
+		}
+	}
+	if _, out := a.execIn("sec", "ids", "id", "-G"); !strings.Contains(out, "4000") {
+		t.Errorf("id -G = %q, want the supplemental group 4000", out)
+	}
+	if code, _ := a.execIn("sec", "readonly", "touch", "/written"); code == 0 {
+		t.Error("wrote to a read-only root file system")
+	}
+	if code, _ := a.execIn("sec", "readonly", "touch", "/tmp/x"); code == 0 {
+		t.Error("/tmp of a read-only root is writable (it is part of the root here)")
+	}
+	if _, out := a.execIn("sec", "readonly", "grep", "NoNewPrivs", "/proc/self/status"); !strings.Contains(out, "1") {
+		t.Errorf("allowPrivilegeEscalation false: %q", out)
+	}
+	if code, out := a.execIn("sec", "raw", "ping", "-c", "1", "-W", "2", "127.0.0.1"); code != 0 {
+		t.Errorf("ping with NET_RAW failed: %s", out)
+	}
+	if code, _ := a.execIn("sec", "noraw", "ping", "-c", "1", "-W", "2", "127.0.0.1"); code == 0 {
+		t.Error("ping worked with NET_RAW dropped")
+	}
+
+	a.writeManifest("nonroot.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: nonroot}
+spec:
+  securityContext: {runAsNonRoot: true}
+  containers:
+  - name: c
+    image: `+testImage+`
+    imagePullPolicy: IfNotPresent
+    command: `+sleeper+`
+`)
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		reason, msg := a.waitingReason("nonroot", "c")
+		return reason == "CreateContainerConfigError" && strings.Contains(msg, "root"), fmt.Sprintf("waiting %q %q", reason, msg)
+	})
+	for _, c := range a.containers("nonroot") {
+		if c.Labels["io.kubernetes.container.name"] == "c" {
+			t.Error("a container was created for a runAsNonRoot pod whose image runs as root")
+		}
+	}
+}
+
+func TestDownwardEnvAndExpansion(t *testing.T) {
+	a := startAgent(t)
+	a.writeManifest("down.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: down, labels: {app: shop}, annotations: {owner: team-a}}
+spec:
+  terminationGracePeriodSeconds: 2
+  volumes:
+  - name: info
+    downwardAPI:
+      items:
+      - {path: labels, fieldRef: {fieldPath: metadata.labels}}
+      - {path: name, fieldRef: {fieldPath: metadata.name}}
+      - {path: mem, resourceFieldRef: {containerName: c, resource: limits.memory, divisor: 1Mi}}
+  containers:
+  - name: c
+    image: `+testImage+`
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "printf '%s\\n' '$(GREETING)' > /tmp/greeting; exec sleep 100000"]
+    resources: {requests: {cpu: 250m}, limits: {cpu: 500m, memory: 64Mi}}
+    volumeMounts: [{name: info, mountPath: /etc/podinfo}]
+    env:
+    - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+    - {name: POD_NS, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+    - {name: POD_UID, valueFrom: {fieldRef: {fieldPath: metadata.uid}}}
+    - {name: APP, valueFrom: {fieldRef: {fieldPath: "metadata.labels['app']"}}}
+    - {name: OWNER, valueFrom: {fieldRef: {fieldPath: "metadata.annotations['owner']"}}}
+    - {name: NODE, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}
+    - {name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
+    - {name: CPU_REQ_M, valueFrom: {resourceFieldRef: {resource: requests.cpu, divisor: 1m}}}
+    - {name: MEM_LIMIT, valueFrom: {resourceFieldRef: {resource: limits.memory}}}
+    - {name: GREETING, value: "hello $(POD_NAME) in $(POD_NS), $$(literal)"}
+`)
+	running := a.waitRunning("down", "c")
+	_, env := a.execIn("down", "c", "env")
+	uid := running["c"].Labels["io.kubernetes.pod.uid"]
+	ip := inspect(t, running["POD"].ID).NetworkSettings.IPAddress
+	for _, want := range []string{"POD_NAME=down", "POD_NS=default", "POD_UID=" + uid, "APP=shop", "OWNER=team-a",
+		"NODE=" + a.node, "POD_IP=" + ip, "CPU_REQ_M=250", "MEM_LIMIT=67108864", "GREETING=hello down in default, $(literal)"} {
+		if !strings.Contains(env, want+"\n") {
+			t.Errorf("env lacks %s:\n%s", want, env)
+		}
+	}
+	if _, out := a.execIn("down", "c", "cat", "/tmp/greeting"); out != "hello down in default, $(literal)\n" {
+		t.Errorf("$(VAR) in command: %q", out)
+	}
+	for file, want := range map[string]string{"labels": `app="shop"`, "name": "down", "mem": "64"} {
+		if _, out := a.execIn("down", "c", "cat", "/etc/podinfo/"+file); out != want {
+			t.Errorf("downwardAPI file %s = %q, want %q", file, out, want)
+		}
+	}
+}
+
+func TestHostnameAndDNS(t *testing.T) {
+	a := startAgent(t, "--cluster-domain", "example.test")
+	a.writeManifest("dns.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: dns}
+spec:
+  terminationGracePeriodSeconds: 2
+  hostname: web-1
+  subdomain: shop
+  hostAliases: [{ip: 10.9.8.7, hostnames: [db.internal, cache.internal]}]
+  dnsPolicy: None
+  dnsConfig:
+    nameservers: [192.0.2.53]
+    searches: [svc.example.test]
+    options: [{name: ndots, value: "2"}]
+  containers:
+  - name: c
+    image: `+testImage+`
+    imagePullPolicy: IfNotPresent
+    command: `+sleeper+`
+`)
+	a.waitRunning("dns", "c")
+	if _, out := a.execIn("dns", "c", "hostname"); strings.TrimSpace(out) != "web-1" {
+		t.Errorf("hostname = %q", out)
+	}
+	if _, out := a.execIn("dns", "c", "cat", "/etc/hosts"); !strings.Contains(out, "10.9.8.7") || !strings.Contains(out, "db.internal") ||
+		!strings.Contains(out, "web-1.shop.default.svc.example.test") {
+		t.Errorf("/etc/hosts:\n%s", out)
+	}
+	_, out := a.execIn("dns", "c", "cat", "/etc/resolv.conf")
+	for _, want := range []string{"nameserver 192.0.2.53", "search svc.example.test", "ndots:2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("/etc/resolv.conf lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestMemoryEmptyDirShared(t *testing.T) {
+	a := startAgent(t)
+	a.writeManifest("mem.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: mem}
+spec:
+  terminationGracePeriodSeconds: 2
+  volumes: [{name: cache, emptyDir: {medium: Memory, sizeLimit: 16Mi}}]
+  containers:
+  - name: writer
+    image: `+testImage+`
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "echo shared > /cache/note; exec sleep 100000"]
+    volumeMounts: [{name: cache, mountPath: /cache}]
+  - name: reader
+    image: `+testImage+`
+    imagePullPolicy: IfNotPresent
+    command: `+sleeper+`
+    volumeMounts: [{name: cache, mountPath: /cache, readOnly: true}]
+`)
+	running := a.waitRunning("mem", "writer", "reader")
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		_, out := a.execIn("mem", "reader", "cat", "/cache/note")
+		return out == "shared\n", fmt.Sprintf("reader sees %q", out)
+	})
+	if _, out := a.execIn("mem", "reader", "sh", "-c", "grep ' /cache ' /proc/mounts"); !strings.HasPrefix(out, "tmpfs ") || !strings.Contains(out, "size=16384k") {
+		t.Errorf("/cache mount: %q, want a 16Mi tmpfs", out)
+	}
+	podDir := filepath.Join(a.rootDir, "pods", running["writer"].Labels["io.kubernetes.pod.uid"])
+	a.removeManifest("mem.yaml")
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		_, err := os.Stat(podDir)
+		return os.IsNotExist(err), "pod directory (and its tmpfs) not removed"
+	})
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	if strings.Contains(string(mounts), podDir) {
+		t.Error("the tmpfs is still mounted after the pod went")
+	}
+}
+
+func TestSubPathIsResolvedSafely(t *testing.T) {
+	a := startAgent(t)
+	vol := t.TempDir()
+	os.MkdirAll(filepath.Join(vol, "conf"), 0o755)
+	os.WriteFile(filepath.Join(vol, "conf", "app.ini"), []byte("[app]\nok=1\n"), 0o644)
+	os.Symlink("/etc", filepath.Join(vol, "evil"))
+	pod := func(name, sub string) string {
+		return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s}
+spec:
+  terminationGracePeriodSeconds: 2
+  volumes: [{name: v, hostPath: {path: %s}}]
+  containers:
+  - name: c
+    image: %s
+    imagePullPolicy: IfNotPresent
+    command: %s
+    env: [{name: DIR, value: conf}]
+    volumeMounts: [{name: v, mountPath: /mnt/sub, %s}]
+`, name, vol, testImage, sleeper, sub)
+	}
+	a.writeManifest("good.yaml", pod("good", "subPathExpr: $(DIR)"))
+	a.writeManifest("evil.yaml", pod("evil", "subPath: evil"))
+	a.waitRunning("good", "c")
+	if _, out := a.execIn("good", "c", "cat", "/mnt/sub/app.ini"); out != "[app]\nok=1\n" {
+		t.Errorf("subPathExpr file: %q", out)
+	}
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		reason, msg := a.waitingReason("evil", "c")
+		return reason == "CreateContainerConfigError" && strings.Contains(msg, "symlink"), fmt.Sprintf("waiting %q %q", reason, msg)
+	})
+	for _, c := range a.containers("evil") {
+		if c.Labels["io.kubernetes.container.name"] == "c" {
+			t.Error("a container was created with a subPath through a symlink")
+		}
+	}
+}
+
+func TestTerminationMessages(t *testing.T) {
+	a := startAgent(t)
+	a.writeManifest("msg.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: msg}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: file
+    image: `+testImage+`
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "echo -n 'disk full' > /dev/termination-log; exit 3"]
+  - name: custom
+    image: `+testImage+`
+    imagePullPolicy: IfNotPresent
+    terminationMessagePath: /tmp/why
+    command: ["sh", "-c", "echo -n done > /tmp/why"]
+  - name: logs
+    image: `+testImage+`
+    imagePullPolicy: IfNotPresent
+    terminationMessagePolicy: FallbackToLogsOnError
+    command: ["sh", "-c", "echo boom from the logs; exit 1"]
+`)
+	want := map[string]string{"file": "disk full", "custom": "done", "logs": "boom from the logs\n"}
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		code, body := httpGet(a.api(true) + "/pods/default/msg")
+		if code != 200 {
+			return false, body
+		}
+		var p struct {
+			Status struct {
+				ContainerStatuses []struct {
+					Name  string `json:"name"`
+					State struct {
+						Terminated *struct{ Message string } `json:"terminated"`
+					} `json:"state"`
+				} `json:"containerStatuses"`
+			} `json:"status"`
+		}
+		_ = json.Unmarshal([]byte(body), &p)
+		got := 0
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Terminated != nil && cs.State.Terminated.Message == want[cs.Name] {
+				got++
+			}
+		}
+		return got == 3, body
+	})
+}
