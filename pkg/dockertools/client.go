@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -263,23 +262,6 @@ func (c *Client) ImageUser(ctx context.Context, image string) (string, error) {
 		return "", nil
 	}
 	return img.Config.User, nil
-}
-
-// Pull pulls an image. It has no short timeout: the caller's context bounds
-// it, and a pull that makes no progress for inactivity is cancelled.
-func (c *Client) Pull(ctx context.Context, image string, inactivity time.Duration) error {
-	repo, tag := splitImage(image)
-	err := c.c.PullImage(docker.PullImageOptions{
-		Repository:        repo,
-		Tag:               tag,
-		OutputStream:      io.Discard,
-		InactivityTimeout: inactivity,
-		Context:           ctx,
-	}, docker.AuthConfiguration{})
-	if err != nil {
-		return fmt.Errorf("pull image %s: %w", image, translate(err))
-	}
-	return nil
 }
 
 // Events streams container events for containers carrying label=value until

@@ -40,6 +40,9 @@ type CreateSpec struct {
 	Tty             bool
 	OpenStdin       bool
 	StdinOnce       bool
+	// LogMaxSize (bytes) and LogMaxFiles rotate the json-file log; 0: Docker's default.
+	LogMaxSize  int64
+	LogMaxFiles int
 }
 
 // DNSSettings are explicit resolver settings; all empty means Docker's
@@ -232,6 +235,12 @@ func (s *CreateSpec) dockerOptions() docker.CreateContainerOptions {
 		Memory:         s.Resources.Memory,
 		// The agent decides restarts; each restart is a new container.
 		RestartPolicy: docker.RestartPolicy{Name: "no"},
+	}
+	if s.LogMaxSize > 0 {
+		hc.LogConfig = docker.LogConfig{Type: "json-file", Config: map[string]string{
+			"max-size": strconv.FormatInt(s.LogMaxSize, 10),
+			"max-file": strconv.Itoa(max(s.LogMaxFiles, 1)),
+		}}
 	}
 	if s.NoNewPrivileges {
 		hc.SecurityOpt = append(hc.SecurityOpt, "no-new-privileges")

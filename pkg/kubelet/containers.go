@@ -42,6 +42,7 @@ const (
 	reasonRunError         = "RunContainerError"
 	reasonImagePull        = "ErrImagePull"
 	reasonImageNeverPull   = "ErrImageNeverPull"
+	reasonImagePullBackOff = "ImagePullBackOff"
 	reasonPostStartFailed  = "PostStartHookError"
 	reasonInfraImageAbsent = "InfraImageMissing"
 )
@@ -109,7 +110,7 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 }
 
 func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Container, infraID, podIP string, hostPaths map[string]string, restartCount int) error {
-	if err := k.ensureImage(ctx, c); err != nil {
+	if err := k.images.ensure(ctx, pod, c); err != nil {
 		return err
 	}
 	opts, err := k.appOptions(ctx, pod, c, podIP, hostPaths, restartCount)
@@ -118,6 +119,7 @@ func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	}
 	spec := dockertools.AppSpec(pod, c, infraID, k.cfg.NodeName, opts, restartCount)
 	spec.Labels[dockertools.LabelSource] = podSourceOf(pod)
+	spec.LogMaxSize, spec.LogMaxFiles = k.cfg.LogMaxSize, k.cfg.LogMaxFiles
 	id, err := k.docker.Create(ctx, spec)
 	if err != nil {
 		return &containerError{reasonCreateError, err.Error()}
@@ -127,6 +129,11 @@ func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		return &containerError{reasonRunError, err.Error()}
 	}
 	glog.Infof("Pod %s: started container %s (restart %d)", api.Key(pod), spec.Name, restartCount)
+	if k.logLinks.dir != "" {
+		if d, err := k.docker.Inspect(ctx, id); err == nil {
+			k.logLinks.create(pod.Name, pod.Namespace, c.Name, id, d.LogPath)
+		}
+	}
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		hctx, cancel := context.WithTimeout(ctx, postStartTimeout)
 		err := k.runHook(hctx, pod, c, id, podIP, c.Lifecycle.PostStart)
@@ -211,45 +218,6 @@ func deadlineOr(ctx context.Context, def time.Time) time.Time {
 	return def
 }
 
-// ensureImage makes the container's image present as its pull policy says:
-// Always pulls, IfNotPresent pulls when absent, Never never pulls. Without a
-// policy, ":latest" or no tag means Always, as in Kubernetes.
-func (k *Kubelet) ensureImage(ctx context.Context, c *v1.Container) error {
-	policy := c.ImagePullPolicy
-	if policy == "" {
-		policy = v1.PullIfNotPresent
-		if tagOf(c.Image) == "latest" {
-			policy = v1.PullAlways
-		}
-	}
-	if policy != v1.PullAlways {
-		present, err := k.docker.ImagePresent(ctx, c.Image)
-		if err != nil || present {
-			return err
-		}
-		if policy == v1.PullNever {
-			return &containerError{reasonImageNeverPull, fmt.Sprintf("image %s is not present and imagePullPolicy is Never", c.Image)}
-		}
-	}
-	if err := k.docker.Pull(ctx, c.Image, pullInactivity); err != nil {
-		return &containerError{reasonImagePull, err.Error()}
-	}
-	return nil
-}
-
-// tagOf returns an image reference's tag, "latest" when it names none, and
-// "" for a digest reference.
-func tagOf(image string) string {
-	if strings.Contains(image, "@") {
-		return ""
-	}
-	i := strings.LastIndex(image, ":")
-	if i < 0 || strings.Contains(image[i:], "/") {
-		return "latest"
-	}
-	return image[i+1:]
-}
-
 // killPod stops and removes every container of a pod that is no longer
 // desired, then its directory. pod is its last spec, if known (for preStop
 // hooks). It reports whether it acted on Docker.
@@ -281,7 +249,7 @@ func (k *Kubelet) killPod(ctx context.Context, uid types.UID, pod *v1.Pod, state
 			return true, err
 		}
 		for _, c := range state.Containers {
-			if err := k.docker.Remove(ctx, c.ID); err != nil {
+			if err := k.removeContainer(ctx, c); err != nil {
 				return true, err
 			}
 		}

@@ -81,11 +81,39 @@ func (i instrumentedRuntime) ImagePresent(ctx context.Context, image string) (bo
 	return out, err
 }
 
-func (i instrumentedRuntime) Pull(ctx context.Context, image string, inactivity time.Duration) error {
+func (i instrumentedRuntime) PullAuth(ctx context.Context, image string, auth *dockertools.Auth, inactivity time.Duration) error {
 	start := time.Now()
-	err := i.r.Pull(ctx, image, inactivity)
+	err := i.r.PullAuth(ctx, image, auth, inactivity)
 	i.observe("pull", start, err)
 	return err
+}
+
+func (i instrumentedRuntime) ImageID(ctx context.Context, image string) (string, error) {
+	start := time.Now()
+	out, err := i.r.ImageID(ctx, image)
+	i.observe("inspect_image", start, err)
+	return out, err
+}
+
+func (i instrumentedRuntime) RemoveImage(ctx context.Context, id string) error {
+	start := time.Now()
+	err := i.r.RemoveImage(ctx, id)
+	i.observe("remove_image", start, err)
+	return err
+}
+
+func (i instrumentedRuntime) ImagesInUse(ctx context.Context) (map[string]bool, error) {
+	start := time.Now()
+	out, err := i.r.ImagesInUse(ctx)
+	i.observe("list_all", start, err)
+	return out, err
+}
+
+func (i instrumentedRuntime) ImageFsUsage(ctx context.Context) (int, error) {
+	start := time.Now()
+	out, err := i.r.ImageFsUsage(ctx)
+	i.observe("info", start, err)
+	return out, err
 }
 
 func (i instrumentedRuntime) Exec(ctx context.Context, id string, cmd []string, timeout time.Duration) (int, []byte, error) {

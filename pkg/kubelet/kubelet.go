@@ -34,8 +34,7 @@ type Runtime interface {
 	Start(ctx context.Context, id string) error
 	Stop(ctx context.Context, id string, grace time.Duration) error
 	Remove(ctx context.Context, id string) error
-	ImagePresent(ctx context.Context, image string) (bool, error)
-	Pull(ctx context.Context, image string, inactivity time.Duration) error
+	imageRuntime
 	Exec(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (int, []byte, error)
 	ImageUser(ctx context.Context, image string) (string, error)
 	Logs(ctx context.Context, id string, o dockertools.LogOptions, w io.Writer) error
@@ -66,11 +65,23 @@ type Config struct {
 	ClusterDomain string
 	// ResolvConf is the resolver configuration of dnsPolicy Default.
 	ResolvConf string
+	// GC bounds the dead containers kept.
+	GC GCPolicy
+	// ContainerLogDir holds the containers' log symlinks ("" for none).
+	ContainerLogDir string
+	// LogMaxSize (bytes) and LogMaxFiles bound each container's json-file log.
+	LogMaxSize  int64
+	LogMaxFiles int
+	// Images configures pulls and image GC.
+	Images ImagePolicy
 }
 
 // housekeepingPeriod is how often pods left on the node without a desired
 // spec are looked for; the relist also triggers this for changed pods.
 const housekeepingPeriod = 2 * time.Second
+
+// gcPeriod is how often dead containers and unused images are collected.
+const gcPeriod = time.Minute
 
 // Kubelet is the node agent's core: desired pods in, Docker actions out.
 type Kubelet struct {
@@ -87,6 +98,9 @@ type Kubelet struct {
 
 	nodeCPUs   int   // capacity: a missing CPU limit in the downward API
 	nodeMemory int64 // bytes: a missing memory limit; Memory emptyDir default size
+
+	logLinks logLinks
+	images   *imageManager // nil: images are never collected
 
 	msgMu    sync.Mutex        // guards messages
 	messages map[string]string // termination messages of dead containers, by ID
@@ -129,12 +143,24 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		nodeCPUs:   runtime.NumCPU(),
 		nodeMemory: nodeMemory(),
 		messages:   map[string]string{},
+		logLinks:   logLinks{dir: cfg.ContainerLogDir},
 		status:     status.NewManager(filepath.Join(cfg.RootDir, "checkpoints", "conditions.json")),
 		pods:       map[types.UID]*v1.Pod{},
 		dirty:      map[types.UID]bool{},
 		dirtyCh:    make(chan struct{}, 1),
 		lastSync:   map[types.UID]time.Time{},
 		waiting:    map[types.UID]map[string]*containerError{},
+	}
+	if cfg.Images.BackoffInitial <= 0 {
+		cfg.Images.BackoffInitial, cfg.Images.BackoffMax = k.backoff.initial, k.backoff.max
+	}
+	if cfg.Images.HighThreshold == 0 && cfg.Images.LowThreshold == 0 {
+		cfg.Images.HighThreshold, cfg.Images.LowThreshold = 101, 100 // never, unless configured
+	}
+	k.cfg.Images = cfg.Images
+	k.images = newImageManager(docker, cfg.Images, cfg.InfraImage, filepath.Join(cfg.RootDir, "images.json"))
+	k.images.retry = func(uid types.UID, until time.Time) {
+		time.AfterFunc(time.Until(until), func() { k.markDirty([]types.UID{uid}) })
 	}
 	k.probes = prober.NewManager(docker, func(uid types.UID) { k.markDirty([]types.UID{uid}) },
 		func(_ prober.Target, typ prober.Type, r probe.Result, _ string) {
@@ -163,6 +189,11 @@ func (k *Kubelet) Run(ctx context.Context, updates <-chan config.PodUpdate) {
 	defer syncTicker.Stop()
 	housekeeping := time.NewTicker(housekeepingPeriod)
 	defer housekeeping.Stop()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		k.runGC(ctx)
+	}()
 	for k.syncLoopIteration(ctx, workers, updates, k.dirtyCh, syncTicker.C, housekeeping.C) {
 	}
 }
@@ -299,6 +330,21 @@ func (k *Kubelet) desiredPods() []*v1.Pod {
 		out = append(out, p)
 	}
 	return out
+}
+
+// runGC collects garbage every gcPeriod until ctx is cancelled. It runs
+// beside the sync loop: removing a dead container never waits on a pod.
+func (k *Kubelet) runGC(ctx context.Context) {
+	t := time.NewTicker(gcPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			k.garbageCollect(ctx)
+		}
+	}
 }
 
 // LastRelist is when the last successful relist started.

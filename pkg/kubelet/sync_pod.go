@@ -21,7 +21,6 @@ type podActions struct {
 	createInfra bool
 	kill        []*ContainerState // running containers to stop (app or infra)
 	killReasons map[string]string // container ID → why, when not obvious
-	remove      []*ContainerState // dead containers not worth keeping
 	startInit   int               // index into spec.initContainers to start, or -1
 	start       []int             // indexes into spec.containers, in order
 	restarts    map[string]int    // restart count of each container to start, by name
@@ -50,7 +49,6 @@ func computePodActions(pod *v1.Pod, state *PodState, now time.Time, bo *backoff,
 				a.kill = append(a.kill, c)
 			}
 		}
-		a.remove = pruneDead(pod, state)
 		return a
 	}
 	infraHash := dockertools.HashInfra(pod)
@@ -192,35 +190,7 @@ func computePodActions(pod *v1.Pod, state *PodState, now time.Time, bo *backoff,
 		}
 	}
 
-	a.remove = pruneDead(pod, state)
 	return a
-}
-
-// pruneDead returns the dead containers not worth keeping: it keeps the
-// newest dead instance of each container in the spec (the record of its last
-// exit, and of an init container's completion) and drops older ones and
-// those of containers no longer in the spec.
-func pruneDead(pod *v1.Pod, state *PodState) []*ContainerState {
-	inSpec := map[string]bool{infraName: true}
-	for _, c := range pod.Spec.InitContainers {
-		inSpec[c.Name] = true
-	}
-	for _, c := range pod.Spec.Containers {
-		inSpec[c.Name] = true
-	}
-	var remove []*ContainerState
-	keptDead := map[string]bool{}
-	for _, c := range state.Containers { // newest first
-		if c.Running {
-			continue
-		}
-		if inSpec[c.Name] && !keptDead[c.Name] {
-			keptDead[c.Name] = true
-			continue
-		}
-		remove = append(remove, c)
-	}
-	return remove
 }
 
 // podFinished reports whether a pod will run nothing again: under
@@ -272,7 +242,7 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *PodState) (bo
 		bad, _ := k.probes.Unhealthy(id)
 		return bad
 	})
-	acted := a.createInfra || a.startInit >= 0 || len(a.start) > 0 || len(a.kill) > 0 || len(a.remove) > 0
+	acted := a.createInfra || a.startInit >= 0 || len(a.start) > 0 || len(a.kill) > 0
 	if !a.retryAt.IsZero() {
 		// Come back when the back-off ends; nothing else may wake the pod.
 		uid := pod.UID
@@ -298,11 +268,6 @@ func (k *Kubelet) applyActions(ctx context.Context, pod *v1.Pod, state *PodState
 		}
 		if err := k.stopAll(ctx, pod, state, a.kill, gracePeriod(pod)); err != nil {
 			return err
-		}
-	}
-	for _, c := range a.remove {
-		if err := k.docker.Remove(ctx, c.ID); err != nil {
-			glog.Errorf("Pod %s: remove dead container %s: %v", key, c.DockerName, err)
 		}
 	}
 	if !a.createInfra && a.startInit < 0 && len(a.start) == 0 {

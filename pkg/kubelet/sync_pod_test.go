@@ -64,14 +64,6 @@ func summarize(pod *v1.Pod, a podActions) string {
 	if len(kill) > 0 {
 		parts = append(parts, "kill:"+strings.Join(kill, ","))
 	}
-	var rm []string
-	for _, c := range a.remove {
-		rm = append(rm, c.ID)
-	}
-	sort.Strings(rm)
-	if len(rm) > 0 {
-		parts = append(parts, "remove:"+strings.Join(rm, ","))
-	}
 	if a.startInit >= 0 {
 		n := pod.Spec.InitContainers[a.startInit].Name
 		parts = append(parts, "init:"+n+"#"+string(rune('0'+a.restarts[n])))
@@ -127,9 +119,6 @@ func TestComputePodActions(t *testing.T) {
 		{"finished pod without infra stays finished", never, func(b *builder, p *v1.Pod) *PodState {
 			return state(b.c(p, infraName, false, 0, ""), b.c(p, "a", false, 1, ""))
 		}, ""},
-		{"older dead instances removed, newest kept", always, func(b *builder, p *v1.Pod) *PodState {
-			return state(b.c(p, infraName, true, 0, ""), b.c(p, "a", false, 1, ""), b.c(p, "a", false, 1, ""), b.c(p, "a", true, 0, ""), b.c(p, "b", true, 0, ""))
-		}, "remove:a-2"},
 		{"failed liveness: killed now, restarted on a later sync", always, func(b *builder, p *v1.Pod) *PodState {
 			sick := b.c(p, "a", true, 0, "")
 			sick.ID = "sick-a"
@@ -161,7 +150,7 @@ func TestComputePodActions(t *testing.T) {
 		}, "kill:POD-1"},
 		{"container removed from spec is stopped and removed", testPod(v1.RestartPolicyAlways, "a"), func(b *builder, p *v1.Pod) *PodState {
 			return state(b.c(p, infraName, true, 0, ""), b.c(p, "a", true, 0, ""), b.c(p, "gone", true, 0, "h"), b.c(p, "gone", false, 0, "h"))
-		}, "kill:gone-3 remove:gone-4"},
+		}, "kill:gone-3"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/golang/glog"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
@@ -64,30 +65,53 @@ type Options struct {
 	AllowPrivileged      bool          `yaml:"allow-privileged"`
 	ClusterDomain        string        `yaml:"cluster-domain"`
 	ResolvConf           string        `yaml:"resolv-conf"`
+
+	DockerConfig                      string        `yaml:"docker-config"`
+	RegistryQPS                       float64       `yaml:"registry-qps"`
+	RegistryBurst                     int           `yaml:"registry-burst"`
+	MinimumContainerTTLDuration       time.Duration `yaml:"minimum-container-ttl-duration"`
+	MaximumDeadContainersPerContainer int           `yaml:"maximum-dead-containers-per-container"`
+	MaximumDeadContainers             int           `yaml:"maximum-dead-containers"`
+	ImageGCHighThreshold              int           `yaml:"image-gc-high-threshold"`
+	ImageGCLowThreshold               int           `yaml:"image-gc-low-threshold"`
+	MinimumImageTTLDuration           time.Duration `yaml:"minimum-image-ttl-duration"`
+	ContainerLogMaxSize               string        `yaml:"container-log-max-size"`
+	ContainerLogMaxFiles              int           `yaml:"container-log-max-files"`
+	ContainerLogDir                   string        `yaml:"container-log-dir"`
 }
 
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
-		RootDir:                "/var/lib/kubelet",
-		DockerEndpoint:         dockertools.DefaultEndpoint(),
-		PodInfraContainerImage: DefaultInfraImage,
-		SyncFrequency:          10 * time.Second,
-		FileCheckFrequency:     20 * time.Second,
-		RelistPeriod:           time.Second,
-		BackoffInitial:         kubelet.DefaultBackoffInitial,
-		BackoffMax:             kubelet.DefaultBackoffMax,
-		Address:                "127.0.0.1",
-		Port:                   10250,
-		ReadOnlyAddress:        "127.0.0.1",
-		ReadOnlyPort:           10255,
-		HTTPCheckFrequency:     20 * time.Second,
-		EtcdPrefix:             config.DefaultEtcdPrefix,
-		EtcdResyncPeriod:       time.Minute,
-		NodeLogDir:             "/var/log",
-		HousekeepingInterval:   10 * time.Second,
-		ClusterDomain:          "cluster.local",
-		ResolvConf:             "/etc/resolv.conf",
+		RootDir:                           "/var/lib/kubelet",
+		DockerEndpoint:                    dockertools.DefaultEndpoint(),
+		PodInfraContainerImage:            DefaultInfraImage,
+		SyncFrequency:                     10 * time.Second,
+		FileCheckFrequency:                20 * time.Second,
+		RelistPeriod:                      time.Second,
+		BackoffInitial:                    kubelet.DefaultBackoffInitial,
+		BackoffMax:                        kubelet.DefaultBackoffMax,
+		Address:                           "127.0.0.1",
+		Port:                              10250,
+		ReadOnlyAddress:                   "127.0.0.1",
+		ReadOnlyPort:                      10255,
+		HTTPCheckFrequency:                20 * time.Second,
+		EtcdPrefix:                        config.DefaultEtcdPrefix,
+		EtcdResyncPeriod:                  time.Minute,
+		NodeLogDir:                        "/var/log",
+		HousekeepingInterval:              10 * time.Second,
+		ClusterDomain:                     "cluster.local",
+		ResolvConf:                        "/etc/resolv.conf",
+		RegistryQPS:                       5,
+		RegistryBurst:                     10,
+		MaximumDeadContainersPerContainer: 1,
+		MaximumDeadContainers:             -1,
+		ImageGCHighThreshold:              85,
+		ImageGCLowThreshold:               80,
+		MinimumImageTTLDuration:           2 * time.Minute,
+		ContainerLogMaxSize:               "10Mi",
+		ContainerLogMaxFiles:              5,
+		ContainerLogDir:                   "/var/log/containers",
 	}
 }
 
@@ -130,6 +154,18 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve /debug/pprof/ on the full-access port.")
 	fs.BoolVar(&o.AllowPrivileged, "allow-privileged", o.AllowPrivileged, "Allow containers with securityContext.privileged.")
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "Domain of pods with a subdomain: <subdomain>.<namespace>.svc.<cluster-domain>.")
+	fs.StringVar(&o.DockerConfig, "docker-config", o.DockerConfig, "Docker config file with registry credentials (default: ~/.docker/config.json and the legacy ~/.dockercfg).")
+	fs.Float64Var(&o.RegistryQPS, "registry-qps", o.RegistryQPS, "Image pulls per second (0: unlimited).")
+	fs.IntVar(&o.RegistryBurst, "registry-burst", o.RegistryBurst, "Image pulls allowed in a burst above --registry-qps.")
+	fs.DurationVar(&o.MinimumContainerTTLDuration, "minimum-container-ttl-duration", o.MinimumContainerTTLDuration, "A dead container younger than this is never collected.")
+	fs.IntVar(&o.MaximumDeadContainersPerContainer, "maximum-dead-containers-per-container", o.MaximumDeadContainersPerContainer, "Dead instances kept per container (at least 1).")
+	fs.IntVar(&o.MaximumDeadContainers, "maximum-dead-containers", o.MaximumDeadContainers, "Dead containers kept on the node (-1: no limit).")
+	fs.IntVar(&o.ImageGCHighThreshold, "image-gc-high-threshold", o.ImageGCHighThreshold, "Image file system use (percent) above which pulled, unused images are collected.")
+	fs.IntVar(&o.ImageGCLowThreshold, "image-gc-low-threshold", o.ImageGCLowThreshold, "Image file system use (percent) image GC brings it down to.")
+	fs.DurationVar(&o.MinimumImageTTLDuration, "minimum-image-ttl-duration", o.MinimumImageTTLDuration, "An image pulled more recently is never collected.")
+	fs.StringVar(&o.ContainerLogMaxSize, "container-log-max-size", o.ContainerLogMaxSize, "Size of a container's log file before it rotates (a quantity: 10Mi).")
+	fs.IntVar(&o.ContainerLogMaxFiles, "container-log-max-files", o.ContainerLogMaxFiles, "Rotated log files kept per container.")
+	fs.StringVar(&o.ContainerLogDir, "container-log-dir", o.ContainerLogDir, "Directory of <pod>_<namespace>_<container>-<id>.log symlinks to the containers' logs (empty: none).")
 	fs.StringVar(&o.ResolvConf, "resolv-conf", o.ResolvConf, "Resolver configuration of pods with dnsPolicy Default (and ClusterFirst: there is no cluster DNS).")
 }
 
@@ -171,6 +207,15 @@ func (o *Options) Validate() error {
 	}
 	if o.RootDir == "" {
 		return fmt.Errorf("--root-dir must not be empty")
+	}
+	if o.ImageGCLowThreshold < 0 || o.ImageGCHighThreshold > 100 || o.ImageGCLowThreshold > o.ImageGCHighThreshold {
+		return fmt.Errorf("image GC thresholds: want 0 <= --image-gc-low-threshold (%d) <= --image-gc-high-threshold (%d) <= 100", o.ImageGCLowThreshold, o.ImageGCHighThreshold)
+	}
+	if q, err := resource.ParseQuantity(o.ContainerLogMaxSize); err != nil || q.Value() < 0 {
+		return fmt.Errorf("--container-log-max-size %q: want a quantity such as 10Mi", o.ContainerLogMaxSize)
+	}
+	if o.RegistryQPS < 0 || o.RegistryBurst < 0 {
+		return fmt.Errorf("--registry-qps and --registry-burst must not be negative")
 	}
 	if (o.TLSCertFile == "") != (o.TLSPrivateKeyFile == "") {
 		return fmt.Errorf("--tls-cert-file and --tls-private-key-file go together")

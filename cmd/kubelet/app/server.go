@@ -14,6 +14,7 @@ import (
 	"github.com/golang/glog"
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
@@ -53,6 +54,11 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	keyring, err := loadKeyring(o.DockerConfig)
+	if err != nil {
+		return err
+	}
+	logMax := resource.MustParse(o.ContainerLogMaxSize) // validated
 	m := metrics.New()
 	merger.OnError = func(source string) { m.SourceErrors.WithLabelValues(source).Inc() }
 	k := kubelet.New(kubelet.Config{
@@ -67,6 +73,13 @@ func Run(ctx context.Context, o *Options) error {
 		AllowPrivileged: o.AllowPrivileged,
 		ClusterDomain:   o.ClusterDomain,
 		ResolvConf:      o.ResolvConf,
+		GC: kubelet.GCPolicy{MinAge: o.MinimumContainerTTLDuration, MaxPerContainer: o.MaximumDeadContainersPerContainer,
+			MaxTotal: o.MaximumDeadContainers},
+		ContainerLogDir: o.ContainerLogDir,
+		LogMaxSize:      logMax.Value(),
+		LogMaxFiles:     o.ContainerLogMaxFiles,
+		Images: kubelet.ImagePolicy{Keyring: keyring, QPS: o.RegistryQPS, Burst: o.RegistryBurst,
+			HighThreshold: o.ImageGCHighThreshold, LowThreshold: o.ImageGCLowThreshold, MinAge: o.MinimumImageTTLDuration},
 	}, docker, merger)
 
 	var etcd *clientv3.Client
@@ -188,4 +201,21 @@ func tlsConfig(o *Options) (*tls.Config, error) {
 		cfg.ClientAuth = tls.RequireAndVerifyClientCert
 	}
 	return cfg, nil
+}
+
+// loadKeyring reads registry credentials: --docker-config, else Docker's
+// own files in the home directory.
+func loadKeyring(path string) (*dockertools.Keyring, error) {
+	paths := []string{path}
+	if path == "" {
+		home, _ := os.UserHomeDir()
+		paths = []string{filepath.Join(home, ".docker", "config.json"), filepath.Join(home, ".dockercfg")}
+	} else if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("--docker-config: %w", err)
+	}
+	kr, err := dockertools.LoadKeyring(paths...)
+	if err != nil {
+		return nil, fmt.Errorf("registry credentials: %w", err)
+	}
+	return kr, nil
 }

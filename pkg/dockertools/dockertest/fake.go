@@ -232,8 +232,9 @@ func (f *FakeClient) ImagePresent(_ context.Context, image string) (bool, error)
 	return f.images[image], nil
 }
 
-// Pull implements the runtime's Pull: it fails, as nothing can be pulled.
-func (f *FakeClient) Pull(_ context.Context, image string, _ time.Duration) error {
+// PullAuth implements the runtime's PullAuth: it fails, as nothing can be
+// pulled.
+func (f *FakeClient) PullAuth(_ context.Context, image string, _ *dockertools.Auth, _ time.Duration) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("pull", image); err != nil {
@@ -241,6 +242,41 @@ func (f *FakeClient) Pull(_ context.Context, image string, _ time.Duration) erro
 	}
 	return fmt.Errorf("pull image %s: no registry in the fake", image)
 }
+
+// ImageID implements the runtime's ImageID.
+func (f *FakeClient) ImageID(_ context.Context, image string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.images[image] {
+		return "", dockertools.ErrImageNotFound
+	}
+	return "sha256:" + image, nil
+}
+
+// RemoveImage implements the runtime's RemoveImage.
+func (f *FakeClient) RemoveImage(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("remove_image", id); err != nil {
+		return err
+	}
+	delete(f.images, strings.TrimPrefix(id, "sha256:"))
+	return nil
+}
+
+// ImagesInUse implements the runtime's ImagesInUse.
+func (f *FakeClient) ImagesInUse(context.Context) (map[string]bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	used := map[string]bool{}
+	for _, c := range f.containers {
+		used[c.Image] = true
+	}
+	return used, nil
+}
+
+// ImageFsUsage implements the runtime's ImageFsUsage: always half full.
+func (f *FakeClient) ImageFsUsage(context.Context) (int, error) { return 50, nil }
 
 // Events implements the runtime's Events: the stream stays open, silent,
 // until ctx ends.

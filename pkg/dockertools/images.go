@@ -1,0 +1,190 @@
+package dockertools
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	docker "github.com/fsouza/go-dockerclient"
+)
+
+// Auth is one registry credential.
+type Auth struct {
+	Username, Password, ServerAddress string
+}
+
+// Keyring holds the registry credentials of Docker config files.
+type Keyring struct {
+	entries map[string][]Auth // by normalized registry key
+}
+
+// dockerHub is the key of Docker Hub credentials, as Docker writes them.
+const dockerHub = "index.docker.io"
+
+// LoadKeyring reads Docker config files: config.json ({"auths": {...}}) or
+// the legacy .dockercfg ({registry: {...}}). Missing files are skipped.
+func LoadKeyring(paths ...string) (*Keyring, error) {
+	k := &Keyring{entries: map[string][]Auth{}}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		var cfg struct {
+			Auths map[string]json.RawMessage `json:"auths"`
+		}
+		entries := map[string]json.RawMessage{}
+		if err := json.Unmarshal(data, &cfg); err == nil && cfg.Auths != nil {
+			entries = cfg.Auths
+		} else if err := json.Unmarshal(data, &entries); err != nil {
+			return nil, fmt.Errorf("docker config %s: %w", p, err)
+		}
+		for host, raw := range entries {
+			var e struct{ Auth, Username, Password string }
+			if err := json.Unmarshal(raw, &e); err != nil {
+				continue
+			}
+			a := Auth{Username: e.Username, Password: e.Password, ServerAddress: host}
+			if e.Auth != "" {
+				dec, err := base64.StdEncoding.DecodeString(e.Auth)
+				if err != nil {
+					return nil, fmt.Errorf("docker config %s: auth of %s: %w", p, host, err)
+				}
+				a.Username, a.Password, _ = strings.Cut(string(dec), ":")
+			}
+			key := normalizeRegistry(host)
+			k.entries[key] = append(k.entries[key], a)
+		}
+	}
+	return k, nil
+}
+
+var schemeRE = regexp.MustCompile(`^[a-z]+://`)
+
+// normalizeRegistry turns a config key ("https://index.docker.io/v1/",
+// "registry.local:5000/team") into host[/path].
+func normalizeRegistry(key string) string {
+	key = strings.TrimSuffix(schemeRE.ReplaceAllString(key, ""), "/")
+	host, path, _ := strings.Cut(key, "/")
+	if host == "docker.io" || host == "registry-1.docker.io" || host == dockerHub {
+		return dockerHub
+	}
+	if path != "" && path != "v1" && path != "v2" {
+		return host + "/" + path
+	}
+	return host
+}
+
+// RegistryHost is the registry an image reference names (Docker Hub when it
+// names none).
+func RegistryHost(image string) string {
+	first, _, ok := strings.Cut(image, "/")
+	if !ok || (!strings.ContainsAny(first, ".:") && first != "localhost") || first == "docker.io" {
+		return dockerHub
+	}
+	return first
+}
+
+// Lookup returns the credentials matching image, most specific first (a key
+// with a path before the bare host), as Docker matches them.
+func (k *Keyring) Lookup(image string) []Auth {
+	if k == nil {
+		return nil
+	}
+	host := RegistryHost(image)
+	repo := image
+	if host == dockerHub && !strings.HasPrefix(image, "docker.io/") {
+		repo = dockerHub + "/" + image
+	}
+	var specific, general []Auth
+	for key, auths := range k.entries {
+		switch {
+		case key == host:
+			general = append(general, auths...)
+		case strings.HasPrefix(key, host+"/") && strings.HasPrefix(repo, key):
+			specific = append(specific, auths...)
+		}
+	}
+	return append(specific, general...)
+}
+
+// PullAuth pulls an image with one credential (nil: anonymously).
+func (c *Client) PullAuth(ctx context.Context, image string, auth *Auth, inactivity time.Duration) error {
+	repo, tag := splitImage(image)
+	var a docker.AuthConfiguration
+	if auth != nil {
+		a = docker.AuthConfiguration{Username: auth.Username, Password: auth.Password, ServerAddress: auth.ServerAddress}
+	}
+	err := c.c.PullImage(docker.PullImageOptions{
+		Repository: repo, Tag: tag, OutputStream: discard{}, InactivityTimeout: inactivity, Context: ctx,
+	}, a)
+	if err != nil {
+		return fmt.Errorf("pull image %s: %w", image, translate(err))
+	}
+	return nil
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// ImageID is the ID of an image reference ("" and ErrImageNotFound if absent).
+func (c *Client) ImageID(ctx context.Context, image string) (string, error) {
+	img, err := c.c.InspectImage(image)
+	if err != nil {
+		return "", translate(err)
+	}
+	return img.ID, nil
+}
+
+// RemoveImage removes an image by ID (not forced: Docker refuses if a
+// container uses it).
+func (c *Client) RemoveImage(ctx context.Context, id string) error {
+	if err := c.c.RemoveImageExtended(id, docker.RemoveImageOptions{Context: ctx}); err != nil {
+		return fmt.Errorf("remove image %s: %w", shortID(strings.TrimPrefix(id, "sha256:")), translate(err))
+	}
+	return nil
+}
+
+// ImagesInUse returns the images of every container on the daemon, whoever
+// made it, as each was named at create time (a reference, or an ID).
+func (c *Client) ImagesInUse(ctx context.Context) (map[string]bool, error) {
+	ctx, cancel := short(ctx)
+	defer cancel()
+	list, err := c.c.ListContainers(docker.ListContainersOptions{All: true, Context: ctx})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", translate(err))
+	}
+	used := map[string]bool{}
+	for _, l := range list {
+		used[l.Image] = true
+	}
+	return used, nil
+}
+
+// ImageFsUsage is the use of the file system holding Docker's images, in
+// percent.
+func (c *Client) ImageFsUsage(ctx context.Context) (int, error) {
+	info, err := c.c.Info()
+	if err != nil {
+		return 0, fmt.Errorf("docker info: %w", translate(err))
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(info.DockerRootDir, &st); err != nil {
+		return 0, fmt.Errorf("statfs %s: %w", info.DockerRootDir, err)
+	}
+	if st.Blocks == 0 {
+		return 0, nil
+	}
+	return int(100 * (st.Blocks - st.Bavail) / st.Blocks), nil
+}

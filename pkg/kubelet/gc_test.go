@@ -1,0 +1,65 @@
+package kubelet
+
+import (
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestDeadContainersToRemove(t *testing.T) {
+	now := time.Now()
+	pod := testPod(v1.RestartPolicyAlways, "a")
+	pod.Spec.InitContainers = []v1.Container{{Name: "init", Image: "img:1"}}
+	// dead makes a dead container (ID: name-minutes) that finished ago before now.
+	dead := func(name string, ago time.Duration) *ContainerState {
+		return &ContainerState{ID: name + "-" + ago.String(), Name: name, CreatedAt: now.Add(-ago - time.Second), FinishedAt: now.Add(-ago)}
+	}
+	run := func(name string) *ContainerState {
+		return &ContainerState{ID: name + "-run", Name: name, Running: true, CreatedAt: now}
+	}
+	mk := func(cs ...*ContainerState) map[types.UID]*PodState {
+		st := state(cs...)
+		return map[types.UID]*PodState{pod.UID: st}
+	}
+	desired := func(uid types.UID) *v1.Pod {
+		if uid == pod.UID {
+			return pod
+		}
+		return nil
+	}
+	cases := []struct {
+		name   string
+		pods   map[types.UID]*PodState
+		policy GCPolicy
+		want   string
+	}{
+		{"newest dead kept, older removed", mk(run("a"), dead("a", time.Minute), dead("a", 2*time.Minute), dead("a", 3*time.Minute)),
+			GCPolicy{MaxPerContainer: 1, MaxTotal: -1}, "a-2m0s,a-3m0s"},
+		{"keep three", mk(dead("a", time.Minute), dead("a", 2*time.Minute), dead("a", 3*time.Minute), dead("a", 4*time.Minute)),
+			GCPolicy{MaxPerContainer: 3, MaxTotal: -1}, "a-4m0s"},
+		{"min age protects the young", mk(dead("a", time.Second), dead("a", 2*time.Second), dead("a", time.Hour)),
+			GCPolicy{MinAge: 10 * time.Second, MaxPerContainer: 1, MaxTotal: -1}, "a-1h0m0s"},
+		{"completed init container kept", mk(run("a"), dead("init", time.Hour)), GCPolicy{MaxPerContainer: 1, MaxTotal: -1}, ""},
+		{"gone from the spec", mk(run("a"), dead("old", time.Hour)), GCPolicy{MaxPerContainer: 1, MaxTotal: -1}, "old-1h0m0s"},
+		{"global cap never takes the newest", mk(dead("a", time.Minute), dead("a", 2*time.Minute), dead("init", time.Hour), dead("POD", time.Hour)),
+			GCPolicy{MaxPerContainer: 5, MaxTotal: 1}, "a-2m0s"},
+		{"pods not desired are left to their worker", map[types.UID]*PodState{"other": state(dead("a", time.Hour), dead("a", 2*time.Hour))},
+			GCPolicy{MaxPerContainer: 1, MaxTotal: 0}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var ids []string
+			for _, x := range deadContainersToRemove(c.pods, desired, c.policy, now) {
+				ids = append(ids, x.ID)
+			}
+			sort.Strings(ids)
+			if got := strings.Join(ids, ","); got != c.want {
+				t.Errorf("removed %q, want %q", got, c.want)
+			}
+		})
+	}
+}
