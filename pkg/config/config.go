@@ -83,7 +83,7 @@ type admission struct {
 // with an error naming both.
 type Merger struct {
 	// OnError, if set, is called (without blocking) for each source failure.
-	OnError func(source string)
+	OnError func(source string, err error)
 
 	// sendMu serializes emission so updates leave in the order they were
 	// computed, without holding mu while the consumer is busy.
@@ -166,7 +166,7 @@ func (m *Merger) SetError(source string, err error) {
 	}
 	s.lastError, s.lastErrorAt = err.Error(), time.Now()
 	if m.OnError != nil {
-		m.OnError(source)
+		m.OnError(source, err)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/prober"
 	"github.com/classic-kubelet/kubelet/pkg/probe"
 )
@@ -101,6 +102,9 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	var ce *containerError
 	if errors.As(err, &ce) {
 		k.setWaiting(pod.UID, c.Name, ce)
+		if ce.reason != reasonImagePull && ce.reason != reasonImagePullBackOff {
+			k.cfg.Events.Event(events.PodRef(pod, c.Name), true, "Failed", "Error: %s", ce.message)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("container %s: %w", c.Name, err)
@@ -124,11 +128,14 @@ func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if err != nil {
 		return &containerError{reasonCreateError, err.Error()}
 	}
+	ref := events.PodRef(pod, c.Name)
+	k.cfg.Events.Event(ref, false, "Created", "Created container %s", c.Name)
 	if err := k.docker.Start(ctx, id); err != nil {
 		// A container that failed to start stays as the record of why.
 		return &containerError{reasonRunError, err.Error()}
 	}
 	glog.Infof("Pod %s: started container %s (restart %d)", api.Key(pod), spec.Name, restartCount)
+	k.cfg.Events.Event(ref, false, "Started", "Started container %s", c.Name)
 	if k.logLinks.dir != "" {
 		if d, err := k.docker.Inspect(ctx, id); err == nil {
 			k.logLinks.create(pod.Name, pod.Namespace, c.Name, id, d.LogPath)
@@ -281,6 +288,9 @@ func (k *Kubelet) stopAll(ctx context.Context, pod *v1.Pod, state *PodState, cs 
 // what remains of the grace period (at least minStopGrace).
 func (k *Kubelet) stopContainer(ctx context.Context, pod *v1.Pod, state *PodState, c *ContainerState, grace time.Duration) error {
 	deadline := time.Now().Add(grace)
+	if pod != nil && c.Name != infraName {
+		k.cfg.Events.Event(events.PodRef(pod, c.Name), false, "Killing", "Stopping container %s", c.Name)
+	}
 	if spec := containerSpec(pod, c.Name); spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil {
 		podIP := ""
 		if infra := state.runningInfra(); infra != nil {

@@ -69,7 +69,7 @@ type imageManager struct {
 	group      singleflight.Group
 	recordPath string
 	retry      func(types.UID, time.Time) // come back to a pod when its back-off ends
-	events     func(pod *v1.Pod, reason, msg string, warning bool)
+	events     func(pod *v1.Pod, container, reason, msg string, warning bool)
 
 	mu       sync.Mutex // guards pulled and failures
 	pulled   map[string]pulledImage
@@ -83,7 +83,7 @@ func newImageManager(d imageRuntime, p ImagePolicy, infraImage, recordPath strin
 	}
 	m := &imageManager{docker: d, policy: p, infraImage: infraImage, limiter: rate.NewLimiter(limit, max(p.Burst, 1)),
 		recordPath: recordPath, pulled: map[string]pulledImage{}, failures: map[string]*pullFailure{},
-		retry: func(types.UID, time.Time) {}, events: func(*v1.Pod, string, string, bool) {}}
+		retry: func(types.UID, time.Time) {}, events: func(*v1.Pod, string, string, string, bool) {}}
 	if data, err := os.ReadFile(recordPath); err == nil {
 		if err := json.Unmarshal(data, &m.pulled); err != nil {
 			glog.Errorf("Ignoring corrupt record of pulled images %s: %v", recordPath, err)
@@ -117,9 +117,10 @@ func (m *imageManager) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container)
 	f := m.failures[key]
 	m.mu.Unlock()
 	if f != nil && time.Now().Before(f.until) {
+		m.events(pod, c.Name, "BackOff", fmt.Sprintf("Back-off pulling image %q", c.Image), false)
 		return &containerError{reasonImagePullBackOff, fmt.Sprintf("Back-off pulling image %q: %s", c.Image, f.msg)}
 	}
-	m.events(pod, "Pulling", fmt.Sprintf("Pulling image %q", c.Image), false)
+	m.events(pod, c.Name, "Pulling", fmt.Sprintf("Pulling image %q", c.Image), false)
 	start := time.Now()
 	if err := m.pull(ctx, c.Image); err != nil {
 		msg := summarizePullError(c.Image, err, len(m.policy.Keyring.Lookup(c.Image)) > 0)
@@ -134,13 +135,13 @@ func (m *imageManager) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container)
 		until := f.until
 		m.mu.Unlock()
 		m.retry(pod.UID, until)
-		m.events(pod, "Failed", msg, true)
+		m.events(pod, c.Name, "Failed", msg, true)
 		return &containerError{reasonImagePull, msg}
 	}
 	m.mu.Lock()
 	delete(m.failures, key)
 	m.mu.Unlock()
-	m.events(pod, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v", c.Image, time.Since(start).Round(time.Millisecond)), false)
+	m.events(pod, c.Name, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v", c.Image, time.Since(start).Round(time.Millisecond)), false)
 	return nil
 }
 

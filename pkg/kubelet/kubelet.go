@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/prober"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/status"
@@ -74,6 +76,8 @@ type Config struct {
 	LogMaxFiles int
 	// Images configures pulls and image GC.
 	Images ImagePolicy
+	// Events records what happens to pods (nil: nothing is recorded).
+	Events *events.Recorder
 }
 
 // housekeepingPeriod is how often pods left on the node without a desired
@@ -159,12 +163,20 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 	}
 	k.cfg.Images = cfg.Images
 	k.images = newImageManager(docker, cfg.Images, cfg.InfraImage, filepath.Join(cfg.RootDir, "images.json"))
+	k.images.events = func(pod *v1.Pod, container, reason, msg string, warning bool) {
+		cfg.Events.Event(events.PodRef(pod, container), warning, reason, "%s", msg)
+	}
 	k.images.retry = func(uid types.UID, until time.Time) {
 		time.AfterFunc(time.Until(until), func() { k.markDirty([]types.UID{uid}) })
 	}
 	k.probes = prober.NewManager(docker, func(uid types.UID) { k.markDirty([]types.UID{uid}) },
-		func(_ prober.Target, typ prober.Type, r probe.Result, _ string) {
+		func(t prober.Target, typ prober.Type, r probe.Result, out string) {
 			k.metrics.ProbeResults.WithLabelValues(typ.String(), r.String()).Inc()
+			if r == probe.Failure {
+				ns, name, _ := strings.Cut(t.PodKey, "/")
+				cfg.Events.Event(events.Ref{Namespace: ns, Name: name, UID: t.PodUID, FieldPath: "spec.containers{" + t.Container.Name + "}"},
+					true, "Unhealthy", "%s probe failed: %s", strings.ToUpper(typ.String()[:1])+typ.String()[1:], probe.Truncate(out))
+			}
 		})
 	return k
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/prober"
 )
 
@@ -257,6 +258,9 @@ func (k *Kubelet) applyActions(ctx context.Context, pod *v1.Pod, state *PodState
 	key := api.Key(pod)
 	if len(a.waiting) > 0 {
 		glog.V(2).Infof("Pod %s: containers %s in crash back-off", key, strings.Join(a.waiting, ", "))
+		for _, name := range a.waiting {
+			k.cfg.Events.Event(events.PodRef(pod, name), true, "BackOff", "Back-off restarting failed container %s", name)
+		}
 	}
 	if len(a.kill) > 0 {
 		for _, c := range a.kill {

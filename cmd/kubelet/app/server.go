@@ -20,6 +20,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/cadvisor"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/server"
 )
@@ -60,7 +61,11 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	logMax := resource.MustParse(o.ContainerLogMaxSize) // validated
 	m := metrics.New()
-	merger.OnError = func(source string) { m.SourceErrors.WithLabelValues(source).Inc() }
+	recorder := events.New(o.HostnameOverride)
+	merger.OnError = func(source string, err error) {
+		m.SourceErrors.WithLabelValues(source).Inc()
+		recorder.Event(events.Ref{Name: source}, true, "FailedValidation", "source %s: %v", source, err)
+	}
 	k := kubelet.New(kubelet.Config{
 		NodeName:        o.HostnameOverride,
 		RootDir:         o.RootDir,
@@ -78,6 +83,7 @@ func Run(ctx context.Context, o *Options) error {
 		ContainerLogDir: o.ContainerLogDir,
 		LogMaxSize:      logMax.Value(),
 		LogMaxFiles:     o.ContainerLogMaxFiles,
+		Events:          recorder,
 		Images: kubelet.ImagePolicy{Keyring: keyring, QPS: o.RegistryQPS, Burst: o.RegistryBurst,
 			HighThreshold: o.ImageGCHighThreshold, LowThreshold: o.ImageGCLowThreshold, MinAge: o.MinimumImageTTLDuration},
 	}, docker, merger)
@@ -118,7 +124,7 @@ func Run(ctx context.Context, o *Options) error {
 	// it runs, and for good if it cannot (no cgroups).
 	stats := cadvisor.New(o.DockerEndpoint, o.HousekeepingInterval)
 	defer stats.Stop()
-	deps := server.Deps{Host: k, Runtime: docker, Pods: apiSource, Sources: merger, Metrics: m.Registry, StatsErr: stats.Err()}
+	deps := server.Deps{Host: k, Runtime: docker, Pods: apiSource, Sources: merger, Metrics: m.Registry, StatsErr: stats.Err(), Events: recorder}
 	if stats.Err() == nil {
 		deps.Stats = stats
 		if col, err := stats.Collector(); err == nil {
@@ -169,6 +175,7 @@ func Run(ctx context.Context, o *Options) error {
 		goRun(func() { src.Run(ctx) })
 	}
 	if etcd != nil {
+		goRun(func() { recorder.RunEtcdWriter(ctx, etcd) })
 		src := config.NewEtcdSource(etcd, config.EtcdKey(o.EtcdPrefix, o.HostnameOverride), o.HostnameOverride, o.EtcdResyncPeriod, merger)
 		goRun(func() { src.Run(ctx) })
 	}

@@ -71,6 +71,8 @@ type Deps struct {
 	CadvisorMetrics prometheus.Gatherer
 	// StatsErr says why stats are unavailable.
 	StatsErr error
+	// Events lists recent events (nil: 404).
+	Events interface{ List() v1.EventList }
 }
 
 // Options are the server's settings.
@@ -112,6 +114,7 @@ func New(d Deps, o Options) *Server {
 		{http.MethodGet, "/stats/{namespace}/{pod}/{uid}/{container}", true, s.containerStats},
 		{http.MethodGet, "/stats/{podFullName}/{container}", true, s.containerStats},
 		{http.MethodGet, "/metrics", true, s.metrics},
+		{http.MethodGet, "/events", true, s.listEvents},
 		{http.MethodGet, "/metrics/cadvisor", true, s.cadvisorMetrics},
 		{http.MethodPost, "/pods", false, s.postPods},
 		{http.MethodPut, "/pods", false, s.putPods},
@@ -277,6 +280,14 @@ func (s *Server) getPod(w http.ResponseWriter, _ *http.Request, p map[string]str
 	}
 	pod.APIVersion, pod.Kind = "v1", "Pod"
 	writeJSON(w, http.StatusOK, pod)
+}
+
+func (s *Server) listEvents(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+	if s.Events == nil {
+		writeError(w, http.StatusNotFound, "events are not recorded")
+		return
+	}
+	writeJSON(w, http.StatusOK, s.Events.List())
 }
 
 func (s *Server) listSources(w http.ResponseWriter, _ *http.Request, _ map[string]string) {

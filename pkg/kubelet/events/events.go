@@ -1,0 +1,167 @@
+// Package events records what the agent does to pods (Pulling, Started,
+// Killing, BackOff, Unhealthy, ...) in a bounded in-memory ring served at
+// GET /events, and, when etcd is configured, writes them there under a
+// 48-hour lease without ever blocking the agent's work.
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/golang/glog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+)
+
+const (
+	// ringSize bounds the events kept in memory.
+	ringSize = 1000
+	// queueSize bounds the events waiting to be written to etcd; beyond
+	// it they are dropped (and counted): pod work never waits for etcd.
+	queueSize = 1000
+	// leaseTTL is how long events live in etcd: two days, as the classic
+	// agent kept them.
+	leaseTTL = 48 * time.Hour
+	// leasePeriod: one lease is shared by the events of a minute.
+	leasePeriod = time.Minute
+	// dedupWindow folds repeats of one event into its count.
+	dedupWindow = 10 * time.Minute
+)
+
+// Ref names the object an event is about.
+type Ref struct {
+	Namespace, Name string
+	UID             types.UID
+	FieldPath       string // spec.containers{name}, when about a container
+}
+
+// PodRef refers to a pod, or one of its containers.
+func PodRef(pod *v1.Pod, container string) Ref {
+	r := Ref{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
+	if container != "" {
+		r.FieldPath = fmt.Sprintf("spec.containers{%s}", container)
+	}
+	return r
+}
+
+// Recorder keeps and ships events. It is safe for concurrent use; a nil
+// *Recorder records nothing.
+type Recorder struct {
+	node string
+
+	mu   sync.Mutex // guards ring
+	ring []*v1.Event
+
+	queue   chan *v1.Event
+	dropped atomic.Int64
+}
+
+// New returns a recorder for node.
+func New(node string) *Recorder {
+	return &Recorder{node: node, queue: make(chan *v1.Event, queueSize)}
+}
+
+// Event records one event. warning marks a failure.
+func (r *Recorder) Event(ref Ref, warning bool, reason, format string, args ...any) {
+	if r == nil {
+		return
+	}
+	typ := v1.EventTypeNormal
+	if warning {
+		typ = v1.EventTypeWarning
+	}
+	msg := fmt.Sprintf(format, args...)
+	now := metav1.Now()
+	r.mu.Lock()
+	for i := len(r.ring) - 1; i >= 0 && i >= len(r.ring)-50; i-- {
+		e := r.ring[i]
+		if e.InvolvedObject.UID == ref.UID && e.InvolvedObject.FieldPath == ref.FieldPath && e.Reason == reason &&
+			e.Message == msg && now.Sub(e.LastTimestamp.Time) < dedupWindow {
+			e.Count++
+			e.LastTimestamp = now
+			r.mu.Unlock()
+			return
+		}
+	}
+	e := &v1.Event{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Event"},
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", ref.Name, now.UnixNano()), Namespace: ref.Namespace, UID: uuid.NewUUID()},
+		InvolvedObject: v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: ref.Namespace, Name: ref.Name,
+			UID: ref.UID, FieldPath: ref.FieldPath},
+		Reason: reason, Message: msg, Type: typ, Count: 1,
+		FirstTimestamp: now, LastTimestamp: now,
+		Source: v1.EventSource{Component: "kubelet", Host: r.node},
+	}
+	r.ring = append(r.ring, e)
+	if len(r.ring) > ringSize {
+		r.ring = append([]*v1.Event(nil), r.ring[len(r.ring)-ringSize:]...)
+	}
+	r.mu.Unlock()
+	if warning {
+		glog.V(1).Infof("Event %s %s/%s %s: %s", reason, ref.Namespace, ref.Name, ref.FieldPath, msg)
+	}
+	select {
+	case r.queue <- e.DeepCopy():
+	default:
+		r.dropped.Add(1)
+	}
+}
+
+// List returns the kept events, oldest first.
+func (r *Recorder) List() v1.EventList {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l := v1.EventList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "EventList"}, Items: make([]v1.Event, 0, len(r.ring))}
+	for _, e := range r.ring {
+		l.Items = append(l.Items, *e)
+	}
+	return l
+}
+
+// Dropped counts events not written to etcd because it was slow or down.
+func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
+
+// RunEtcdWriter writes queued events to /events/<node>/<namespace>/<pod>/<id>
+// under a shared 48-hour lease until ctx is cancelled. Without a writer the
+// queue fills and further events are only dropped from it.
+func (r *Recorder) RunEtcdWriter(ctx context.Context, c *clientv3.Client) {
+	var lease clientv3.LeaseID
+	var leaseAt time.Time
+	for {
+		var e *v1.Event
+		select {
+		case <-ctx.Done():
+			return
+		case e = <-r.queue:
+		}
+		if lease == 0 || time.Since(leaseAt) > leasePeriod {
+			gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			resp, err := c.Grant(gctx, int64(leaseTTL/time.Second))
+			cancel()
+			if err != nil {
+				r.dropped.Add(1)
+				glog.V(2).Infof("Events: etcd lease: %v", err)
+				continue
+			}
+			lease, leaseAt = resp.ID, time.Now()
+		}
+		data, err := json.Marshal(e)
+		if err != nil {
+			continue
+		}
+		key := fmt.Sprintf("/events/%s/%s/%s/%s", r.node, e.InvolvedObject.Namespace, e.InvolvedObject.Name, e.UID)
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if _, err := c.Put(pctx, key, string(data), clientv3.WithLease(lease)); err != nil {
+			r.dropped.Add(1)
+			glog.V(2).Infof("Events: etcd put: %v", err)
+		}
+		cancel()
+	}
+}

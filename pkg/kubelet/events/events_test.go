@@ -1,0 +1,38 @@
+package events
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestRecorder(t *testing.T) {
+	r := New("node-1")
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1"}}
+	r.Event(PodRef(pod, "server"), false, "Started", "Started container %s", "server")
+	r.Event(PodRef(pod, "server"), true, "BackOff", "Back-off restarting failed container")
+	r.Event(PodRef(pod, "server"), true, "BackOff", "Back-off restarting failed container") // folded
+	l := r.List()
+	if len(l.Items) != 2 {
+		t.Fatalf("%d events, want 2", len(l.Items))
+	}
+	e := l.Items[1]
+	if e.Reason != "BackOff" || e.Type != v1.EventTypeWarning || e.Count != 2 || e.InvolvedObject.FieldPath != "spec.containers{server}" ||
+		e.Source.Host != "node-1" || e.InvolvedObject.Name != "web" {
+		t.Errorf("event %+v", e)
+	}
+	for i := 0; i < ringSize+10; i++ {
+		r.Event(Ref{Name: "p", UID: "u2"}, false, "Pulled", "image %d", i)
+	}
+	if n := len(r.List().Items); n != ringSize {
+		t.Errorf("ring holds %d events, want %d", n, ringSize)
+	}
+	// Without an etcd writer the queue fills, then events are dropped from
+	// it, never blocking the caller.
+	if r.Dropped() == 0 {
+		t.Error("no drops counted with a full queue")
+	}
+	var nilRecorder *Recorder
+	nilRecorder.Event(Ref{}, false, "X", "no panic")
+}
