@@ -19,12 +19,14 @@ run: build images
 
 # Unit and end-to-end tests against the real Docker daemon.
 test: images
+	hack/ensure-test-deps.sh
 	hack/test.sh
 
 unit:
 	$(GO) test ./pkg/... ./cmd/...
 
 e2e: images
+	hack/ensure-test-deps.sh
 	$(GO) test -count=1 ./test/e2e/...
 
 clean:

@@ -2,6 +2,8 @@ package kubelet
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -94,8 +96,29 @@ func (k *Kubelet) garbageCollect(ctx context.Context) {
 		}
 	}
 	k.logLinks.removeDangling()
+	k.removeOrphanPodDirs()
 	if k.images != nil {
 		k.images.collect(ctx)
+	}
+}
+
+// removeOrphanPodDirs removes the directories of pods that are neither
+// desired nor have containers (left by a crash between a pod's container
+// removal and its directory's), unmounting what is mounted inside first.
+func (k *Kubelet) removeOrphanPodDirs() {
+	entries, err := os.ReadDir(filepath.Join(k.cfg.RootDir, "pods"))
+	if err != nil {
+		return
+	}
+	cached := k.cache.all()
+	for _, e := range entries {
+		uid := types.UID(e.Name())
+		if !e.IsDir() || k.desiredPod(uid) != nil || cached[uid] != nil {
+			continue
+		}
+		if err := cleanupPodDir(k.podDir(uid)); err != nil {
+			glog.Errorf("GC: orphaned pod directory: %v", err)
+		}
 	}
 }
 

@@ -78,14 +78,17 @@ type Config struct {
 	Images ImagePolicy
 	// Events records what happens to pods (nil: nothing is recorded).
 	Events *events.Recorder
+	// GCPeriod is how often garbage is collected (default a minute).
+	GCPeriod time.Duration
 }
 
 // housekeepingPeriod is how often pods left on the node without a desired
 // spec are looked for; the relist also triggers this for changed pods.
 const housekeepingPeriod = 2 * time.Second
 
-// gcPeriod is how often dead containers and unused images are collected.
-const gcPeriod = time.Minute
+// defaultGCPeriod is how often dead containers and unused images are
+// collected.
+const defaultGCPeriod = time.Minute
 
 // Kubelet is the node agent's core: desired pods in, Docker actions out.
 type Kubelet struct {
@@ -157,9 +160,6 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 	}
 	if cfg.Images.BackoffInitial <= 0 {
 		cfg.Images.BackoffInitial, cfg.Images.BackoffMax = k.backoff.initial, k.backoff.max
-	}
-	if cfg.Images.HighThreshold == 0 && cfg.Images.LowThreshold == 0 {
-		cfg.Images.HighThreshold, cfg.Images.LowThreshold = 101, 100 // never, unless configured
 	}
 	k.cfg.Images = cfg.Images
 	k.images = newImageManager(docker, cfg.Images, cfg.InfraImage, filepath.Join(cfg.RootDir, "images.json"))
@@ -347,7 +347,11 @@ func (k *Kubelet) desiredPods() []*v1.Pod {
 // runGC collects garbage every gcPeriod until ctx is cancelled. It runs
 // beside the sync loop: removing a dead container never waits on a pod.
 func (k *Kubelet) runGC(ctx context.Context) {
-	t := time.NewTicker(gcPeriod)
+	period := k.cfg.GCPeriod
+	if period <= 0 {
+		period = defaultGCPeriod
+	}
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {

@@ -86,6 +86,7 @@ type agent struct {
 	extraArgs   []string
 	port        int // full-access API
 	roPort      int // read-only API
+	logDir      string
 	logPath     string
 	cmd         *exec.Cmd
 	exited      chan struct{}
@@ -112,6 +113,7 @@ func startAgent(t *testing.T, extraArgs ...string) *agent {
 		extraArgs:   extraArgs,
 		port:        freePort(t),
 		roPort:      freePort(t),
+		logDir:      t.TempDir(),
 	}
 	a.logPath = filepath.Join(t.TempDir(), "agent.log")
 	t.Cleanup(func() {
@@ -135,6 +137,9 @@ func (a *agent) args() []string {
 		"--file-check-frequency", "2s",
 		"--port", fmt.Sprint(a.port),
 		"--read-only-port", fmt.Sprint(a.roPort),
+		// Image GC effectively off: no test deletes images it did not pull.
+		"--image-gc-high-threshold", "100", "--image-gc-low-threshold", "99",
+		"--container-log-dir", a.logDir,
 		"-v", "2",
 	}, a.extraArgs...)
 }

@@ -78,6 +78,7 @@ type Options struct {
 	ContainerLogMaxSize               string        `yaml:"container-log-max-size"`
 	ContainerLogMaxFiles              int           `yaml:"container-log-max-files"`
 	ContainerLogDir                   string        `yaml:"container-log-dir"`
+	GCPeriod                          time.Duration `yaml:"gc-period"`
 }
 
 // NewOptions returns the defaults.
@@ -112,6 +113,7 @@ func NewOptions() *Options {
 		ContainerLogMaxSize:               "10Mi",
 		ContainerLogMaxFiles:              5,
 		ContainerLogDir:                   "/var/log/containers",
+		GCPeriod:                          time.Minute,
 	}
 }
 
@@ -166,6 +168,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ContainerLogMaxSize, "container-log-max-size", o.ContainerLogMaxSize, "Size of a container's log file before it rotates (a quantity: 10Mi).")
 	fs.IntVar(&o.ContainerLogMaxFiles, "container-log-max-files", o.ContainerLogMaxFiles, "Rotated log files kept per container.")
 	fs.StringVar(&o.ContainerLogDir, "container-log-dir", o.ContainerLogDir, "Directory of <pod>_<namespace>_<container>-<id>.log symlinks to the containers' logs (empty: none).")
+	fs.DurationVar(&o.GCPeriod, "gc-period", o.GCPeriod, "How often dead containers and unused images are collected (advanced).")
+	_ = fs.MarkHidden("gc-period")
 	fs.StringVar(&o.ResolvConf, "resolv-conf", o.ResolvConf, "Resolver configuration of pods with dnsPolicy Default (and ClusterFirst: there is no cluster DNS).")
 }
 
@@ -183,7 +187,7 @@ func (o *Options) Validate() error {
 		"--sync-frequency": o.SyncFrequency, "--file-check-frequency": o.FileCheckFrequency,
 		"--relist-period": o.RelistPeriod, "--backoff-initial": o.BackoffInitial, "--backoff-max": o.BackoffMax,
 		"--http-check-frequency": o.HTTPCheckFrequency, "--etcd-resync-period": o.EtcdResyncPeriod,
-		"--housekeeping-interval": o.HousekeepingInterval,
+		"--housekeeping-interval": o.HousekeepingInterval, "--gc-period": o.GCPeriod,
 	} {
 		if d <= 0 {
 			return fmt.Errorf("%s must be positive, got %v", name, d)

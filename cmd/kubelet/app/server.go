@@ -81,6 +81,7 @@ func Run(ctx context.Context, o *Options) error {
 		GC: kubelet.GCPolicy{MinAge: o.MinimumContainerTTLDuration, MaxPerContainer: o.MaximumDeadContainersPerContainer,
 			MaxTotal: o.MaximumDeadContainers},
 		ContainerLogDir: o.ContainerLogDir,
+		GCPeriod:        o.GCPeriod,
 		LogMaxSize:      logMax.Value(),
 		LogMaxFiles:     o.ContainerLogMaxFiles,
 		Events:          recorder,
