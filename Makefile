@@ -1,7 +1,10 @@
 # Targets call scripts in hack/; see README.md.
 GO ?= go
 
-.PHONY: all build images run test unit e2e clean
+PREFIX ?= /usr/local
+DESTDIR ?=
+
+.PHONY: all build images run test unit e2e install clean
 
 all: build
 
@@ -28,6 +31,12 @@ unit:
 e2e: images
 	hack/ensure-test-deps.sh
 	$(GO) test -count=1 ./test/e2e/...
+
+# Installs the agent as classic-kubelet, the pause program beside it (the
+# agent builds its infra image from it on a node that lacks the image), the
+# systemd unit and, if absent, a config file.
+install: build
+	hack/install.sh "$(DESTDIR)" "$(PREFIX)"
 
 clean:
 	rm -rf bin

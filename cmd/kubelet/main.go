@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -15,6 +16,10 @@ import (
 
 func main() {
 	opts, err := app.ParseFlags(os.Args[1:])
+	if errors.Is(err, app.ErrVersion) {
+		fmt.Println("classic-kubelet", app.Version)
+		return
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "kubelet: %v\n", err)
 		os.Exit(2)

@@ -50,13 +50,18 @@ type FileSource struct {
 	last    []*v1.Pod
 	sent    bool
 	lastErr string
+	read1   chan struct{} // closed after the first reading
 }
 
 // NewFileSource returns a source for path, re-read every period besides the
 // file-system notifications.
 func NewFileSource(path, node string, period time.Duration, sink Sink) *FileSource {
-	return &FileSource{path: path, node: node, period: period, sink: sink, files: map[string]*fileState{}}
+	return &FileSource{path: path, node: node, period: period, sink: sink, files: map[string]*fileState{}, read1: make(chan struct{})}
 }
+
+// FirstRead is closed once the source has read its path for the first time
+// (whatever it found).
+func (s *FileSource) FirstRead() <-chan struct{} { return s.read1 }
 
 // Run watches and reads until ctx is cancelled.
 func (s *FileSource) Run(ctx context.Context) {
@@ -95,6 +100,7 @@ func (s *FileSource) Run(ctx context.Context) {
 
 	watch()
 	s.read(ctx)
+	close(s.read1)
 	for {
 		select {
 		case <-ctx.Done():

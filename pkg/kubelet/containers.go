@@ -70,9 +70,17 @@ func (k *Kubelet) startInfra(ctx context.Context, pod *v1.Pod) (id, ip string, e
 	if err != nil {
 		return "", "", err
 	}
+	if !present && k.cfg.PauseBinary != "" {
+		// A fresh node: build the infra image from the pause program
+		// installed beside the agent. It is never pulled.
+		glog.Infof("Building infra image %s from %s", k.cfg.InfraImage, k.cfg.PauseBinary)
+		if err := k.docker.BuildPauseImage(ctx, k.cfg.InfraImage, k.cfg.PauseBinary); err != nil {
+			return "", "", err
+		}
+		present = true
+	}
 	if !present {
-		// The infra image is built locally (make images) and never pulled.
-		return "", "", &containerError{reasonInfraImageAbsent, fmt.Sprintf("infra image %s is not present (build it with `make images`)", k.cfg.InfraImage)}
+		return "", "", &containerError{reasonInfraImageAbsent, fmt.Sprintf("infra image %s is not present (build it with `make images`, or install the pause program beside the agent)", k.cfg.InfraImage)}
 	}
 	opts, err := k.infraOptions(pod)
 	if err != nil {

@@ -136,3 +136,10 @@ func (i instrumentedRuntime) Logs(ctx context.Context, id string, o dockertools.
 	i.observe("logs", start, err)
 	return err
 }
+
+func (i instrumentedRuntime) BuildPauseImage(ctx context.Context, tag, binary string) error {
+	start := time.Now()
+	err := i.r.BuildPauseImage(ctx, tag, binary)
+	i.observe("build", start, err)
+	return err
+}

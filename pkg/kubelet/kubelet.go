@@ -39,6 +39,7 @@ type Runtime interface {
 	imageRuntime
 	Exec(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (int, []byte, error)
 	ImageUser(ctx context.Context, image string) (string, error)
+	BuildPauseImage(ctx context.Context, tag, binary string) error
 	Logs(ctx context.Context, id string, o dockertools.LogOptions, w io.Writer) error
 }
 
@@ -80,6 +81,9 @@ type Config struct {
 	Events *events.Recorder
 	// GCPeriod is how often garbage is collected (default a minute).
 	GCPeriod time.Duration
+	// PauseBinary, if set, is the pause program the infra image is built
+	// from when it is absent (never pulled).
+	PauseBinary string
 }
 
 // housekeepingPeriod is how often pods left on the node without a desired

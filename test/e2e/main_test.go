@@ -84,8 +84,10 @@ type agent struct {
 	rootDir     string
 	manifestDir string
 	extraArgs   []string
-	port        int // full-access API
-	roPort      int // read-only API
+	binary      string // the agent binary; agentBinary unless a test installs its own
+	exitErr     error  // how the last run ended
+	port        int    // full-access API
+	roPort      int    // read-only API
 	logDir      string
 	logPath     string
 	cmd         *exec.Cmd
@@ -150,15 +152,22 @@ func (a *agent) start() {
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	cmd := exec.Command(agentBinary, a.args()...)
+	bin := a.binary
+	if bin == "" {
+		bin = agentBinary
+	}
+	cmd := exec.Command(bin, a.args()...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		a.t.Fatalf("start agent: %v", err)
 	}
 	exited := make(chan struct{})
 	go func() {
-		_ = cmd.Wait()
+		err := cmd.Wait()
 		logf.Close()
+		a.mu.Lock()
+		a.exitErr = err
+		a.mu.Unlock()
 		close(exited)
 	}()
 	a.mu.Lock()

@@ -3,11 +3,13 @@
 package app
 
 import (
+	"errors"
 	goflag "flag"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -79,6 +81,9 @@ type Options struct {
 	ContainerLogMaxFiles              int           `yaml:"container-log-max-files"`
 	ContainerLogDir                   string        `yaml:"container-log-dir"`
 	GCPeriod                          time.Duration `yaml:"gc-period"`
+
+	// ConfigFile is the --kubelet-config file the options came from, if any.
+	ConfigFile string `yaml:"-"`
 }
 
 // NewOptions returns the defaults.
@@ -270,6 +275,51 @@ func checkNotKubeletConfig(path string) error {
 	return nil
 }
 
+// ErrVersion is returned by ParseFlags for --version: print Version, exit 0.
+var ErrVersion = errors.New("version requested")
+
+// Version is the agent's version, set at build time with
+// -ldflags "-X github.com/classic-kubelet/kubelet/cmd/kubelet/app.Version=...".
+var Version = "dev"
+
+// applyConfigFile sets, from a YAML file whose keys are long flag names,
+// every flag the command line did not set. Parsing is strict: an unknown
+// key, or a value the flag refuses, is an error naming the file and key.
+func applyConfigFile(fs *pflag.FlagSet, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--kubelet-config: %w", err)
+	}
+	var settings map[string]any
+	if err := yaml.UnmarshalStrict(data, &settings); err != nil {
+		return fmt.Errorf("--kubelet-config %s: %w", path, err)
+	}
+	keys := make([]string, 0, len(settings))
+	for k := range settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		f := fs.Lookup(strings.ReplaceAll(key, "_", "-"))
+		if f == nil || key == "kubelet-config" || key == "version" {
+			return fmt.Errorf("--kubelet-config %s: unknown key %q (keys are the long flag names)", path, key)
+		}
+		if f.Changed {
+			continue // the command line wins
+		}
+		values := []any{settings[key]}
+		if list, ok := settings[key].([]any); ok {
+			values = list
+		}
+		for _, v := range values {
+			if err := fs.Set(f.Name, fmt.Sprint(v)); err != nil {
+				return fmt.Errorf("--kubelet-config %s: %s: %w", path, key, err)
+			}
+		}
+	}
+	return nil
+}
+
 // glogFlags are the logging flags the agent accepts.
 var glogFlags = []string{"v", "logtostderr", "alsologtostderr", "stderrthreshold", "log_dir", "vmodule", "log_backtrace_at"}
 
@@ -292,11 +342,24 @@ func ParseFlags(args []string) (*Options, error) {
 			fs.AddGoFlag(f)
 		}
 	}
+	var configFile string
+	var showVersion bool
+	fs.StringVar(&configFile, "kubelet-config", "", "YAML file of settings: keys are the long flag names; flags given on the command line win.")
+	fs.BoolVar(&showVersion, "version", false, "Print the version and exit.")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if showVersion {
+		return nil, ErrVersion
+	}
+	if configFile != "" {
+		if err := applyConfigFile(fs, configFile); err != nil {
+			return nil, err
+		}
+		o.ConfigFile = configFile
 	}
 	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
 	klog.InitFlags(klogFlags)

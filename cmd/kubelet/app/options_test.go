@@ -51,3 +51,36 @@ func TestParseFlags(t *testing.T) {
 		})
 	}
 }
+
+func TestConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(content string) string {
+		p := filepath.Join(dir, "kubelet.yaml")
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := write("hostname-override: from-file\nsync-frequency: 7s\nrelist_period: 2s\nmanifest-url-header: ['A: 1', 'B: 2']\nport: 0\n")
+	o, err := ParseFlags([]string{"--kubelet-config", p, "--sync-frequency", "3s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.HostnameOverride != "from-file" || o.SyncFrequency != 3*time.Second || o.RelistPeriod != 2*time.Second ||
+		len(o.ManifestURLHeader) != 2 || o.Port != 0 || o.ConfigFile != p {
+		t.Errorf("options %+v", o)
+	}
+	for content, want := range map[string]string{
+		"no-such-flag: 1\n":        `unknown key "no-such-flag"`,
+		"sync-frequency: soon\n":   "sync-frequency",
+		"port: 1\nport: 2\n":       "already",
+		"kubelet-config: x.yaml\n": "unknown key",
+	} {
+		if _, err := ParseFlags([]string{"--kubelet-config", write(content), "--hostname-override", "x"}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("config %q: err %v, want %q", content, err, want)
+		}
+	}
+	if _, err := ParseFlags([]string{"--version"}); err != ErrVersion {
+		t.Errorf("--version: %v", err)
+	}
+}

@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/golang/glog"
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +25,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/server"
+	"github.com/classic-kubelet/kubelet/pkg/systemd"
 )
 
 // Run runs the agent until ctx is cancelled. It returns once every goroutine
@@ -82,6 +85,7 @@ func Run(ctx context.Context, o *Options) error {
 			MaxTotal: o.MaximumDeadContainers},
 		ContainerLogDir: o.ContainerLogDir,
 		GCPeriod:        o.GCPeriod,
+		PauseBinary:     pauseBinary(o.PodInfraContainerImage),
 		LogMaxSize:      logMax.Value(),
 		LogMaxFiles:     o.ContainerLogMaxFiles,
 		Events:          recorder,
@@ -169,6 +173,10 @@ func Run(ctx context.Context, o *Options) error {
 	if o.PodManifestPath != "" {
 		src := config.NewFileSource(o.PodManifestPath, o.HostnameOverride, o.FileCheckFrequency, merger)
 		goRun(func() { src.Run(ctx) })
+		select { // ready means the local manifests are read, not merely watched
+		case <-src.FirstRead():
+		case <-ctx.Done():
+		}
 	}
 	if o.ManifestURL != "" {
 		header, _ := config.ParseHeaders(o.ManifestURLHeader) // validated
@@ -180,9 +188,36 @@ func Run(ctx context.Context, o *Options) error {
 		src := config.NewEtcdSource(etcd, config.EtcdKey(o.EtcdPrefix, o.HostnameOverride), o.HostnameOverride, o.EtcdResyncPeriod, merger)
 		goRun(func() { src.Run(ctx) })
 	}
+	// Listeners are up, checkpoints and local manifests loaded: ready.
+	// Docker and remote sources are not waited for (/healthz/relist shows
+	// whether Docker answers).
+	if _, err := systemd.Notify("READY=1"); err != nil {
+		glog.Errorf("%v", err)
+	}
+	if interval := systemd.WatchdogInterval(); interval > 0 {
+		goRun(func() { watchdog(ctx, k, interval) })
+	}
 	<-ctx.Done()
+	_, _ = systemd.Notify("STOPPING=1")
 	glog.Infof("Classic Kubelet stopping; containers are left running")
 	return nil
+}
+
+// watchdog pings the service manager while the sync loop is alive; a stuck
+// loop stops the pings and systemd restarts the agent (pods keep running).
+func watchdog(ctx context.Context, k *kubelet.Kubelet, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if syncLoop, _ := k.Health(); syncLoop == nil {
+				_, _ = systemd.Notify("WATCHDOG=1")
+			}
+		}
+	}
 }
 
 // tlsConfig is the full-access port's TLS, if configured: HTTPS with the
@@ -226,4 +261,25 @@ func loadKeyring(path string) (*dockertools.Keyring, error) {
 		return nil, fmt.Errorf("registry credentials: %w", err)
 	}
 	return kr, nil
+}
+
+// pauseBinary finds the pause program installed beside the agent
+// (classic-kubelet-pause, or pause), from which a classic-kubelet/pause
+// infra image (no registry has it) is built on a node that lacks it. Any
+// other infra image is the user's to provide.
+func pauseBinary(infraImage string) string {
+	if !strings.HasPrefix(infraImage, "classic-kubelet/pause:") {
+		return ""
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	for _, name := range []string{"classic-kubelet-pause", "pause"} {
+		p := filepath.Join(filepath.Dir(exe), name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p
+		}
+	}
+	return ""
 }

@@ -352,3 +352,14 @@ func (f *FakeClient) Logs(_ context.Context, id string, _ dockertools.LogOptions
 	_, err = fmt.Fprintf(w, "log of %s\n", id)
 	return err
 }
+
+// BuildPauseImage implements the runtime's BuildPauseImage.
+func (f *FakeClient) BuildPauseImage(_ context.Context, tag, _ string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("build", tag); err != nil {
+		return err
+	}
+	f.images[tag] = true
+	return nil
+}
