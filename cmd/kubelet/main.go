@@ -26,7 +26,10 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := app.Run(ctx, opts); err != nil {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	reparse := func() (*app.Options, error) { return app.ParseFlags(os.Args[1:]) }
+	if err := app.Run(ctx, opts, hup, reparse); err != nil {
 		glog.Errorf("%v", err)
 		glog.Flush()
 		os.Exit(1)

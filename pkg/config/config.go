@@ -138,6 +138,23 @@ func NewMerger(checkpointDir string, sources ...string) (*Merger, error) {
 	return m, nil
 }
 
+// SetConfigured replaces the set of configured sources (after a reload). A
+// source no longer configured gives up its pods as soon as a snapshot of any
+// source is merged; its checkpoint stays on disk.
+func (m *Merger) SetConfigured(sources ...string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.configured = map[string]bool{}
+	for _, s := range sources {
+		m.configured[s] = true
+	}
+	for name := range m.sources {
+		if !m.configured[name] {
+			delete(m.sources, name)
+		}
+	}
+}
+
 // Updates is the stream of changes to the desired set.
 func (m *Merger) Updates() <-chan PodUpdate { return m.out }
 

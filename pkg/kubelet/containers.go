@@ -131,7 +131,8 @@ func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	}
 	spec := dockertools.AppSpec(pod, c, infraID, k.cfg.NodeName, opts, restartCount)
 	spec.Labels[dockertools.LabelSource] = podSourceOf(pod)
-	spec.LogMaxSize, spec.LogMaxFiles = k.cfg.LogMaxSize, k.cfg.LogMaxFiles
+	hk := k.housekeeping()
+	spec.LogMaxSize, spec.LogMaxFiles = hk.LogMaxSize, hk.LogMaxFiles
 	id, err := k.docker.Create(ctx, spec)
 	if err != nil {
 		return &containerError{reasonCreateError, err.Error()}
@@ -144,9 +145,9 @@ func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	}
 	glog.Infof("Pod %s: started container %s (restart %d)", api.Key(pod), spec.Name, restartCount)
 	k.cfg.Events.Event(ref, false, "Started", "Started container %s", c.Name)
-	if k.logLinks.dir != "" {
+	if links := k.logLinks(); links.dir != "" {
 		if d, err := k.docker.Inspect(ctx, id); err == nil {
-			k.logLinks.create(pod.Name, pod.Namespace, c.Name, id, d.LogPath)
+			links.create(pod.Name, pod.Namespace, c.Name, id, d.LogPath)
 		}
 	}
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {

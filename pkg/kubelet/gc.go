@@ -89,13 +89,13 @@ func deadContainersToRemove(pods map[types.UID]*PodState, desired func(types.UID
 // garbageCollect removes the dead containers the policy lets go, and log
 // symlinks whose container is gone.
 func (k *Kubelet) garbageCollect(ctx context.Context) {
-	for _, c := range deadContainersToRemove(k.cache.all(), k.desiredPod, k.cfg.GC, time.Now()) {
+	for _, c := range deadContainersToRemove(k.cache.all(), k.desiredPod, k.housekeeping().GC, time.Now()) {
 		glog.V(2).Infof("GC: removing dead container %s", c.DockerName)
 		if err := k.removeContainer(ctx, c); err != nil {
 			glog.Errorf("GC: remove %s: %v", c.DockerName, err)
 		}
 	}
-	k.logLinks.removeDangling()
+	k.logLinks().removeDangling()
 	k.removeOrphanPodDirs()
 	if k.images != nil {
 		k.images.collect(ctx)
@@ -127,6 +127,6 @@ func (k *Kubelet) removeContainer(ctx context.Context, c *ContainerState) error 
 	if err := k.docker.Remove(ctx, c.ID); err != nil {
 		return err
 	}
-	k.logLinks.remove(c)
+	k.logLinks().remove(c)
 	return nil
 }

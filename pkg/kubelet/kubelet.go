@@ -110,8 +110,10 @@ type Kubelet struct {
 	nodeCPUs   int   // capacity: a missing CPU limit in the downward API
 	nodeMemory int64 // bytes: a missing memory limit; Memory emptyDir default size
 
-	logLinks logLinks
-	images   *imageManager // nil: images are never collected
+	images *imageManager // nil: images are never collected
+
+	hkMu sync.Mutex   // guards hk
+	hk   Housekeeping // changeable while running (SIGHUP)
 
 	msgMu    sync.Mutex        // guards messages
 	messages map[string]string // termination messages of dead containers, by ID
@@ -154,7 +156,7 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		nodeCPUs:   runtime.NumCPU(),
 		nodeMemory: nodeMemory(),
 		messages:   map[string]string{},
-		logLinks:   logLinks{dir: cfg.ContainerLogDir},
+		hk:         Housekeeping{GC: cfg.GC, ContainerLogDir: cfg.ContainerLogDir, LogMaxSize: cfg.LogMaxSize, LogMaxFiles: cfg.LogMaxFiles},
 		status:     status.NewManager(filepath.Join(cfg.RootDir, "checkpoints", "conditions.json")),
 		pods:       map[types.UID]*v1.Pod{},
 		dirty:      map[types.UID]bool{},
@@ -455,3 +457,27 @@ func nodeMemory() int64 {
 	}
 	return int64(si.Totalram) * int64(si.Unit)
 }
+
+// Housekeeping are the settings a running agent can change (on SIGHUP):
+// garbage collection and container logs.
+type Housekeeping struct {
+	GC              GCPolicy
+	ContainerLogDir string
+	LogMaxSize      int64
+	LogMaxFiles     int
+}
+
+// SetHousekeeping applies new housekeeping settings from now on.
+func (k *Kubelet) SetHousekeeping(h Housekeeping) {
+	k.hkMu.Lock()
+	defer k.hkMu.Unlock()
+	k.hk = h
+}
+
+func (k *Kubelet) housekeeping() Housekeeping {
+	k.hkMu.Lock()
+	defer k.hkMu.Unlock()
+	return k.hk
+}
+
+func (k *Kubelet) logLinks() logLinks { return logLinks{dir: k.housekeeping().ContainerLogDir} }

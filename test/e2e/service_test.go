@@ -158,3 +158,27 @@ func TestConfigFileAndVersion(t *testing.T) {
 		t.Errorf("unknown config key: %v %s", err, out)
 	}
 }
+
+// SIGHUP re-reads the config file: sources apply live, settings that
+// cannot are named in the log.
+func TestSIGHUPReloadsSources(t *testing.T) {
+	one := newManifestServer(t, simplePod("from-one", "1"))
+	two := newManifestServer(t, simplePod("from-two", "1"))
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	os.WriteFile(cfg, []byte("manifest-url: "+one.URL+"\nhttp-check-frequency: 1s\n"), 0o644)
+	a := startAgent(t, "--kubelet-config", cfg)
+	a.waitRunning("from-one", "server")
+
+	os.WriteFile(cfg, []byte("manifest-url: "+two.URL+"\nhttp-check-frequency: 1s\ncluster-domain: other.test\n"), 0o644)
+	a.mu.Lock()
+	proc := a.cmd.Process
+	a.mu.Unlock()
+	if err := proc.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	a.waitRunning("from-two", "server")
+	waitFor(t, 30*time.Second, func() (bool, string) { return len(a.containers("from-one")) == 0, "pod of the old URL still there" })
+	waitFor(t, 5*time.Second, func() (bool, string) {
+		return strings.Contains(a.log(), "--cluster-domain changed; a restart is needed"), "no restart-needed warning"
+	})
+}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/golang/glog"
 	"github.com/prometheus/client_golang/prometheus"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/classic-kubelet/kubelet/pkg/config"
@@ -30,7 +29,12 @@ import (
 
 // Run runs the agent until ctx is cancelled. It returns once every goroutine
 // it started has stopped; containers are left running.
-func Run(ctx context.Context, o *Options) error {
+//
+// On each value from hup it re-reads its settings with reparse (the same
+// command line and --kubelet-config file): sources, -v, garbage collection
+// and log settings apply at once; anything else is logged as needing a
+// restart.
+func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (*Options, error)) error {
 	if err := os.MkdirAll(o.RootDir, 0o755); err != nil {
 		return fmt.Errorf("root dir: %w", err)
 	}
@@ -38,19 +42,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	var sources []string
-	if o.PodManifestPath != "" {
-		sources = append(sources, config.SourceFile)
-	}
-	if o.ManifestURL != "" {
-		sources = append(sources, config.SourceHTTP)
-	}
-	if len(o.EtcdServers) > 0 {
-		sources = append(sources, config.SourceEtcd)
-	}
-	if o.Port != 0 {
-		sources = append(sources, config.SourceAPI)
-	}
+	sources := configuredSources(o)
 	if len(sources) == 0 {
 		glog.Warningf("No pod source configured (--pod-manifest-path, --manifest-url, --etcd-servers, --port): no pods will be started")
 	}
@@ -92,15 +84,6 @@ func Run(ctx context.Context, o *Options) error {
 		Images: kubelet.ImagePolicy{Keyring: keyring, QPS: o.RegistryQPS, Burst: o.RegistryBurst,
 			HighThreshold: o.ImageGCHighThreshold, LowThreshold: o.ImageGCLowThreshold, MinAge: o.MinimumImageTTLDuration},
 	}, docker, merger)
-
-	var etcd *clientv3.Client
-	if len(o.EtcdServers) > 0 {
-		etcd, err = config.NewEtcdClient(o.EtcdServers, config.EtcdTLS{CAFile: o.EtcdCAFile, CertFile: o.EtcdCertFile, KeyFile: o.EtcdKeyFile})
-		if err != nil {
-			return err
-		}
-		defer etcd.Close()
-	}
 
 	glog.Infof("Classic Kubelet starting: node %q, root dir %s, docker %s, sources %v", o.HostnameOverride, o.RootDir, o.DockerEndpoint, sources)
 	// On the way out: cancel, then wait for every goroutine, then close.
@@ -170,24 +153,11 @@ func Run(ctx context.Context, o *Options) error {
 		})
 	}
 
-	if o.PodManifestPath != "" {
-		src := config.NewFileSource(o.PodManifestPath, o.HostnameOverride, o.FileCheckFrequency, merger)
-		goRun(func() { src.Run(ctx) })
-		select { // ready means the local manifests are read, not merely watched
-		case <-src.FirstRead():
-		case <-ctx.Done():
-		}
+	srcs, err := startSources(ctx, o, merger, recorder)
+	if err != nil {
+		return err
 	}
-	if o.ManifestURL != "" {
-		header, _ := config.ParseHeaders(o.ManifestURLHeader) // validated
-		src := config.NewURLSource(o.ManifestURL, header, o.HostnameOverride, o.HTTPCheckFrequency, merger)
-		goRun(func() { src.Run(ctx) })
-	}
-	if etcd != nil {
-		goRun(func() { recorder.RunEtcdWriter(ctx, etcd) })
-		src := config.NewEtcdSource(etcd, config.EtcdKey(o.EtcdPrefix, o.HostnameOverride), o.HostnameOverride, o.EtcdResyncPeriod, merger)
-		goRun(func() { src.Run(ctx) })
-	}
+	defer func() { srcs.stop() }()
 	// Listeners are up, checkpoints and local manifests loaded: ready.
 	// Docker and remote sources are not waited for (/healthz/relist shows
 	// whether Docker answers).
@@ -197,7 +167,15 @@ func Run(ctx context.Context, o *Options) error {
 	if interval := systemd.WatchdogInterval(); interval > 0 {
 		goRun(func() { watchdog(ctx, k, interval) })
 	}
-	<-ctx.Done()
+	for {
+		select {
+		case <-hup:
+			srcs = reload(ctx, o, reparse, k, merger, recorder, srcs)
+			continue
+		case <-ctx.Done():
+		}
+		break
+	}
 	_, _ = systemd.Notify("STOPPING=1")
 	glog.Infof("Classic Kubelet stopping; containers are left running")
 	return nil

@@ -1,0 +1,179 @@
+package app
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/golang/glog"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/classic-kubelet/kubelet/pkg/config"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
+)
+
+// configuredSources names the sources o enables.
+func configuredSources(o *Options) []string {
+	var s []string
+	if o.PodManifestPath != "" {
+		s = append(s, config.SourceFile)
+	}
+	if o.ManifestURL != "" {
+		s = append(s, config.SourceHTTP)
+	}
+	if len(o.EtcdServers) > 0 {
+		s = append(s, config.SourceEtcd)
+	}
+	if o.Port != 0 {
+		s = append(s, config.SourceAPI)
+	}
+	return s
+}
+
+// sourceSet runs the file, URL and etcd sources (and the etcd event writer)
+// of one set of options; a reload stops it and starts another.
+type sourceSet struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func startSources(ctx context.Context, o *Options, merger *config.Merger, recorder *events.Recorder) (*sourceSet, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &sourceSet{cancel: cancel}
+	run := func(f func()) {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			f()
+		}()
+	}
+	if len(o.EtcdServers) > 0 {
+		etcd, err := config.NewEtcdClient(o.EtcdServers, config.EtcdTLS{CAFile: o.EtcdCAFile, CertFile: o.EtcdCertFile, KeyFile: o.EtcdKeyFile})
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		src := config.NewEtcdSource(etcd, config.EtcdKey(o.EtcdPrefix, o.HostnameOverride), o.HostnameOverride, o.EtcdResyncPeriod, merger)
+		var inner sync.WaitGroup
+		inner.Add(2)
+		go func() { defer inner.Done(); src.Run(ctx) }()
+		go func() { defer inner.Done(); recorder.RunEtcdWriter(ctx, etcd) }()
+		run(func() { inner.Wait(); etcd.Close() })
+	}
+	if o.ManifestURL != "" {
+		header, _ := config.ParseHeaders(o.ManifestURLHeader) // validated
+		src := config.NewURLSource(o.ManifestURL, header, o.HostnameOverride, o.HTTPCheckFrequency, merger)
+		run(func() { src.Run(ctx) })
+	}
+	if o.PodManifestPath != "" {
+		src := config.NewFileSource(o.PodManifestPath, o.HostnameOverride, o.FileCheckFrequency, merger)
+		run(func() { src.Run(ctx) })
+		select { // ready means the local manifests are read, not merely watched
+		case <-src.FirstRead():
+		case <-ctx.Done():
+		}
+	}
+	return s, nil
+}
+
+// stop stops the sources and waits for them.
+func (s *sourceSet) stop() {
+	s.cancel()
+	s.wg.Wait()
+}
+
+// liveSettings are the settings a SIGHUP applies without a restart.
+var liveSettings = map[string]bool{
+	"pod-manifest-path": true, "file-check-frequency": true, "manifest-url": true, "manifest-url-header": true,
+	"http-check-frequency": true, "etcd-servers": true, "etcd-cafile": true, "etcd-certfile": true, "etcd-keyfile": true,
+	"etcd-prefix": true, "etcd-resync-period": true,
+	"minimum-container-ttl-duration": true, "maximum-dead-containers-per-container": true, "maximum-dead-containers": true,
+	"container-log-max-size": true, "container-log-max-files": true, "container-log-dir": true,
+}
+
+// sourceSettings are the live settings that restart the sources.
+var sourceSettings = map[string]bool{
+	"pod-manifest-path": true, "file-check-frequency": true, "manifest-url": true, "manifest-url-header": true,
+	"http-check-frequency": true, "etcd-servers": true, "etcd-cafile": true, "etcd-certfile": true, "etcd-keyfile": true,
+	"etcd-prefix": true, "etcd-resync-period": true,
+}
+
+// changedSettings names (by their yaml tags, the long flag names) the
+// settings that differ between two option sets.
+func changedSettings(a, b *Options) []string {
+	va, vb := reflect.ValueOf(*a), reflect.ValueOf(*b)
+	var out []string
+	for i := 0; i < va.NumField(); i++ {
+		name := strings.Split(va.Type().Field(i).Tag.Get("yaml"), ",")[0]
+		if name == "" || name == "-" {
+			continue
+		}
+		if !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// reload re-reads the settings (on SIGHUP) and applies what it can live.
+// -v has already applied: parsing sets glog's flags. It returns the source
+// set now running.
+func reload(ctx context.Context, o *Options, reparse func() (*Options, error), k *kubelet.Kubelet,
+	merger *config.Merger, recorder *events.Recorder, srcs *sourceSet) *sourceSet {
+	n, err := reparse()
+	if err != nil {
+		glog.Errorf("SIGHUP: settings not reloaded: %v", err)
+		return srcs
+	}
+	changed := changedSettings(o, n)
+	restartSources := false
+	var needRestart []string
+	for _, name := range changed {
+		switch {
+		case sourceSettings[name]:
+			restartSources = true
+		case !liveSettings[name]:
+			needRestart = append(needRestart, "--"+name)
+		}
+	}
+	logMax := resource.MustParse(n.ContainerLogMaxSize) // validated
+	k.SetHousekeeping(kubelet.Housekeeping{
+		GC: kubelet.GCPolicy{MinAge: n.MinimumContainerTTLDuration, MaxPerContainer: n.MaximumDeadContainersPerContainer,
+			MaxTotal: n.MaximumDeadContainers},
+		ContainerLogDir: n.ContainerLogDir, LogMaxSize: logMax.Value(), LogMaxFiles: n.ContainerLogMaxFiles,
+	})
+	if restartSources {
+		srcs.stop()
+		merger.SetConfigured(configuredSources(n)...)
+		next, err := startSources(ctx, n, merger, recorder)
+		if err != nil {
+			glog.Errorf("SIGHUP: sources: %v; running the previous ones", err)
+			next, _ = startSources(ctx, o, merger, recorder)
+			merger.SetConfigured(configuredSources(o)...)
+		} else {
+			copySourceSettings(o, n)
+		}
+		srcs = next
+	}
+	copyHousekeeping(o, n)
+	glog.Infof("SIGHUP: settings reloaded (changed: %v)", changed)
+	if len(needRestart) > 0 {
+		glog.Warningf("SIGHUP: %s changed; a restart is needed for them to apply", strings.Join(needRestart, ", "))
+	}
+	return srcs
+}
+
+func copySourceSettings(o, n *Options) {
+	o.PodManifestPath, o.FileCheckFrequency = n.PodManifestPath, n.FileCheckFrequency
+	o.ManifestURL, o.ManifestURLHeader, o.HTTPCheckFrequency = n.ManifestURL, n.ManifestURLHeader, n.HTTPCheckFrequency
+	o.EtcdServers, o.EtcdCAFile, o.EtcdCertFile, o.EtcdKeyFile = n.EtcdServers, n.EtcdCAFile, n.EtcdCertFile, n.EtcdKeyFile
+	o.EtcdPrefix, o.EtcdResyncPeriod = n.EtcdPrefix, n.EtcdResyncPeriod
+}
+
+func copyHousekeeping(o, n *Options) {
+	o.MinimumContainerTTLDuration, o.MaximumDeadContainersPerContainer = n.MinimumContainerTTLDuration, n.MaximumDeadContainersPerContainer
+	o.MaximumDeadContainers, o.ContainerLogMaxSize = n.MaximumDeadContainers, n.ContainerLogMaxSize
+	o.ContainerLogMaxFiles, o.ContainerLogDir = n.ContainerLogMaxFiles, n.ContainerLogDir
+}
