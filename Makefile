@@ -4,7 +4,7 @@ GO ?= go
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all build images run test unit e2e install clean
+.PHONY: all build images run test unit e2e bench install clean
 
 all: build
 
@@ -31,6 +31,10 @@ unit:
 e2e: images
 	hack/ensure-test-deps.sh
 	$(GO) test -count=1 ./test/e2e/...
+
+# Benchmarks against the Docker API baseline; writes docs/benchmarks.md.
+bench: images
+	hack/bench.sh
 
 # Installs the agent as classic-kubelet, the pause program beside it (the
 # agent builds its infra image from it on a node that lacks the image), the

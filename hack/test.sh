@@ -3,4 +3,6 @@
 # binary against the real Docker daemon.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec go test -count=1 -timeout 20m ./... "$@"
+# One package at a time: the end-to-end tests and the benchmark smoke run
+# measure time, and must not compete with each other for two cores.
+exec go test -p 1 -count=1 -timeout 30m ./... "$@"

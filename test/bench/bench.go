@@ -1,0 +1,351 @@
+// Package bench measures the agent against the physical limit: the same pods
+// (infra + app container, same images, same networking) made directly
+// through the Docker API. Contenders alternate in every round; results are
+// medians and ratios from one run, so the machine's mood cancels out.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	docker "github.com/fsouza/go-dockerclient"
+)
+
+const (
+	pauseImage = "classic-kubelet/pause:1"
+	testImage  = "classic-kubelet/testserver:1"
+	ownerLabel = "io.classic-kubelet.node"
+	benchLabel = "io.classic-kubelet.bench"
+)
+
+// Config sizes a run.
+type Config struct {
+	Binary       string        // the agent binary
+	Rounds       int           // alternations of the contenders (at least 5 for a real run)
+	Burst        []int         // pods dropped at once
+	Arrivals     int           // pods arriving at ArrivalRate
+	ArrivalRate  float64       // pods per second
+	IdleSizes    []int         // idle pod counts for the steady-state windows
+	IdleWindow   time.Duration // length of a steady-state window
+	Failures     int           // kill-to-replacement trials
+	BaselineJobs int           // concurrency of the baseline
+}
+
+// Result is one scenario's outcome.
+type Result struct {
+	Scenario string             `json:"scenario"`
+	Values   map[string]float64 `json:"values"` // medians, ratios and the like
+	Target   string             `json:"target"`
+	Met      bool               `json:"met"`
+	Note     string             `json:"note,omitempty"`
+}
+
+// Harness holds what every scenario uses.
+type Harness struct {
+	cfg    Config
+	docker *docker.Client
+	dir    string
+	run    string // unique per run: names and labels
+	log    io.Writer
+}
+
+// New returns a harness; Close removes what it made.
+func New(cfg Config, log io.Writer) (*Harness, error) {
+	c, err := docker.NewClientFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Ping(); err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "classic-kubelet-bench")
+	if err != nil {
+		return nil, err
+	}
+	return &Harness{cfg: cfg, docker: c, dir: dir, run: strconv.FormatInt(time.Now().UnixNano()%1e9, 36), log: log}, nil
+}
+
+// Close removes every container of this run and the work directory.
+func (h *Harness) Close() {
+	h.removeLabelled(benchLabel + "=" + h.run)
+	os.RemoveAll(h.dir)
+}
+
+func (h *Harness) removeLabelled(label string) {
+	list, _ := h.docker.ListContainers(docker.ListContainersOptions{All: true, Filters: map[string][]string{"label": {label}}})
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for _, c := range list {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(id string) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			_ = h.docker.RemoveContainer(docker.RemoveContainerOptions{ID: id, Force: true})
+		}(c.ID)
+	}
+	wg.Wait()
+}
+
+func (h *Harness) logf(format string, args ...any) { fmt.Fprintf(h.log, format+"\n", args...) }
+
+// baselinePods creates and starts n pods directly through the Docker API,
+// jobs at a time, and returns how long it took.
+func (h *Harness) baselinePods(n, round int) time.Duration {
+	start := time.Now()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(h.cfg.BaselineJobs, 1))
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			h.baselinePod(fmt.Sprintf("b%d-%d", round, i))
+		}(i)
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+func (h *Harness) baselinePod(name string) {
+	labels := map[string]string{benchLabel: h.run}
+	infra, err := h.docker.CreateContainer(docker.CreateContainerOptions{
+		Name:       "bench-" + h.run + "-" + name + "-pod",
+		Config:     &docker.Config{Image: pauseImage, Labels: labels, Hostname: name},
+		HostConfig: &docker.HostConfig{IpcMode: "shareable", CPUShares: 2},
+	})
+	if err != nil {
+		h.logf("baseline: %v", err)
+		return
+	}
+	if err := h.docker.StartContainer(infra.ID, nil); err != nil {
+		h.logf("baseline: %v", err)
+		return
+	}
+	app, err := h.docker.CreateContainer(docker.CreateContainerOptions{
+		Name:   "bench-" + h.run + "-" + name + "-app",
+		Config: &docker.Config{Image: testImage, Labels: labels, Cmd: []string{"/testserver"}},
+		HostConfig: &docker.HostConfig{NetworkMode: "container:" + infra.ID, IpcMode: "container:" + infra.ID, CPUShares: 2,
+			RestartPolicy: docker.RestartPolicy{Name: "no"}},
+	})
+	if err != nil {
+		h.logf("baseline: %v", err)
+		return
+	}
+	if err := h.docker.StartContainer(app.ID, nil); err != nil {
+		h.logf("baseline: %v", err)
+	}
+}
+
+// agent is one running agent under measurement.
+type agent struct {
+	node, manifests string
+	port            int
+	cmd             *exec.Cmd
+}
+
+func (h *Harness) startAgent(name string, extra ...string) (*agent, error) {
+	a := &agent{node: "bench-" + h.run + "-" + name, manifests: filepath.Join(h.dir, name, "manifests")}
+	root := filepath.Join(h.dir, name, "root")
+	os.MkdirAll(a.manifests, 0o755)
+	a.port = 20000 + int(time.Now().UnixNano()%20000)
+	args := append([]string{"--pod-manifest-path", a.manifests, "--root-dir", root, "--hostname-override", a.node,
+		"--port", "0", "--read-only-port", strconv.Itoa(a.port), "--container-log-dir", filepath.Join(h.dir, name, "logs"),
+		"--image-gc-high-threshold", "100", "--image-gc-low-threshold", "99"}, extra...)
+	a.cmd = exec.Command(h.cfg.Binary, args...)
+	logf, _ := os.Create(filepath.Join(h.dir, name, "agent.log"))
+	a.cmd.Stdout, a.cmd.Stderr = logf, logf
+	if err := a.cmd.Start(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// stopAgent stops an agent and removes its containers.
+func (h *Harness) stopAgent(a *agent) {
+	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	_ = a.cmd.Wait()
+	h.removeLabelled(ownerLabel + "=" + a.node)
+}
+
+func podManifest(name string, extra string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: app
+    image: %s
+    imagePullPolicy: IfNotPresent
+    args: ["/testserver"]
+%s`, name, testImage, extra)
+}
+
+// drop renames manifests into the agent's directory (as a deploy tool does)
+// and returns the instant of the first rename.
+func (a *agent) drop(names []string, extra string, gap time.Duration) []time.Time {
+	var at []time.Time
+	for _, n := range names {
+		tmp := filepath.Join(a.manifests, "."+n+".tmp")
+		os.WriteFile(tmp, []byte(podManifest(n, extra)), 0o644)
+		at = append(at, time.Now())
+		os.Rename(tmp, filepath.Join(a.manifests, n+".yaml"))
+		if gap > 0 {
+			time.Sleep(gap)
+		}
+	}
+	return at
+}
+
+// startWatcher reports, per pod, when Docker said both of its containers
+// started: the clock stops on Docker's word, not the agent's.
+type startWatcher struct {
+	mu      sync.Mutex
+	started map[string]int // pod → starts seen
+	done    map[string]time.Time
+	ch      chan *docker.APIEvents
+	c       *docker.Client
+}
+
+func (h *Harness) watchStarts(node string) (*startWatcher, error) {
+	w := &startWatcher{started: map[string]int{}, done: map[string]time.Time{}, ch: make(chan *docker.APIEvents, 4096), c: h.docker}
+	if err := h.docker.AddEventListenerWithOptions(docker.EventsOptions{
+		Filters: map[string][]string{"type": {"container"}, "event": {"start"}, "label": {ownerLabel + "=" + node}},
+	}, w.ch); err != nil {
+		return nil, err
+	}
+	go func() {
+		for ev := range w.ch {
+			pod := ev.Actor.Attributes["io.kubernetes.pod.name"]
+			t := time.Unix(0, ev.TimeNano)
+			w.mu.Lock()
+			w.started[pod]++
+			if w.started[pod] == 2 {
+				w.done[pod] = t
+			}
+			w.mu.Unlock()
+		}
+	}()
+	return w, nil
+}
+
+func (w *startWatcher) close() { _ = w.c.RemoveEventListener(w.ch) }
+
+// wait waits until n pods have both containers started (or timeout) and
+// returns their completion times by pod.
+func (w *startWatcher) wait(n int, timeout time.Duration) map[string]time.Time {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		w.mu.Lock()
+		if len(w.done) >= n {
+			out := map[string]time.Time{}
+			for k, v := range w.done {
+				out[k] = v
+			}
+			w.mu.Unlock()
+			return out
+		}
+		w.mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.done
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	i := int(math.Ceil(p/100*float64(len(s)))) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// procStats reads a process's CPU time (user+system) and RSS.
+func procStats(pid int) (cpu time.Duration, rssBytes int64) {
+	if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+		if len(f) > 13 {
+			ut, _ := strconv.ParseInt(f[11], 10, 64)
+			st, _ := strconv.ParseInt(f[12], 10, 64)
+			cpu = time.Duration(ut+st) * time.Second / 100 // USER_HZ
+		}
+	}
+	if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(line, "VmRSS:") {
+				kb, _ := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
+				rssBytes = kb * 1024
+			}
+		}
+	}
+	return cpu, rssBytes
+}
+
+// WriteJSON writes the results.
+func WriteJSON(path string, machine string, rs []Result) error {
+	data, err := json.MarshalIndent(map[string]any{"machine": machine, "results": rs}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
+// Markdown renders the results as a table.
+func Markdown(rs []Result) string {
+	var b strings.Builder
+	b.WriteString("| scenario | measured | target | met |\n|---|---|---|---|\n")
+	for _, r := range rs {
+		keys := make([]string, 0, len(r.Values))
+		for k := range r.Values {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s %.3g", k, r.Values[k]))
+		}
+		met := "yes"
+		if !r.Met {
+			met = "**no**"
+		}
+		if r.Note != "" {
+			parts = append(parts, r.Note)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Scenario, strings.Join(parts, "; "), r.Target, met)
+	}
+	return b.String()
+}
+
+// background is the context of Docker calls the harness makes.
+var background = context.Background()
