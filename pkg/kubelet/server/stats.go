@@ -160,6 +160,7 @@ func (s *Server) summary(w http.ResponseWriter, _ *http.Request, _ map[string]st
 		}
 		var cpuTotal, cpuRate, mem, ws, rss uint64
 		var have bool
+		var latest metav1.Time
 		for _, cs := range pod.Status.ContainerStatuses {
 			if cs.State.Running == nil {
 				continue
@@ -173,6 +174,9 @@ func (s *Server) summary(w http.ResponseWriter, _ *http.Request, _ map[string]st
 			ps.Containers = append(ps.Containers, c)
 			if c.CPU != nil && c.Memory != nil {
 				have = true
+				if c.CPU.Time.After(latest.Time) {
+					latest = c.CPU.Time
+				}
 				cpuTotal += deref(c.CPU.UsageCoreNanoSeconds)
 				cpuRate += deref(c.CPU.UsageNanoCores)
 				mem += deref(c.Memory.UsageBytes)
@@ -181,9 +185,8 @@ func (s *Server) summary(w http.ResponseWriter, _ *http.Request, _ map[string]st
 			}
 		}
 		if have {
-			now := metav1.Now()
-			ps.CPU = &statsapi.CPUStats{Time: now, UsageCoreNanoSeconds: &cpuTotal, UsageNanoCores: &cpuRate}
-			ps.Memory = &statsapi.MemoryStats{Time: now, UsageBytes: &mem, WorkingSetBytes: &ws, RSSBytes: &rss}
+			ps.CPU = &statsapi.CPUStats{Time: latest, UsageCoreNanoSeconds: &cpuTotal, UsageNanoCores: &cpuRate}
+			ps.Memory = &statsapi.MemoryStats{Time: latest, UsageBytes: &mem, WorkingSetBytes: &ws, RSSBytes: &rss}
 		}
 		out.Pods = append(out.Pods, ps)
 	}

@@ -1,0 +1,109 @@
+package server
+
+import (
+	"errors"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	cadvisorapi "github.com/google/cadvisor/info/v1"
+	cadvisorapiv2 "github.com/google/cadvisor/info/v2"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// fakeStats is a cAdvisor with two samples per container, a second apart.
+type fakeStats struct{}
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func samples(cpuA, cpuB uint64, mem uint64) []*cadvisorapi.ContainerStats {
+	mk := func(t time.Time, cpu uint64) *cadvisorapi.ContainerStats {
+		s := &cadvisorapi.ContainerStats{Timestamp: t}
+		s.Cpu.Usage.Total = cpu
+		s.Memory.Usage, s.Memory.WorkingSet, s.Memory.RSS = mem, mem/2, mem/4
+		s.Network.Interfaces = []cadvisorapi.InterfaceStats{{Name: "eth0", RxBytes: 100, TxBytes: 200}}
+		return s
+	}
+	return []*cadvisorapi.ContainerStats{mk(t0, cpuA), mk(t0.Add(time.Second), cpuB)}
+}
+
+func (fakeStats) MachineInfo() (*cadvisorapi.MachineInfo, error) {
+	return &cadvisorapi.MachineInfo{NumCores: 2, MemoryCapacity: 1 << 30}, nil
+}
+func (fakeStats) ContainerInfo(name string, _ *cadvisorapi.ContainerInfoRequest) (*cadvisorapi.ContainerInfo, error) {
+	return &cadvisorapi.ContainerInfo{ContainerReference: cadvisorapi.ContainerReference{Name: name},
+		Spec: cadvisorapi.ContainerSpec{CreationTime: t0}, Stats: samples(1e9, 2e9, 1<<20)}, nil
+}
+func (fakeStats) DockerContainer(id string, _ *cadvisorapi.ContainerInfoRequest) (cadvisorapi.ContainerInfo, error) {
+	if id != "abc" && id != "infra" {
+		return cadvisorapi.ContainerInfo{}, errors.New("unknown container")
+	}
+	return cadvisorapi.ContainerInfo{ContainerReference: cadvisorapi.ContainerReference{Name: "/docker/" + id},
+		Stats: samples(5e8, 7.5e8, 4<<20)}, nil
+}
+func (fakeStats) ContainerInfoV2(string, cadvisorapiv2.RequestOptions) (map[string]cadvisorapiv2.ContainerInfo, error) {
+	return nil, nil
+}
+
+func TestStatsHandlersGolden(t *testing.T) {
+	start := metav1.NewTime(t0)
+	host := &fakeHost{pods: []*v1.Pod{{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1"},
+		Status: v1.PodStatus{StartTime: &start, ContainerStatuses: []v1.ContainerStatus{{Name: "server", ContainerID: "docker://abc",
+			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: start}}}}},
+	}}}
+	s := New(Deps{Host: host, Runtime: fakeRuntime{}, Sources: fakeSources{}, Stats: fakeStats{}}, Options{NodeName: "n", RootDir: t.TempDir()})
+	srv := httptest.NewServer(s.Handler(true))
+	defer srv.Close()
+	for path, golden := range map[string]string{
+		"/spec":                        "spec.json",
+		"/stats/":                      "stats-root.json",
+		"/stats/default/web/u1/server": "stats-container.json",
+		"/stats/web_default/server":    "stats-container.json",
+	} {
+		resp, body := do(t, "GET", srv.URL+path, "")
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", path, resp.StatusCode, body)
+		}
+		checkGolden(t, golden, body)
+	}
+	resp, body := do(t, "GET", srv.URL+"/stats/summary", "")
+	if resp.StatusCode != 200 {
+		t.Fatalf("summary: %d %s", resp.StatusCode, body)
+	}
+	// The node file system comes from statfs of a temporary directory: drop
+	// it before comparing with the golden file.
+	if i := strings.Index(body, `"fs": {`); i >= 0 {
+		j := strings.Index(body[i:], "}")
+		body = body[:i] + `"fs": "<statfs>"` + body[i+j+1:]
+	}
+	checkGolden(t, "summary.json", body)
+	if !strings.Contains(body, `"usageNanoCores": 250000000`) {
+		t.Errorf("summary lacks the CPU rate between the two samples: %s", body)
+	}
+	if resp, _ := do(t, "GET", srv.URL+"/stats/default/web/u1/nope", ""); resp.StatusCode != 404 {
+		t.Errorf("stats of an unknown container: %d", resp.StatusCode)
+	}
+	if resp, _ := do(t, "GET", srv.URL+"/stats/?num_stats=x", ""); resp.StatusCode != 400 {
+		t.Errorf("bad num_stats: %d", resp.StatusCode)
+	}
+}
+
+func checkGolden(t *testing.T, name, body string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		_ = os.WriteFile(path, []byte(body), 0o644)
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -update writes it)", err)
+	}
+	if string(want) != body {
+		t.Errorf("%s differs from its golden file:\n%s", name, body)
+	}
+}
