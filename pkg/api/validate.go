@@ -346,17 +346,8 @@ func validateContainer(c *v1.Container, p *field.Path, volumes sets.Set[string],
 func validateProbe(pr *v1.Probe, p *field.Path, c *v1.Container, oneSuccess bool, ignored *[]string) field.ErrorList {
 	errs := checkFields(reflect.ValueOf(*pr), p, ignored)
 	h := pr.ProbeHandler
-	n := 0
-	if h.Exec != nil {
-		n++
-		if len(h.Exec.Command) == 0 {
-			errs = append(errs, field.Required(p.Child("exec", "command"), ""))
-		}
-	}
-	if h.HTTPGet != nil {
-		n++
-		errs = append(errs, validateHTTPGet(h.HTTPGet, p.Child("httpGet"), c)...)
-	}
+	n, actionErrs := validateExecHTTP(h.Exec, h.HTTPGet, p, c)
+	errs = append(errs, actionErrs...)
 	if h.TCPSocket != nil {
 		n++
 		errs = append(errs, validateActionPort(h.TCPSocket.Port, p.Child("tcpSocket", "port"), c)...)
@@ -384,17 +375,8 @@ func validateProbe(pr *v1.Probe, p *field.Path, c *v1.Container, oneSuccess bool
 
 func validateHandler(h *v1.LifecycleHandler, p *field.Path, c *v1.Container, ignored *[]string) field.ErrorList {
 	errs := checkFields(reflect.ValueOf(*h), p, ignored)
-	n := 0
-	if h.Exec != nil {
-		n++
-		if len(h.Exec.Command) == 0 {
-			errs = append(errs, field.Required(p.Child("exec", "command"), ""))
-		}
-	}
-	if h.HTTPGet != nil {
-		n++
-		errs = append(errs, validateHTTPGet(h.HTTPGet, p.Child("httpGet"), c)...)
-	}
+	n, actionErrs := validateExecHTTP(h.Exec, h.HTTPGet, p, c)
+	errs = append(errs, actionErrs...)
 	if h.Sleep != nil {
 		n++
 		if h.Sleep.Seconds < 0 {
@@ -402,12 +384,30 @@ func validateHandler(h *v1.LifecycleHandler, p *field.Path, c *v1.Container, ign
 		}
 	}
 	if h.TCPSocket != nil {
-		n++
+		n++ // rejected by the field table; counted so the error below stays true
 	}
 	if n != 1 {
 		errs = append(errs, field.Invalid(p, n, "must specify exactly one of exec, httpGet, sleep"))
 	}
 	return errs
+}
+
+// validateExecHTTP checks the exec and httpGet actions probes and hooks
+// share, and counts those that are set.
+func validateExecHTTP(e *v1.ExecAction, g *v1.HTTPGetAction, p *field.Path, c *v1.Container) (int, field.ErrorList) {
+	n := 0
+	var errs field.ErrorList
+	if e != nil {
+		n++
+		if len(e.Command) == 0 {
+			errs = append(errs, field.Required(p.Child("exec", "command"), ""))
+		}
+	}
+	if g != nil {
+		n++
+		errs = append(errs, validateHTTPGet(g, p.Child("httpGet"), c)...)
+	}
+	return n, errs
 }
 
 func validateHTTPGet(g *v1.HTTPGetAction, p *field.Path, c *v1.Container) field.ErrorList {

@@ -37,30 +37,24 @@ func NewAPISource(ctx context.Context, node string, m *Merger) *APISource {
 // Upsert adds or replaces the body's pods by namespace/name. An invalid body
 // changes nothing and the error names the document and field.
 func (s *APISource) Upsert(ctx context.Context, body []byte) ([]string, error) {
-	pods, _, err := api.Parse(body, s.node, SourceAPI)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	keys := make([]string, 0, len(pods))
-	for _, p := range pods {
-		s.pods[api.Key(p)] = p
-		keys = append(keys, api.Key(p))
-	}
-	s.send(ctx)
-	return keys, nil
+	return s.change(ctx, body, false)
 }
 
 // Replace makes the body's pods this source's whole set.
 func (s *APISource) Replace(ctx context.Context, body []byte) ([]string, error) {
+	return s.change(ctx, body, true)
+}
+
+func (s *APISource) change(ctx context.Context, body []byte, replace bool) ([]string, error) {
 	pods, _, err := api.Parse(body, s.node, SourceAPI)
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.pods = map[string]*v1.Pod{}
+	if replace {
+		s.pods = map[string]*v1.Pod{}
+	}
 	keys := make([]string, 0, len(pods))
 	for _, p := range pods {
 		s.pods[api.Key(p)] = p
