@@ -19,12 +19,6 @@ const (
 // UID and so recreate every pod that has no metadata.uid.
 var uidNamespace = uuid.MustParse("6b1c3d0e-6f2a-4f7e-9a55-0c1a55c1c0de")
 
-// FullName is the pod's unique name on the node: "<name>_<namespace>", the
-// form the classic agent used in container names.
-func FullName(pod *v1.Pod) string {
-	return pod.Name + "_" + pod.Namespace
-}
-
 // Key is the pod's identity for merging: "<namespace>/<name>".
 func Key(pod *v1.Pod) string {
 	return pod.Namespace + "/" + pod.Name

@@ -97,13 +97,6 @@ func short(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, ShortTimeout)
 }
 
-// Ping checks that the daemon answers.
-func (c *Client) Ping(ctx context.Context) error {
-	ctx, cancel := short(ctx)
-	defer cancel()
-	return translate(c.c.PingWithContext(ctx))
-}
-
 // List lists every container (running or not) carrying label=value.
 func (c *Client) List(ctx context.Context, label, value string) ([]Container, error) {
 	ctx, cancel := short(ctx)

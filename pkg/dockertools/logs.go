@@ -39,14 +39,3 @@ func (c *Client) Logs(ctx context.Context, id string, o LogOptions, w io.Writer)
 	}
 	return nil
 }
-
-// LogPath is where Docker keeps a container's log file.
-func (c *Client) LogPath(ctx context.Context, id string) (string, error) {
-	ctx, cancel := short(ctx)
-	defer cancel()
-	ct, err := c.c.InspectContainerWithOptions(docker.InspectContainerOptions{ID: id, Context: ctx})
-	if err != nil {
-		return "", fmt.Errorf("inspect container %s: %w", shortID(id), translate(err))
-	}
-	return ct.LogPath, nil
-}

@@ -67,19 +67,6 @@ func (p *PodState) containers() []*ContainerState {
 	return p.Containers
 }
 
-// Running reports whether any container of the pod runs.
-func (p *PodState) Running() bool {
-	if p == nil {
-		return false
-	}
-	for _, c := range p.Containers {
-		if c.Running {
-			return true
-		}
-	}
-	return false
-}
-
 func sortNewestFirst(cs []*ContainerState) {
 	sort.SliceStable(cs, func(i, j int) bool {
 		if !cs[i].CreatedAt.Equal(cs[j].CreatedAt) {

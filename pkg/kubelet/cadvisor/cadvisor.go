@@ -48,7 +48,6 @@ type Interface interface {
 	MachineInfo() (*cadvisorapi.MachineInfo, error)
 	ContainerInfo(name string, req *cadvisorapi.ContainerInfoRequest) (*cadvisorapi.ContainerInfo, error)
 	DockerContainer(id string, req *cadvisorapi.ContainerInfoRequest) (cadvisorapi.ContainerInfo, error)
-	ContainerInfoV2(name string, opts cadvisorapiv2.RequestOptions) (map[string]cadvisorapiv2.ContainerInfo, error)
 }
 
 // Client is the embedded cAdvisor.
@@ -142,13 +141,4 @@ func (c *Client) DockerContainer(id string, req *cadvisorapi.ContainerInfoReques
 		return cadvisorapi.ContainerInfo{}, c.err
 	}
 	return c.m.DockerContainer(id, req)
-}
-
-// ContainerInfoV2 is the v2 info of a container and, if opts say so, its
-// descendants.
-func (c *Client) ContainerInfoV2(name string, opts cadvisorapiv2.RequestOptions) (map[string]cadvisorapiv2.ContainerInfo, error) {
-	if c.err != nil {
-		return nil, c.err
-	}
-	return c.m.GetContainerInfoV2(name, opts)
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	cadvisorapi "github.com/google/cadvisor/info/v1"
-	cadvisorapiv2 "github.com/google/cadvisor/info/v2"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -44,9 +43,6 @@ func (fakeStats) DockerContainer(id string, _ *cadvisorapi.ContainerInfoRequest)
 	}
 	return cadvisorapi.ContainerInfo{ContainerReference: cadvisorapi.ContainerReference{Name: "/docker/" + id},
 		Stats: samples(5e8, 7.5e8, 4<<20)}, nil
-}
-func (fakeStats) ContainerInfoV2(string, cadvisorapiv2.RequestOptions) (map[string]cadvisorapiv2.ContainerInfo, error) {
-	return nil, nil
 }
 
 func TestStatsHandlersGolden(t *testing.T) {
