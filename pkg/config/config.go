@@ -242,6 +242,7 @@ func (m *Merger) LoadCheckpoints(ctx context.Context) {
 	m.sendMu.Lock()
 	defer m.sendMu.Unlock()
 	m.mu.Lock()
+	var loaded []string
 	for name := range m.configured {
 		data, err := os.ReadFile(m.snapshotPath(name))
 		if os.IsNotExist(err) {
@@ -256,26 +257,46 @@ func (m *Merger) LoadCheckpoints(ctx context.Context) {
 			continue
 		}
 		s := m.source(name)
-		s.pods, s.seen, s.restored = pods, true, true
+		s.pods, s.restored = pods, true
+		loaded = append(loaded, name)
 		glog.Infof("Source %s: %d pods restored from its checkpoint", name, len(pods))
 	}
 	updates := m.merge()
 	m.mu.Unlock()
-	m.emit(ctx, updates)
+	m.emitThenSeen(ctx, updates, loaded...)
+}
+
+// emitThenSeen emits updates, then marks the sources seen. The order
+// matters: a source counts as seen (its silence may remove running pods)
+// only once the consumer has received the pods it declares, or the consumer
+// could kill a pod it is about to be told to keep.
+func (m *Merger) emitThenSeen(ctx context.Context, updates []PodUpdate, sources ...string) {
+	if !m.emit(ctx, updates) {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, name := range sources {
+		if s, ok := m.sources[name]; ok {
+			s.seen = true
+		}
+	}
 }
 
 func (m *Merger) snapshotPath(source string) string {
 	return filepath.Join(m.checkpointDir, "source-"+source+".json")
 }
 
-func (m *Merger) emit(ctx context.Context, updates []PodUpdate) {
+// emit sends updates in order; it reports whether all were sent.
+func (m *Merger) emit(ctx context.Context, updates []PodUpdate) bool {
 	for _, u := range updates {
 		select {
 		case m.out <- u:
 		case <-ctx.Done():
-			return
+			return false
 		}
 	}
+	return true
 }
 
 func (m *Merger) source(name string) *sourceState {
@@ -296,13 +317,13 @@ func (m *Merger) Set(ctx context.Context, source string, pods []*v1.Pod) {
 	m.mu.Lock()
 	s := m.source(source)
 	changed := !s.seen || s.restored || !podsEqual(s.pods, pods)
-	s.pods, s.seen, s.restored, s.lastSuccess = pods, true, false, time.Now()
+	s.pods, s.restored, s.lastSuccess = pods, false, time.Now()
 	if changed && m.configured[source] {
 		m.saveSnapshot(source, pods)
 	}
 	updates := m.merge()
 	m.mu.Unlock()
-	m.emit(ctx, updates)
+	m.emitThenSeen(ctx, updates, source)
 }
 
 // saveSnapshot checkpoints a source's snapshot; callers hold mu. A failure

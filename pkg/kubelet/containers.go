@@ -55,6 +55,17 @@ type containerError struct {
 
 func (e *containerError) Error() string { return e.reason + ": " + e.message }
 
+// acquireStart takes one of the maxParallelStarts slots; call the returned
+// function to give it back.
+func (k *Kubelet) acquireStart(ctx context.Context) (func(), error) {
+	select {
+	case k.starts <- struct{}{}:
+		return func() { <-k.starts }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 // runningInfra returns the pod's running infra container, or nil.
 func (p *PodState) runningInfra() *ContainerState {
 	for _, c := range p.Infra() {
@@ -87,12 +98,18 @@ func (k *Kubelet) startInfra(ctx context.Context, pod *v1.Pod) (id, ip string, e
 		return "", "", err
 	}
 	spec := dockertools.InfraSpec(pod, k.cfg.InfraImage, k.cfg.NodeName, podSourceOf(pod), opts)
-	id, err = k.docker.Create(ctx, spec)
+	release, err := k.acquireStart(ctx)
 	if err != nil {
 		return "", "", err
 	}
-	if err := k.docker.Start(ctx, id); err != nil {
-		k.removeQuietly(ctx, id)
+	id, err = k.docker.Create(ctx, spec)
+	if err == nil {
+		if err = k.docker.Start(ctx, id); err != nil {
+			k.removeQuietly(ctx, id)
+		}
+	}
+	release()
+	if err != nil {
 		return "", "", err
 	}
 	d, err := k.docker.Inspect(ctx, id)
@@ -133,13 +150,20 @@ func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	spec.Labels[dockertools.LabelSource] = podSourceOf(pod)
 	hk := k.housekeeping()
 	spec.LogMaxSize, spec.LogMaxFiles = hk.LogMaxSize, hk.LogMaxFiles
+	release, err := k.acquireStart(ctx)
+	if err != nil {
+		return err
+	}
 	id, err := k.docker.Create(ctx, spec)
 	if err != nil {
+		release()
 		return &containerError{reasonCreateError, err.Error()}
 	}
 	ref := events.PodRef(pod, c.Name)
 	k.cfg.Events.Event(ref, false, "Created", "Created container %s", c.Name)
-	if err := k.docker.Start(ctx, id); err != nil {
+	err = k.docker.Start(ctx, id)
+	release()
+	if err != nil {
 		// A container that failed to start stays as the record of why.
 		return &containerError{reasonRunError, err.Error()}
 	}

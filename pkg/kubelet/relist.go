@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/golang/glog"
@@ -145,21 +146,19 @@ func (r *relister) relist(ctx context.Context) error {
 	pods := map[types.UID]*PodState{}
 	known := make(map[string]*ContainerState, len(list))
 	dirty := map[types.UID]bool{}
+	fresh, err := r.inspectChanged(ctx, list)
+	if err != nil {
+		return err
+	}
 	for _, c := range list {
-		st := r.known[c.ID]
-		if st == nil || st.Running != c.Running {
-			d, err := r.docker.Inspect(ctx, c.ID)
-			if errors.Is(err, dockertools.ErrContainerNotFound) {
-				continue // removed since the list; the next relist agrees
-			}
-			if err != nil {
-				return err
-			}
-			st, err = containerState(d)
-			if err != nil {
-				glog.V(4).Infof("Relist: skipping container %s: %v", c.Name, err)
-				continue
-			}
+		st, changed := fresh[c.ID]
+		if !changed {
+			st = r.known[c.ID]
+		}
+		if st == nil {
+			continue // gone since the list, or not ours to manage
+		}
+		if changed {
 			dirty[types.UID(st.Labels[dockertools.LabelPodUID])] = true
 		}
 		known[c.ID] = st
@@ -205,6 +204,54 @@ func (r *relister) relist(ctx context.Context) error {
 		r.onDirty(uids)
 	}
 	return nil
+}
+
+// maxParallelInspects bounds the inspects of one relist: after a burst of
+// pods, hundreds of new containers are inspected at once, and one at a time
+// would keep the cache (and every worker waiting on it) behind for seconds.
+const maxParallelInspects = 8
+
+// inspectChanged inspects the listed containers that are new or changed
+// running state. A container gone since the list maps to nil.
+func (r *relister) inspectChanged(ctx context.Context, list []dockertools.Container) (map[string]*ContainerState, error) {
+	var todo []string
+	for _, c := range list {
+		if st := r.known[c.ID]; st == nil || st.Running != c.Running {
+			todo = append(todo, c.ID)
+		}
+	}
+	out := make(map[string]*ContainerState, len(todo))
+	var mu sync.Mutex
+	var firstErr error
+	sem := make(chan struct{}, maxParallelInspects)
+	var wg sync.WaitGroup
+	for _, id := range todo {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			var st *ContainerState
+			d, err := r.docker.Inspect(ctx, id)
+			switch {
+			case errors.Is(err, dockertools.ErrContainerNotFound):
+				err = nil // removed since the list; the next relist agrees
+			case err == nil:
+				var perr error
+				if st, perr = containerState(d); perr != nil {
+					glog.V(4).Infof("Relist: skipping container %s: %v", d.Name, perr)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			out[id] = st
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}()
+	}
+	wg.Wait()
+	return out, firstErr
 }
 
 // containerState converts an inspected container; one without the agent's

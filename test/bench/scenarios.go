@@ -146,7 +146,17 @@ func (h *Harness) steady(n int) Result {
 		w.wait(n, 5*time.Minute)
 		w.close()
 	}
-	time.Sleep(10 * time.Second) // settle: cAdvisor's first housekeeping, the first resyncs
+	// Settle: the relist has seen every container (no inspect for 5 s),
+	// cAdvisor has done its first housekeeping.
+	time.Sleep(10 * time.Second)
+	last, quiet := h.dockerOps(a)["inspect"], 0
+	for i := 0; i < 120 && quiet < 5; i++ {
+		time.Sleep(time.Second)
+		quiet++
+		if now := h.dockerOps(a)["inspect"]; now != last {
+			last, quiet = now, 0
+		}
+	}
 	pid := a.cmd.Process.Pid
 	cpu0, _ := procStats(pid)
 	ops0 := h.dockerOps(a)

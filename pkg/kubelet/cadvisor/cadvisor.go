@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/golang/glog"
 	"github.com/google/cadvisor/cache/memory"
 	"github.com/google/cadvisor/container"
 	"github.com/google/cadvisor/container/docker"
@@ -112,10 +113,25 @@ const (
 // Err says why cAdvisor is unavailable (nil when it runs).
 func (c *Client) Err() error { return c.err }
 
-// Stop stops cAdvisor's housekeeping.
+// stopTimeout bounds Stop: cAdvisor's own Stop can wait on its housekeeping
+// goroutines for minutes with many containers, and the agent must exit
+// promptly on SIGTERM.
+const stopTimeout = 2 * time.Second
+
+// Stop stops cAdvisor's housekeeping, waiting at most stopTimeout.
 func (c *Client) Stop() {
-	if c.m != nil {
+	if c.m == nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
 		_ = c.m.Stop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(stopTimeout):
+		glog.V(1).Infof("cAdvisor did not stop within %v; exiting regardless", stopTimeout)
 	}
 }
 
