@@ -132,7 +132,7 @@ func (c *Client) Inspect(ctx context.Context, id string) (*ContainerDetail, erro
 	defer cancel()
 	ct, err := c.c.InspectContainerWithOptions(docker.InspectContainerOptions{ID: id, Context: ctx})
 	if err != nil {
-		return nil, fmt.Errorf("inspect container %s: %w", shortID(id), translate(err))
+		return nil, fmt.Errorf("inspect container %s: %w", ShortID(id), translate(err))
 	}
 	d := &ContainerDetail{
 		ID:         ct.ID,
@@ -191,7 +191,7 @@ func (c *Client) Start(ctx context.Context, id string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("start container %s: %w", shortID(id), translate(err))
+		return fmt.Errorf("start container %s: %w", ShortID(id), translate(err))
 	}
 	return nil
 }
@@ -211,7 +211,7 @@ func (c *Client) Stop(ctx context.Context, id string, grace time.Duration) error
 	if err == nil || errors.Is(err, ErrContainerNotFound) {
 		return nil
 	}
-	return fmt.Errorf("stop container %s: %w", shortID(id), err)
+	return fmt.Errorf("stop container %s: %w", ShortID(id), err)
 }
 
 // Remove removes a container (forcefully: it may still be running) and its
@@ -228,7 +228,7 @@ func (c *Client) Remove(ctx context.Context, id string) error {
 	if errors.As(err, &de) && de.Status == http.StatusConflict && strings.Contains(de.Message, "in progress") {
 		return nil
 	}
-	return fmt.Errorf("remove container %s: %w", shortID(id), err)
+	return fmt.Errorf("remove container %s: %w", ShortID(id), err)
 }
 
 // ImagePresent reports whether the image is in Docker's store.
@@ -347,16 +347,18 @@ func oneLine(s string) string {
 	return s
 }
 
-func shortID(id string) string {
+// ShortID is the 12-character form of a container ID, for logs.
+func ShortID(id string) string {
 	if len(id) > 12 {
 		return id[:12]
 	}
 	return id
 }
 
-// splitImage splits "repo:tag" (a registry port is not a tag; a digest
-// reference keeps its "@" part in the repository).
-func splitImage(image string) (repo, tag string) {
+// SplitImage splits "repo:tag": a reference without a tag is "latest" (a
+// registry port is not a tag); a digest reference keeps its "@" part in the
+// repository and has no tag.
+func SplitImage(image string) (repo, tag string) {
 	if strings.Contains(image, "@") {
 		return image, ""
 	}

@@ -30,7 +30,7 @@ func (c *Client) Exec(ctx context.Context, containerID string, cmd []string, tim
 	})
 	cancel()
 	if err != nil {
-		return 0, nil, fmt.Errorf("create exec in %s: %w", shortID(containerID), translate(err))
+		return 0, nil, fmt.Errorf("create exec in %s: %w", ShortID(containerID), translate(err))
 	}
 	out := &cappedBuffer{max: maxExecOutput}
 	done := make(chan error, 1)
@@ -46,7 +46,7 @@ func (c *Client) Exec(ctx context.Context, containerID string, cmd []string, tim
 	select {
 	case err := <-done:
 		if err != nil {
-			return 0, out.Bytes(), fmt.Errorf("run exec in %s: %w", shortID(containerID), translate(err))
+			return 0, out.Bytes(), fmt.Errorf("run exec in %s: %w", ShortID(containerID), translate(err))
 		}
 	case <-timer:
 		c.killExec(ex.ID)
@@ -59,7 +59,7 @@ func (c *Client) Exec(ctx context.Context, containerID string, cmd []string, tim
 	}
 	insp, err := c.c.InspectExec(ex.ID)
 	if err != nil {
-		return 0, out.Bytes(), fmt.Errorf("inspect exec in %s: %w", shortID(containerID), translate(err))
+		return 0, out.Bytes(), fmt.Errorf("inspect exec in %s: %w", ShortID(containerID), translate(err))
 	}
 	return insp.ExitCode, out.Bytes(), nil
 }

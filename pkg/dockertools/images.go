@@ -120,7 +120,7 @@ func (k *Keyring) Lookup(image string) []Auth {
 
 // PullAuth pulls an image with one credential (nil: anonymously).
 func (c *Client) PullAuth(ctx context.Context, image string, auth *Auth, inactivity time.Duration) error {
-	repo, tag := splitImage(image)
+	repo, tag := SplitImage(image)
 	var a docker.AuthConfiguration
 	if auth != nil {
 		a = docker.AuthConfiguration{Username: auth.Username, Password: auth.Password, ServerAddress: auth.ServerAddress}
@@ -151,7 +151,7 @@ func (c *Client) ImageID(ctx context.Context, image string) (string, error) {
 // container uses it).
 func (c *Client) RemoveImage(ctx context.Context, id string) error {
 	if err := c.c.RemoveImageExtended(id, docker.RemoveImageOptions{Context: ctx}); err != nil {
-		return fmt.Errorf("remove image %s: %w", shortID(strings.TrimPrefix(id, "sha256:")), translate(err))
+		return fmt.Errorf("remove image %s: %w", ShortID(strings.TrimPrefix(id, "sha256:")), translate(err))
 	}
 	return nil
 }

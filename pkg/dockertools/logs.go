@@ -35,7 +35,7 @@ func (c *Client) Logs(ctx context.Context, id string, o LogOptions, w io.Writer)
 		Stdout: true, Stderr: true, Follow: o.Follow, Timestamps: o.Timestamps, Tail: tail, Since: since,
 	})
 	if err != nil && ctx.Err() == nil {
-		return fmt.Errorf("logs of container %s: %w", shortID(id), translate(err))
+		return fmt.Errorf("logs of container %s: %w", ShortID(id), translate(err))
 	}
 	return nil
 }

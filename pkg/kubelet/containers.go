@@ -361,7 +361,7 @@ func containerSpec(pod *v1.Pod, name string) *v1.Container {
 
 func (k *Kubelet) removeQuietly(ctx context.Context, id string) {
 	if err := k.docker.Remove(ctx, id); err != nil {
-		glog.V(2).Infof("Remove container %s: %v", shortID(id), err)
+		glog.V(2).Infof("Remove container %s: %v", dockertools.ShortID(id), err)
 	}
 }
 
@@ -390,11 +390,4 @@ func podSourceOf(pod *v1.Pod) string {
 		return s
 	}
 	return config.SourceFile
-}
-
-func shortID(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
 }

@@ -99,7 +99,7 @@ func (m *imageManager) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container)
 	policy := c.ImagePullPolicy
 	if policy == "" {
 		policy = v1.PullIfNotPresent
-		if tagOf(c.Image) == "latest" {
+		if _, tag := dockertools.SplitImage(c.Image); tag == "latest" {
 			policy = v1.PullAlways
 		}
 	}
@@ -259,17 +259,4 @@ func summarizePullError(image string, err error, haveCreds bool) string {
 		return fmt.Sprintf("no credentials for registry %s (add them to the Docker config): %s", dockertools.RegistryHost(image), msg)
 	}
 	return msg
-}
-
-// tagOf returns an image reference's tag, "latest" when it names none, and
-// "" for a digest reference.
-func tagOf(image string) string {
-	if strings.Contains(image, "@") {
-		return ""
-	}
-	i := strings.LastIndex(image, ":")
-	if i < 0 || strings.Contains(image[i:], "/") {
-		return "latest"
-	}
-	return image[i+1:]
 }

@@ -268,7 +268,7 @@ func (k *Kubelet) applyActions(ctx context.Context, pod *v1.Pod, state *PodState
 			if why == "" {
 				why = "no longer wanted as it runs"
 			}
-			glog.Infof("Pod %s: stopping container %s (%s): %s", key, c.Name, shortID(c.ID), why)
+			glog.Infof("Pod %s: stopping container %s (%s): %s", key, c.Name, dockertools.ShortID(c.ID), why)
 		}
 		if err := k.stopAll(ctx, pod, state, a.kill, gracePeriod(pod)); err != nil {
 			return err

@@ -84,16 +84,14 @@ func (s *sourceSet) stop() {
 	s.wg.Wait()
 }
 
-// liveSettings are the settings a SIGHUP applies without a restart.
-var liveSettings = map[string]bool{
-	"pod-manifest-path": true, "file-check-frequency": true, "manifest-url": true, "manifest-url-header": true,
-	"http-check-frequency": true, "etcd-servers": true, "etcd-cafile": true, "etcd-certfile": true, "etcd-keyfile": true,
-	"etcd-prefix": true, "etcd-resync-period": true,
+// housekeepingSettings are the settings a SIGHUP applies to the running
+// Kubelet (-v applies by itself: parsing sets glog's flags).
+var housekeepingSettings = map[string]bool{
 	"minimum-container-ttl-duration": true, "maximum-dead-containers-per-container": true, "maximum-dead-containers": true,
 	"container-log-max-size": true, "container-log-max-files": true, "container-log-dir": true,
 }
 
-// sourceSettings are the live settings that restart the sources.
+// sourceSettings are the settings a SIGHUP applies by restarting the sources.
 var sourceSettings = map[string]bool{
 	"pod-manifest-path": true, "file-check-frequency": true, "manifest-url": true, "manifest-url-header": true,
 	"http-check-frequency": true, "etcd-servers": true, "etcd-cafile": true, "etcd-certfile": true, "etcd-keyfile": true,
@@ -134,7 +132,7 @@ func reload(ctx context.Context, o *Options, reparse func() (*Options, error), k
 		switch {
 		case sourceSettings[name]:
 			restartSources = true
-		case !liveSettings[name]:
+		case !housekeepingSettings[name]:
 			needRestart = append(needRestart, "--"+name)
 		}
 	}
