@@ -257,13 +257,18 @@ func (c *Client) ImageUser(ctx context.Context, image string) (string, error) {
 	return img.Config.User, nil
 }
 
+// stateEvents are the container events that change what a list or an
+// inspect shows; exec_* (every exec probe), kill, attach and the like are not
+// subscribed to.
+var stateEvents = []string{"create", "start", "die", "destroy", "oom", "pause", "unpause", "rename", "update"}
+
 // Events streams container events for containers carrying label=value until
 // ctx is cancelled or the stream breaks; the returned channel is closed then.
 // The caller relists after reconnecting: events lost in between are covered.
 func (c *Client) Events(ctx context.Context, label, value string) (<-chan Event, error) {
 	raw := make(chan *docker.APIEvents, 64)
 	err := c.c.AddEventListenerWithOptions(docker.EventsOptions{
-		Filters: map[string][]string{"type": {"container"}, "label": {label + "=" + value}},
+		Filters: map[string][]string{"type": {"container"}, "label": {label + "=" + value}, "event": stateEvents},
 	}, raw)
 	if err != nil {
 		return nil, fmt.Errorf("subscribe to docker events: %w", translate(err))

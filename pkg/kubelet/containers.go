@@ -112,12 +112,34 @@ func (k *Kubelet) startInfra(ctx context.Context, pod *v1.Pod) (id, ip string, e
 	if err != nil {
 		return "", "", err
 	}
+	glog.Infof("Pod %s: started infra container %s", api.Key(pod), spec.Name)
+	if !usesPodIP(pod) {
+		return id, "", nil // the relist learns the IP moments later
+	}
 	d, err := k.docker.Inspect(ctx, id)
 	if err != nil {
 		return "", "", err
 	}
-	glog.Infof("Pod %s: started infra container %s", api.Key(pod), spec.Name)
 	return id, d.IP, nil
+}
+
+// usesPodIP reports whether starting the pod's containers needs its IP: an
+// environment value from status.podIP, or a postStart HTTP hook aimed at the
+// pod. Most pods need neither, and skip an inspect on the way to running.
+func usesPodIP(pod *v1.Pod) bool {
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range cs {
+			for _, e := range c.Env {
+				if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP" {
+					return true
+				}
+			}
+			if l := c.Lifecycle; l != nil && l.PostStart != nil && l.PostStart.HTTPGet != nil && l.PostStart.HTTPGet.Host == "" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // startContainer creates and starts one container of the pod, then runs its
@@ -169,11 +191,6 @@ func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	}
 	glog.Infof("Pod %s: started container %s (restart %d)", api.Key(pod), spec.Name, restartCount)
 	k.cfg.Events.Event(ref, false, "Started", "Started container %s", c.Name)
-	if links := k.logLinks(); links.dir != "" {
-		if d, err := k.docker.Inspect(ctx, id); err == nil {
-			links.create(pod.Name, pod.Namespace, c.Name, id, d.LogPath)
-		}
-	}
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		hctx, cancel := context.WithTimeout(ctx, postStartTimeout)
 		err := k.runHook(hctx, pod, c, id, podIP, c.Lifecycle.PostStart)

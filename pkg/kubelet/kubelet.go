@@ -204,6 +204,13 @@ func (k *Kubelet) Run(ctx context.Context, updates <-chan config.PodUpdate) {
 	defer wg.Wait()
 	relist := newRelister(k.docker, k.cfg.NodeName, k.cfg.RelistPeriod, k.cache, k.markDirty)
 	relist.metrics = k.metrics
+	// Log links are made from the relist's inspect rather than one of
+	// their own on the start path; a restarted agent remakes them all.
+	relist.onNew = func(c *ContainerState) {
+		if c.Name != infraName {
+			k.logLinks().create(c.Labels[dockertools.LabelPodName], c.Labels[dockertools.LabelPodNamespace], c.Name, c.ID, c.LogPath)
+		}
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

@@ -38,6 +38,8 @@ func TestRelistInspectsOnlyWhatChanged(t *testing.T) {
 	var dirty []types.UID
 	cache := newPodCache()
 	r := newRelister(fake, "n", time.Second, cache, func(uids []types.UID) { dirty = append(dirty, uids...) })
+	var seen []string
+	r.onNew = func(c *ContainerState) { seen = append(seen, c.ID) }
 	steps := []struct {
 		name        string
 		change      func()
@@ -47,6 +49,9 @@ func TestRelistInspectsOnlyWhatChanged(t *testing.T) {
 	}{
 		{"first relist inspects all", func() {}, 2, []types.UID{"u1", "u2"}, 2},
 		{"nothing changed: no inspect, nothing dirty", func() {}, 0, nil, 2},
+		// Docker reports "die" before its list stops showing the container
+		// running: a container named by an event is inspected regardless.
+		{"an event names a container", func() { r.markEvented("c2") }, 1, []types.UID{"u2"}, 2},
 		{"a container exited", func() { fake.Exit("c1", 1) }, 1, []types.UID{"u1"}, 2},
 		{"a container was removed", func() { _ = fake.Remove(context.Background(), "c2") }, 0, []types.UID{"u2"}, 1},
 	}
@@ -70,6 +75,10 @@ func TestRelistInspectsOnlyWhatChanged(t *testing.T) {
 		if n := len(cache.all()); n != s.podsInCache {
 			t.Errorf("%s: %d pods cached, want %d", s.name, n, s.podsInCache)
 		}
+	}
+	sort.Strings(seen)
+	if len(seen) != 2 || seen[0] != "c1" || seen[1] != "c2" {
+		t.Errorf("onNew saw %v, want each of c1 and c2 once", seen)
 	}
 	if st := cache.get("u1"); st == nil || st.Containers[0].Running || st.Containers[0].ExitCode != 1 {
 		t.Errorf("cache of u1 = %+v, want the exited container with code 1", st)

@@ -12,8 +12,8 @@ import (
 )
 
 // logLinks keeps <dir>/<pod>_<namespace>_<container>-<id>.log symlinks to
-// Docker's log files, as log shippers expect: made with the container,
-// removed with it. An empty dir disables them.
+// Docker's log files, as log shippers expect: made when the relist first
+// sees a container, removed with it. An empty dir disables them.
 type logLinks struct {
 	dir string
 }
@@ -25,7 +25,7 @@ func (l logLinks) path(pod, namespace, container, id string) string {
 	return filepath.Join(l.dir, fmt.Sprintf("%s_%s_%s-%s.log", pod, namespace, container, id))
 }
 
-// create links a new container's log file.
+// create links a container's log file.
 func (l logLinks) create(pod, namespace, container, id, logPath string) {
 	if l.dir == "" || logPath == "" {
 		return
@@ -35,6 +35,9 @@ func (l logLinks) create(pod, namespace, container, id, logPath string) {
 		return
 	}
 	p := l.path(pod, namespace, container, id)
+	if target, err := os.Readlink(p); err == nil && target == logPath {
+		return // made before this agent restarted
+	}
 	_ = os.Remove(p)
 	if err := os.Symlink(logPath, p); err != nil {
 		glog.Errorf("Container log symlink: %v", err)

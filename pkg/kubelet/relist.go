@@ -32,19 +32,27 @@ const (
 
 // relister turns Docker's state into the pod cache: one label-filtered list
 // per period (or at once when Docker reports an event), an inspect only for
-// containers that are new or changed state, and the UIDs of pods whose
-// containers changed handed to onDirty. It never blocks on its consumer:
-// onDirty only records the UIDs.
+// containers that are new, changed state or named by an event, and the UIDs
+// of pods whose containers changed handed to onDirty. It never blocks on its
+// consumer: onDirty only records the UIDs.
+//
+// Containers named by an event are inspected whatever the list says: Docker
+// reports "die" before its list stops showing the container running, and a
+// relist trusting the list would miss the exit until the next period.
 type relister struct {
 	docker  containerLister
 	node    string
 	period  time.Duration
 	cache   *podCache
 	onDirty func([]types.UID)
-	metrics *metrics.Metrics // optional
+	onNew   func(*ContainerState) // optional: each container the first time it is seen
+	metrics *metrics.Metrics      // optional
 
 	known    map[string]*ContainerState // by container ID; owned by Run
 	failures int                        // consecutive failed relists; owned by Run
+
+	mu      sync.Mutex          // guards evented
+	evented map[string]struct{} // IDs named by events since the last relist
 }
 
 func newRelister(docker containerLister, node string, period time.Duration, cache *podCache, onDirty func([]types.UID)) *relister {
@@ -120,7 +128,9 @@ func (r *relister) watchEvents(ctx context.Context, poke func()) {
 		if err == nil {
 			backoff = eventsRetryMin
 			poke() // events may have been missed while unsubscribed
-			for range events {
+			for ev := range events {
+				glog.V(5).Infof("Docker event %s %s", ev.Action, dockertools.ShortID(ev.ContainerID))
+				r.markEvented(ev.ContainerID)
 				poke()
 			}
 			glog.V(2).Infof("Docker event stream ended; re-subscribing")
@@ -136,17 +146,35 @@ func (r *relister) watchEvents(ctx context.Context, poke func()) {
 	}
 }
 
+func (r *relister) markEvented(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.evented == nil {
+		r.evented = map[string]struct{}{}
+	}
+	r.evented[id] = struct{}{}
+}
+
 // relist lists this node's containers once and updates the cache.
 func (r *relister) relist(ctx context.Context) error {
 	start := time.Now()
+	// Taken before the list: an event arriving during this relist pokes
+	// the next one, which inspects its container.
+	r.mu.Lock()
+	evented := r.evented
+	r.evented = nil
+	r.mu.Unlock()
 	list, err := r.docker.List(ctx, dockertools.LabelOwner, r.node)
 	if err != nil {
+		for id := range evented {
+			r.markEvented(id) // for the retry
+		}
 		return err
 	}
 	pods := map[types.UID]*PodState{}
 	known := make(map[string]*ContainerState, len(list))
 	dirty := map[types.UID]bool{}
-	fresh, err := r.inspectChanged(ctx, list)
+	fresh, err := r.inspectChanged(ctx, list, evented)
 	if err != nil {
 		return err
 	}
@@ -160,6 +188,9 @@ func (r *relister) relist(ctx context.Context) error {
 		}
 		if changed {
 			dirty[types.UID(st.Labels[dockertools.LabelPodUID])] = true
+			if r.known[c.ID] == nil && r.onNew != nil {
+				r.onNew(st)
+			}
 		}
 		known[c.ID] = st
 		uid := types.UID(st.Labels[dockertools.LabelPodUID])
@@ -197,6 +228,7 @@ func (r *relister) relist(ctx context.Context) error {
 		r.metrics.RunningContainers.Set(float64(runningContainers))
 	}
 	if len(dirty) > 0 {
+		glog.V(4).Infof("Relist: %d containers, %d inspected, %d pods changed, in %v", len(list), len(fresh), len(dirty), time.Since(start))
 		uids := make([]types.UID, 0, len(dirty))
 		for uid := range dirty {
 			uids = append(uids, uid)
@@ -211,12 +243,14 @@ func (r *relister) relist(ctx context.Context) error {
 // would keep the cache (and every worker waiting on it) behind for seconds.
 const maxParallelInspects = 8
 
-// inspectChanged inspects the listed containers that are new or changed
-// running state. A container gone since the list maps to nil.
-func (r *relister) inspectChanged(ctx context.Context, list []dockertools.Container) (map[string]*ContainerState, error) {
+// inspectChanged inspects the listed containers that are new, changed
+// running state or were named by an event. A container gone since the list
+// maps to nil.
+func (r *relister) inspectChanged(ctx context.Context, list []dockertools.Container, evented map[string]struct{}) (map[string]*ContainerState, error) {
 	var todo []string
 	for _, c := range list {
-		if st := r.known[c.ID]; st == nil || st.Running != c.Running {
+		_, ev := evented[c.ID]
+		if st := r.known[c.ID]; st == nil || st.Running != c.Running || ev {
 			todo = append(todo, c.ID)
 		}
 	}

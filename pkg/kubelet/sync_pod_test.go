@@ -228,3 +228,29 @@ func withInit(policy ...v1.RestartPolicy) *v1.Pod {
 	p.Spec.InitContainers = []v1.Container{{Name: "i1", Image: "img:1"}, {Name: "i2", Image: "img:1"}}
 	return p
 }
+
+func TestUsesPodIP(t *testing.T) {
+	fieldEnv := func(path string) v1.Container {
+		return v1.Container{Name: "c", Env: []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: path}}}}}
+	}
+	hook := func(host string) v1.Container {
+		return v1.Container{Name: "c", Lifecycle: &v1.Lifecycle{PostStart: &v1.LifecycleHandler{HTTPGet: &v1.HTTPGetAction{Host: host, Path: "/"}}}}
+	}
+	for _, tc := range []struct {
+		name       string
+		init, apps []v1.Container
+		want       bool
+	}{
+		{"plain", nil, []v1.Container{{Name: "c"}}, false},
+		{"status.podIP env", nil, []v1.Container{fieldEnv("status.podIP")}, true},
+		{"status.podIP env of an init container", []v1.Container{fieldEnv("status.podIP")}, []v1.Container{{Name: "c"}}, true},
+		{"other field env", nil, []v1.Container{fieldEnv("metadata.name")}, false},
+		{"postStart HTTP hook to the pod", nil, []v1.Container{hook("")}, true},
+		{"postStart HTTP hook to a named host", nil, []v1.Container{hook("example.test")}, false},
+	} {
+		pod := &v1.Pod{Spec: v1.PodSpec{InitContainers: tc.init, Containers: tc.apps}}
+		if got := usesPodIP(pod); got != tc.want {
+			t.Errorf("%s: usesPodIP = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
