@@ -5,7 +5,6 @@
 package bench
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -41,6 +40,9 @@ type Config struct {
 	IdleWindow   time.Duration // length of a steady-state window
 	Failures     int           // kill-to-replacement trials
 	BaselineJobs int           // concurrency of the baseline
+	Probed       int           // containers with 1 s liveness probes (5 per pod)
+	ProbeWindow  time.Duration // how long their probes are watched
+	Peers        bool          // measure podman and docker-compose too, where installed
 }
 
 // Result is one scenario's outcome.
@@ -101,53 +103,64 @@ func (h *Harness) removeLabelled(label string) {
 
 func (h *Harness) logf(format string, args ...any) { fmt.Fprintf(h.log, format+"\n", args...) }
 
-// baselinePods creates and starts n pods directly through the Docker API,
-// jobs at a time, and returns how long it took.
-func (h *Harness) baselinePods(n, round int) time.Duration {
+// baselinePods creates and starts the named pods directly through the Docker
+// API, BaselineJobs at a time, and returns how long it took.
+func (h *Harness) baselinePods(names []string) time.Duration {
 	start := time.Now()
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, max(h.cfg.BaselineJobs, 1))
-	for i := 0; i < n; i++ {
+	for _, n := range names {
 		wg.Add(1)
 		sem <- struct{}{}
-		go func(i int) {
+		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			h.baselinePod(fmt.Sprintf("b%d-%d", round, i))
-		}(i)
+			if _, _, err := h.baselinePod(n); err != nil {
+				h.logf("baseline: %v", err)
+			}
+		}()
 	}
 	wg.Wait()
 	return time.Since(start)
 }
 
-func (h *Harness) baselinePod(name string) {
-	labels := map[string]string{benchLabel: h.run}
+// baselineNode is the owner label value of the baseline's containers, so
+// the harness's event watcher sees them as it sees an agent's.
+func (h *Harness) baselineNode() string { return "bench-" + h.run + "-baseline" }
+
+// baselinePod creates and starts one pod: its infra container, then the app
+// container in the infra container's namespaces.
+func (h *Harness) baselinePod(name string) (infraID, appID string, err error) {
 	infra, err := h.docker.CreateContainer(docker.CreateContainerOptions{
 		Name:       "bench-" + h.run + "-" + name + "-pod",
-		Config:     &docker.Config{Image: pauseImage, Labels: labels, Hostname: name},
+		Config:     &docker.Config{Image: pauseImage, Labels: h.baselineLabels(name), Hostname: name},
 		HostConfig: &docker.HostConfig{IpcMode: "shareable", CPUShares: 2},
 	})
 	if err != nil {
-		h.logf("baseline: %v", err)
-		return
+		return "", "", err
 	}
 	if err := h.docker.StartContainer(infra.ID, nil); err != nil {
-		h.logf("baseline: %v", err)
-		return
+		return "", "", err
 	}
+	appID, err = h.baselineApp(name, infra.ID, 0)
+	return infra.ID, appID, err
+}
+
+func (h *Harness) baselineApp(name, infraID string, instance int) (string, error) {
 	app, err := h.docker.CreateContainer(docker.CreateContainerOptions{
-		Name:   "bench-" + h.run + "-" + name + "-app",
-		Config: &docker.Config{Image: testImage, Labels: labels, Cmd: []string{"/testserver"}},
-		HostConfig: &docker.HostConfig{NetworkMode: "container:" + infra.ID, IpcMode: "container:" + infra.ID, CPUShares: 2,
+		Name:   fmt.Sprintf("bench-%s-%s-app%d", h.run, name, instance),
+		Config: &docker.Config{Image: testImage, Labels: h.baselineLabels(name), Cmd: []string{"/testserver"}},
+		HostConfig: &docker.HostConfig{NetworkMode: "container:" + infraID, IpcMode: "container:" + infraID, CPUShares: 2,
 			RestartPolicy: docker.RestartPolicy{Name: "no"}},
 	})
 	if err != nil {
-		h.logf("baseline: %v", err)
-		return
+		return "", err
 	}
-	if err := h.docker.StartContainer(app.ID, nil); err != nil {
-		h.logf("baseline: %v", err)
-	}
+	return app.ID, h.docker.StartContainer(app.ID, nil)
+}
+
+func (h *Harness) baselineLabels(pod string) map[string]string {
+	return map[string]string{benchLabel: h.run, ownerLabel: h.baselineNode(), "io.kubernetes.pod.name": pod}
 }
 
 // agent is one running agent under measurement.
@@ -211,8 +224,9 @@ func (a *agent) drop(names []string, extra string, gap time.Duration) []time.Tim
 	return at
 }
 
-// startWatcher reports, per pod, when Docker said both of its containers
-// started: the clock stops on Docker's word, not the agent's.
+// startWatcher reports, per pod, when Docker said all of its containers
+// (perPod of them) started: the clock stops on Docker's word, not the
+// agent's.
 type startWatcher struct {
 	mu      sync.Mutex
 	started map[string]int // pod → starts seen
@@ -221,7 +235,7 @@ type startWatcher struct {
 	c       *docker.Client
 }
 
-func (h *Harness) watchStarts(node string) (*startWatcher, error) {
+func (h *Harness) watchStarts(node string, perPod int) (*startWatcher, error) {
 	w := &startWatcher{started: map[string]int{}, done: map[string]time.Time{}, ch: make(chan *docker.APIEvents, 4096), c: h.docker}
 	if err := h.docker.AddEventListenerWithOptions(docker.EventsOptions{
 		Filters: map[string][]string{"type": {"container"}, "event": {"start"}, "label": {ownerLabel + "=" + node}},
@@ -234,7 +248,7 @@ func (h *Harness) watchStarts(node string) (*startWatcher, error) {
 			t := time.Unix(0, ev.TimeNano)
 			w.mu.Lock()
 			w.started[pod]++
-			if w.started[pod] == 2 {
+			if w.started[pod] == perPod {
 				w.done[pod] = t
 			}
 			w.mu.Unlock()
@@ -333,7 +347,7 @@ func Markdown(rs []Result) string {
 		sort.Strings(keys)
 		var parts []string
 		for _, k := range keys {
-			parts = append(parts, fmt.Sprintf("%s %.3g", k, r.Values[k]))
+			parts = append(parts, k+" "+formatValue(r.Values[k]))
 		}
 		met := "yes"
 		if !r.Met {
@@ -347,5 +361,11 @@ func Markdown(rs []Result) string {
 	return b.String()
 }
 
-// background is the context of Docker calls the harness makes.
-var background = context.Background()
+// formatValue prints milliseconds and counts whole, small values to three
+// significant digits.
+func formatValue(v float64) string {
+	if math.Abs(v) >= 100 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}

@@ -25,10 +25,10 @@ func TestBench(t *testing.T) {
 		t.Fatalf("build: %v %s", err, out)
 	}
 	cfg := Config{Binary: bin, Rounds: 1, Burst: []int{3}, Arrivals: 4, ArrivalRate: 4, IdleSizes: []int{0, 3},
-		IdleWindow: 3 * time.Second, Failures: 1, BaselineJobs: 4}
+		IdleWindow: 3 * time.Second, Failures: 1, BaselineJobs: 4, Probed: 5, ProbeWindow: 3 * time.Second, Peers: true}
 	if *full {
 		cfg = Config{Binary: bin, Rounds: 5, Burst: []int{10, 30}, Arrivals: 20, ArrivalRate: 2, IdleSizes: []int{0, 35, 100},
-			IdleWindow: 60 * time.Second, Failures: 5, BaselineJobs: 4}
+			IdleWindow: 60 * time.Second, Failures: 5, BaselineJobs: 4, Probed: 100, ProbeWindow: 30 * time.Second, Peers: true}
 	}
 	h, err := New(cfg, testWriter{t})
 	if err != nil {

@@ -8,7 +8,9 @@
 //	GET /healthz     200 while healthy, 500 after POST /unhealthy (POST /healthy heals)
 //
 // With -grpc-listen it also serves grpc.health.v1, following the same switch;
-// -unhealthy starts it unhealthy.
+// -unhealthy starts it unhealthy. With -log-probes it prints
+// "probe <unix nanoseconds>" for every /healthz request, so a benchmark can
+// measure probe intervals on the receiving end.
 package main
 
 import (
@@ -20,6 +22,7 @@ import (
 	"net/http"
 	"os"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
@@ -30,6 +33,7 @@ func main() {
 	addr := flag.String("listen", ":8080", "address to listen on")
 	grpcAddr := flag.String("grpc-listen", "", "address of the gRPC health service (none if empty)")
 	startUnhealthy := flag.Bool("unhealthy", false, "start unhealthy")
+	logProbes := flag.Bool("log-probes", false, "print the time of every /healthz request")
 	flag.Parse()
 	var unhealthy atomic.Bool
 	unhealthy.Store(*startUnhealthy)
@@ -84,6 +88,9 @@ func main() {
 		}
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if *logProbes {
+			fmt.Printf("probe %d\n", time.Now().UnixNano())
+		}
 		if unhealthy.Load() {
 			http.Error(w, "unhealthy", http.StatusInternalServerError)
 			return
