@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Runs the full benchmark (about 10 minutes); results go to docs/benchmarks.md
-# and docs/benchmarks.json.
+# Runs the full benchmark (about 25 minutes) against the Docker API baseline
+# and the peers (podman kube play, docker-compose up); results go to
+# docs/benchmarks.md and docs/benchmarks.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec go test -count=1 -timeout 30m -run TestBench -v ./test/bench -full
+hack/ensure-docker.sh
+hack/ensure-test-deps.sh
+exec go test -count=1 -timeout 40m -run TestBench -v ./test/bench -full

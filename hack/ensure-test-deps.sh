@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Installs what the end-to-end tests run besides Docker: Debian's
-# docker-registry (a real registry the image tests push to, on loopback) and
-# systemd-analyze (to verify the service unit; systemd need not run).
+# Installs what the end-to-end tests and benchmarks run besides Docker:
+# Debian's docker-registry (a real registry the image tests push to, on
+# loopback), systemd-analyze (to verify the service unit; systemd need not
+# run), and the peers the benchmark measures the agent against: podman (with
+# catatonit, from which it builds its pause image) and docker-compose.
 set -euo pipefail
 missing=()
 command -v docker-registry >/dev/null 2>&1 || missing+=(docker-registry)
 command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
+command -v podman >/dev/null 2>&1 || missing+=(podman)
+command -v catatonit >/dev/null 2>&1 || missing+=(catatonit)
+command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "ensure-test-deps: installing ${missing[*]}" >&2
   apt-get update -qq

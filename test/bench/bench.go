@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	docker "github.com/fsouza/go-dockerclient"
+	v1 "k8s.io/api/core/v1"
 )
 
 const (
@@ -194,6 +196,52 @@ func (h *Harness) stopAgent(a *agent) {
 	h.removeLabelled(ownerLabel + "=" + a.node)
 }
 
+// crossCheck waits (up to 10 s) for the agent's /pods to show every named
+// pod with all its containers running, as Docker already said they are.
+func (a *agent) crossCheck(names []string) error {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		running, err := a.runningPods(want)
+		if err == nil && running == len(want) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("docker started %d pods, the agent's /pods shows %d running (%v)", len(want), running, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (a *agent) runningPods(want map[string]bool) (int, error) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/pods", a.port))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var list v1.PodList
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range list.Items {
+		if !want[p.Name] || len(p.Status.ContainerStatuses) == 0 {
+			continue
+		}
+		all := true
+		for _, c := range p.Status.ContainerStatuses {
+			all = all && c.State.Running != nil
+		}
+		if all {
+			n++
+		}
+	}
+	return n, nil
+}
+
 func podManifest(name string, extra string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
@@ -236,14 +284,16 @@ type startWatcher struct {
 }
 
 func (h *Harness) watchStarts(node string, perPod int) (*startWatcher, error) {
-	w := &startWatcher{started: map[string]int{}, done: map[string]time.Time{}, ch: make(chan *docker.APIEvents, 4096), c: h.docker}
-	if err := h.docker.AddEventListenerWithOptions(docker.EventsOptions{
-		Filters: map[string][]string{"type": {"container"}, "event": {"start"}, "label": {ownerLabel + "=" + node}},
-	}, w.ch); err != nil {
+	ch, c, err := subscribe(map[string][]string{"type": {"container"}, "event": {"start"}, "label": {ownerLabel + "=" + node}})
+	if err != nil {
 		return nil, err
 	}
+	w := &startWatcher{started: map[string]int{}, done: map[string]time.Time{}, ch: ch, c: c}
 	go func() {
 		for ev := range w.ch {
+			if ev.Action != "start" {
+				continue
+			}
 			pod := ev.Actor.Attributes["io.kubernetes.pod.name"]
 			t := time.Unix(0, ev.TimeNano)
 			w.mu.Lock()
@@ -258,6 +308,21 @@ func (h *Harness) watchStarts(node string, perPod int) (*startWatcher, error) {
 }
 
 func (w *startWatcher) close() { _ = w.c.RemoveEventListener(w.ch) }
+
+// subscribe listens to Docker's events with the given filters on a client
+// of its own: go-dockerclient shares one event stream among a client's
+// listeners, filtered as the first listener asked.
+func subscribe(filters map[string][]string) (chan *docker.APIEvents, *docker.Client, error) {
+	c, err := docker.NewClientFromEnv()
+	if err != nil {
+		return nil, nil, err
+	}
+	ch := make(chan *docker.APIEvents, 4096)
+	if err := c.AddEventListenerWithOptions(docker.EventsOptions{Filters: filters}, ch); err != nil {
+		return nil, nil, err
+	}
+	return ch, c, nil
+}
 
 // wait waits until n pods have both containers started (or timeout) and
 // returns their completion times by pod.

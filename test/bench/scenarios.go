@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -93,7 +94,7 @@ func (h *Harness) burst(n int, peers []*peer) Result {
 					last = t
 				}
 			}
-			return last.Sub(at[0]), nil
+			return last.Sub(at[0]), a.crossCheck(names)
 		}},
 	}
 	for _, p := range peers {
@@ -251,12 +252,14 @@ func (h *Harness) steady(n int) Result {
 			last, quiet = now, 0
 		}
 	}
-	pid := a.cmd.Process.Pid
+	pid, dockerd := a.cmd.Process.Pid, dockerdPID()
 	cpu0, _ := procStats(pid)
+	dcpu0, _ := procStats(dockerd)
 	ops0 := h.dockerOps(a)
 	start := time.Now()
 	time.Sleep(h.cfg.IdleWindow)
 	cpu1, rss := procStats(pid)
+	dcpu1, _ := procStats(dockerd)
 	ops1 := h.dockerOps(a)
 	window := time.Since(start)
 	cores := (cpu1 - cpu0).Seconds() / window.Seconds()
@@ -272,6 +275,9 @@ func (h *Harness) steady(n int) Result {
 		"agent CPU (cores)": cores, "agent RSS (MiB)": float64(rss) / (1 << 20),
 		"lists per relist period": lists / periods, "inspects": inspects,
 	}, Target: fmt.Sprintf("CPU <= %.2f cores, RSS <= %.0f MiB, <= 1 list per period, 0 inspects", t[0], t[1])}
+	if dockerd > 0 {
+		res.Values["dockerd CPU (cores)"] = (dcpu1 - dcpu0).Seconds() / window.Seconds()
+	}
 	res.Met = cores <= t[0] && float64(rss)/(1<<20) <= t[1] && lists/periods <= 1.05 && inspects == 0
 	h.logf("%s: %.3f cores, %.0f MiB, %.2f lists/period, %.0f inspects", name, cores, float64(rss)/(1<<20), lists/periods, inspects)
 	return res
@@ -378,12 +384,11 @@ func (h *Harness) baselineReplace(pod string) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	died := make(chan *docker.APIEvents, 16)
-	if err := h.docker.AddEventListenerWithOptions(docker.EventsOptions{
-		Filters: map[string][]string{"type": {"container"}, "event": {"die"}, "container": {app}}}, died); err != nil {
+	died, c, err := subscribe(map[string][]string{"type": {"container"}, "event": {"die"}, "container": {app}})
+	if err != nil {
 		return 0, err
 	}
-	defer h.docker.RemoveEventListener(died)
+	defer c.RemoveEventListener(died)
 	return h.killAndWaitReplacement(h.baselineNode(), pod, app, func() error {
 		select {
 		case <-died:
@@ -490,8 +495,38 @@ func probedPodManifest(name string, k int) string {
 	return b.String()
 }
 
-// Machine describes where the run happened.
-func Machine() string {
+// dockerdPID finds the local Docker daemon's process (0 if it is not here).
+func dockerdPID() int {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm")); strings.TrimSpace(string(comm)) == "dockerd" {
+			return pid
+		}
+	}
+	return 0
+}
+
+// Machine describes where the run happened: the host, and the Docker
+// daemon every contender but podman goes through.
+func (h *Harness) Machine() string {
 	host, _ := os.Hostname()
-	return fmt.Sprintf("%s, %d cores, Go %s, %s", host, runtime.NumCPU(), runtime.Version(), runtime.GOOS)
+	cpu := ""
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v) + ", "
+				break
+			}
+		}
+	}
+	desc := fmt.Sprintf("%s: %s%d cores, Go %s, %s", host, cpu, runtime.NumCPU(), runtime.Version(), runtime.GOOS)
+	if info, err := h.docker.Info(); err == nil {
+		desc += fmt.Sprintf(", %.0f GiB, kernel %s; Docker %s (storage driver %s, cgroup driver %s)", float64(info.MemTotal)/(1<<30),
+			info.KernelVersion, info.ServerVersion, info.Driver, info.CgroupDriver)
+	}
+	return desc
 }
