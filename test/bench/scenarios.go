@@ -119,6 +119,7 @@ func (h *Harness) burst(n int, peers []*peer) Result {
 				return Result{Scenario: name, Note: err.Error()}
 			}
 			times[c.name] = append(times[c.name], ms(d))
+			settle()
 		}
 	}
 	res := Result{Scenario: name, Values: map[string]float64{}}
@@ -164,6 +165,7 @@ func (h *Harness) arrivals() Result {
 			return Result{Scenario: name, Note: err.Error()}
 		}
 		base = append(base, lat...)
+		settle()
 
 		w, err := h.watchStarts(a.node, 2)
 		if err != nil {
@@ -178,6 +180,7 @@ func (h *Harness) arrivals() Result {
 			}
 		}
 		h.clear(a)
+		settle()
 	}
 	p99, b99 := percentile(agentLat, 99), percentile(base, 99)
 	h.logf("%s: agent p50 %.0f p99 %.0f, baseline p50 %.0f p99 %.0f", name, median(agentLat), p99, median(base), b99)
@@ -493,6 +496,24 @@ func probedPodManifest(name string, k int) string {
 `, i, testImage, port, port)
 	}
 	return b.String()
+}
+
+// settle waits (up to 10 s) for the Docker daemon to go idle after a
+// contender's clean-up, so that the removal of its containers does not slow
+// the next contender down.
+func settle() {
+	pid := dockerdPID()
+	if pid == 0 {
+		time.Sleep(time.Second)
+		return
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		c0, _ := procStats(pid)
+		time.Sleep(500 * time.Millisecond)
+		if c1, _ := procStats(pid); c1-c0 <= 20*time.Millisecond {
+			return
+		}
+	}
 }
 
 // dockerdPID finds the local Docker daemon's process (0 if it is not here).
