@@ -53,7 +53,8 @@ type Result struct {
 	Values   map[string]float64 `json:"values"` // medians, ratios and the like
 	Target   string             `json:"target"`
 	Met      bool               `json:"met"`
-	Note     string             `json:"note,omitempty"`
+	Note     string             `json:"note,omitempty"`   // why the scenario could not be measured
+	Remark   string             `json:"remark,omitempty"` // how to read a measurement
 }
 
 // Harness holds what every scenario uses.
@@ -418,8 +419,10 @@ func Markdown(rs []Result) string {
 		if !r.Met {
 			met = "**no**"
 		}
-		if r.Note != "" {
-			parts = append(parts, r.Note)
+		for _, n := range []string{r.Remark, r.Note} {
+			if n != "" {
+				parts = append(parts, n)
+			}
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Scenario, strings.Join(parts, "; "), r.Target, met)
 	}
