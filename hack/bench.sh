@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the full benchmark (about 25 minutes) against the Docker API baseline
+# Runs the full benchmark (about 15 minutes) against the Docker API baseline
 # and the peers (podman kube play, docker-compose up); results go to
 # docs/benchmarks.md and docs/benchmarks.json.
 set -euo pipefail
