@@ -85,10 +85,11 @@ func (h *Harness) podmanPeer() (*peer, error) {
 	}
 	// The first play builds podman's own pause image: not part of a round.
 	warm := []string{"warmup"}
-	if err := p.up(warm); err != nil {
+	err := p.up(warm)
+	p.down(warm) // also what a failed play left behind
+	if err != nil {
 		return nil, err
 	}
-	p.down(warm)
 	return p, nil
 }
 
