@@ -243,7 +243,8 @@ func (a *agent) runningPods(want map[string]bool) (int, error) {
 	return n, nil
 }
 
-func podManifest(name string, extra string) string {
+// podManifest is the pod every timed scenario runs: one test server.
+func podManifest(name string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata: {name: %s}
@@ -254,16 +255,16 @@ spec:
     image: %s
     imagePullPolicy: IfNotPresent
     args: ["/testserver"]
-%s`, name, testImage, extra)
+`, name, testImage)
 }
 
-// drop renames manifests into the agent's directory (as a deploy tool does)
-// and returns the instant of the first rename.
-func (a *agent) drop(names []string, extra string, gap time.Duration) []time.Time {
+// drop renames the named pods' manifests into the agent's directory (as a
+// deploy tool does), gap apart, and returns the instant of each rename.
+func (a *agent) drop(names []string, manifest func(name string) string, gap time.Duration) []time.Time {
 	var at []time.Time
 	for _, n := range names {
 		tmp := filepath.Join(a.manifests, "."+n+".tmp")
-		os.WriteFile(tmp, []byte(podManifest(n, extra)), 0o644)
+		os.WriteFile(tmp, []byte(manifest(n)), 0o644)
 		at = append(at, time.Now())
 		os.Rename(tmp, filepath.Join(a.manifests, n+".yaml"))
 		if gap > 0 {

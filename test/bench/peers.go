@@ -68,7 +68,7 @@ func (h *Harness) podmanPeer() (*peer, error) {
 	file := func(names []string) string {
 		var docs []string
 		for _, n := range names {
-			docs = append(docs, podManifest("pm-"+h.run+"-"+n, ""))
+			docs = append(docs, podManifest("pm-"+h.run+"-"+n))
 		}
 		f := filepath.Join(h.dir, "podman-"+names[0]+".yaml")
 		_ = os.WriteFile(f, []byte(strings.Join(docs, "---\n")), 0o644)

@@ -52,6 +52,15 @@ func (h *Harness) clear(a *agent) {
 	}
 }
 
+// podNames returns n pod names: prefix0, prefix1, ...
+func podNames(prefix string, n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = prefix + strconv.Itoa(i)
+	}
+	return names
+}
+
 // contender is one way of making the pods of a round, timed by itself.
 type contender struct {
 	name string
@@ -81,7 +90,7 @@ func (h *Harness) burst(n int, peers []*peer) Result {
 			if err != nil {
 				return 0, err
 			}
-			at := a.drop(names, "", 0)
+			at := a.drop(names, podManifest, 0)
 			done := w.wait(len(names), 2*time.Minute)
 			w.close()
 			defer h.clear(a)
@@ -108,10 +117,7 @@ func (h *Harness) burst(n int, peers []*peer) Result {
 	}
 	times := map[string][]float64{}
 	for r := 0; r < h.cfg.Rounds; r++ {
-		names := make([]string, n)
-		for i := range names {
-			names[i] = fmt.Sprintf("r%d-p%d", r, i)
-		}
+		names := podNames(fmt.Sprintf("r%d-p", r), n)
 		for i := range contenders {
 			c := contenders[(i+r)%len(contenders)]
 			d, err := c.run(names)
@@ -160,10 +166,7 @@ func (h *Harness) arrivals() Result {
 	gap := time.Duration(float64(time.Second) / h.cfg.ArrivalRate)
 	var base, agentLat []float64
 	for r := 0; r < h.cfg.Rounds; r++ {
-		names := make([]string, h.cfg.Arrivals)
-		for i := range names {
-			names[i] = fmt.Sprintf("a%d-%d", r, i)
-		}
+		names := podNames(fmt.Sprintf("a%d-", r), h.cfg.Arrivals)
 		lat, err := h.baselineArrivals(names, gap)
 		if err != nil {
 			return Result{Scenario: name, Note: err.Error()}
@@ -175,7 +178,7 @@ func (h *Harness) arrivals() Result {
 		if err != nil {
 			return Result{Scenario: name, Note: err.Error()}
 		}
-		at := a.drop(names, "", gap)
+		at := a.drop(names, podManifest, gap)
 		done := w.wait(len(names), 2*time.Minute)
 		w.close()
 		for i, n := range names {
@@ -240,11 +243,8 @@ func (h *Harness) steady(n int) Result {
 		if err != nil {
 			return Result{Scenario: name, Note: err.Error()}
 		}
-		names := make([]string, n)
-		for i := range names {
-			names[i] = fmt.Sprintf("i%d", i)
-		}
-		a.drop(names, "", 0)
+		names := podNames("i", n)
+		a.drop(names, podManifest, 0)
 		w.wait(n, 5*time.Minute)
 		w.close()
 	}
@@ -374,7 +374,7 @@ func (h *Harness) agentReplace(a *agent, pod string) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	a.drop([]string{pod}, "", 0)
+	a.drop([]string{pod}, podManifest, 0)
 	w.wait(1, time.Minute)
 	w.close()
 	list, err := h.docker.ListContainers(docker.ListContainersOptions{Filters: map[string][]string{"label": {
@@ -424,12 +424,8 @@ func (h *Harness) probes() Result {
 	if err != nil {
 		return Result{Scenario: name, Note: err.Error()}
 	}
-	for i := 0; i < pods; i++ {
-		n := fmt.Sprintf("probed%d", i)
-		tmp := filepath.Join(a.manifests, "."+n+".tmp")
-		os.WriteFile(tmp, []byte(probedPodManifest(n, perPod)), 0o644)
-		os.Rename(tmp, filepath.Join(a.manifests, n+".yaml"))
-	}
+	names := podNames("probed", pods)
+	a.drop(names, func(n string) string { return probedPodManifest(n, perPod) }, 0)
 	if done := w.wait(pods, 5*time.Minute); len(done) < pods {
 		w.close()
 		return Result{Scenario: name, Note: fmt.Sprintf("%d of %d pods started", len(done), pods)}

@@ -29,6 +29,22 @@ func (a *agent) execIn(pod, container string, cmd ...string) (int, string) {
 	return res.ExitCode, res.Output
 }
 
+// expectConfigError waits for the container to be waiting with
+// CreateContainerConfigError and a message containing want, and checks that
+// no Docker container was made for it (refused: what).
+func (a *agent) expectConfigError(pod, container, want, refused string) {
+	a.t.Helper()
+	waitFor(a.t, 20*time.Second, func() (bool, string) {
+		reason, msg := a.waitingReason(pod, container)
+		return reason == "CreateContainerConfigError" && strings.Contains(msg, want), fmt.Sprintf("waiting %q %q", reason, msg)
+	})
+	for _, c := range a.containers(pod) {
+		if c.Labels["io.kubernetes.container.name"] == container {
+			a.t.Errorf("a container was created for %s", refused)
+		}
+	}
+}
+
 func (a *agent) waitingReason(pod, container string) (string, string) {
 	code, body := httpGet(a.api(true) + "/pods/default/" + pod)
 	if code != 200 {
@@ -125,15 +141,7 @@ spec:
     imagePullPolicy: IfNotPresent
     command: `+sleeper+`
 `)
-	waitFor(t, 20*time.Second, func() (bool, string) {
-		reason, msg := a.waitingReason("nonroot", "c")
-		return reason == "CreateContainerConfigError" && strings.Contains(msg, "root"), fmt.Sprintf("waiting %q %q", reason, msg)
-	})
-	for _, c := range a.containers("nonroot") {
-		if c.Labels["io.kubernetes.container.name"] == "c" {
-			t.Error("a container was created for a runAsNonRoot pod whose image runs as root")
-		}
-	}
+	a.expectConfigError("nonroot", "c", "root", "a runAsNonRoot pod whose image runs as root")
 }
 
 func TestDownwardEnvAndExpansion(t *testing.T) {
@@ -294,15 +302,7 @@ spec:
 	if _, out := a.execIn("good", "c", "cat", "/mnt/sub/app.ini"); out != "[app]\nok=1\n" {
 		t.Errorf("subPathExpr file: %q", out)
 	}
-	waitFor(t, 20*time.Second, func() (bool, string) {
-		reason, msg := a.waitingReason("evil", "c")
-		return reason == "CreateContainerConfigError" && strings.Contains(msg, "symlink"), fmt.Sprintf("waiting %q %q", reason, msg)
-	})
-	for _, c := range a.containers("evil") {
-		if c.Labels["io.kubernetes.container.name"] == "c" {
-			t.Error("a container was created with a subPath through a symlink")
-		}
-	}
+	a.expectConfigError("evil", "c", "symlink", "a subPath through a symlink")
 }
 
 func TestTerminationMessages(t *testing.T) {
