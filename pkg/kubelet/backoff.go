@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -16,10 +17,12 @@ const (
 	backoffReset = 10 * time.Minute
 )
 
-// backoff spaces out the restarts of a crashing container: the first restart
+// backoff spaces out the attempts to run a container that keeps failing: it
+// crashed, Docker could not start it, or it could not even be created (bad
+// config, image never pulled, infra or volume setup failed). The first retry
 // is immediate, each later one waits twice as long as the one before (from
-// the moment the container exited), up to max. Its key includes the spec
-// hash, so a changed spec starts afresh.
+// the moment of the failure), up to max. Its key includes the spec hash, so
+// a changed spec starts afresh.
 type backoff struct {
 	initial, max time.Duration
 
@@ -28,8 +31,11 @@ type backoff struct {
 }
 
 type backoffEntry struct {
-	delay      time.Duration
-	lastUpdate time.Time
+	delay      time.Duration // wait before the next attempt
+	lastUpdate time.Time     // the last attempt
+	// failedAt is when the last attempt failed before a container existed
+	// (zero once one was made): there is no dead instance to date it by.
+	failedAt time.Time
 }
 
 func newBackoff(initial, max time.Duration) *backoff {
@@ -46,8 +52,9 @@ func backoffKey(uid types.UID, container, hash string) string {
 	return string(uid) + "/" + container + "/" + hash
 }
 
-// waiting reports whether a container whose last instance is last must wait
-// longer before it is restarted, and until when.
+// waiting reports whether a container must wait longer before its next
+// attempt, and until when. last is its newest instance with the key's hash,
+// nil if there is none.
 func (b *backoff) waiting(key string, last *ContainerState, now time.Time) (time.Time, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -55,15 +62,32 @@ func (b *backoff) waiting(key string, last *ContainerState, now time.Time) (time
 	if !ok {
 		return time.Time{}, false
 	}
-	if !last.StartedAt.IsZero() && last.FinishedAt.Sub(last.StartedAt) >= backoffReset {
+	var failed time.Time
+	switch {
+	case !e.failedAt.IsZero() && (last == nil || e.failedAt.After(last.CreatedAt)):
+		failed = e.failedAt
+	case last == nil:
+		return time.Time{}, false
+	case !last.StartedAt.IsZero() && last.FinishedAt.Sub(last.StartedAt) >= backoffReset:
 		delete(b.entries, key)
 		return time.Time{}, false
+	default:
+		failed = last.exitedAt()
 	}
-	until := last.FinishedAt.Add(e.delay)
+	until := failed.Add(e.delay)
 	return until, now.Before(until)
 }
 
-// restarted records a restart, lengthening the next wait.
+// pending reports whether the last attempt under key failed before a
+// container existed: the next attempt is a retry.
+func (b *backoff) pending(key string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.entries[key]
+	return ok && !e.failedAt.IsZero()
+}
+
+// restarted records a retry, lengthening the next wait.
 func (b *backoff) restarted(key string, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -72,8 +96,47 @@ func (b *backoff) restarted(key string, now time.Time) {
 		b.entries[key] = &backoffEntry{delay: b.initial, lastUpdate: now}
 		return
 	}
-	e.delay = min(2*e.delay, b.max)
+	if e.delay == 0 {
+		e.delay = b.initial
+	} else {
+		e.delay = min(2*e.delay, b.max)
+	}
 	e.lastUpdate = now
+}
+
+// failed records an attempt that failed before a container existed. The
+// first such failure is retried at once, as a first crash is.
+func (b *backoff) failed(key string, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.entries[key]
+	if !ok {
+		e = &backoffEntry{}
+		b.entries[key] = e
+	}
+	e.failedAt, e.lastUpdate = now, now
+}
+
+// created records that an attempt made its container: from now on the
+// instance dates the failures.
+func (b *backoff) created(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e, ok := b.entries[key]; ok {
+		e.failedAt = time.Time{}
+	}
+}
+
+// forgetPod drops every entry of a pod that is gone.
+func (b *backoff) forgetPod(uid types.UID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	prefix := string(uid) + "/"
+	for k := range b.entries {
+		if strings.HasPrefix(k, prefix) {
+			delete(b.entries, k)
+		}
+	}
 }
 
 // gc forgets entries not used for twice the longest delay.

@@ -46,6 +46,11 @@ const (
 	reasonImagePullBackOff = "ImagePullBackOff"
 	reasonPostStartFailed  = "PostStartHookError"
 	reasonInfraImageAbsent = "InfraImageMissing"
+	reasonCreateSandbox    = "CreatePodSandboxError"
+	reasonVolumeSetup      = "FailedMount"
+	// reasonCannotRun is the terminated reason of a container Docker
+	// created but could not start, as dockershim reported it.
+	reasonCannotRun = "ContainerCannotRun"
 )
 
 // containerError is a failure to start a container, kept for its status.
@@ -54,6 +59,13 @@ type containerError struct {
 }
 
 func (e *containerError) Error() string { return e.reason + ": " + e.message }
+
+// containerMade reports whether the failure left a container behind (it
+// failed to start, or its postStart hook failed): that instance is the
+// record of the failure.
+func (e *containerError) containerMade() bool {
+	return e.reason == reasonRunError || e.reason == reasonPostStartFailed
+}
 
 // acquireStart takes one of the maxParallelStarts slots; call the returned
 // function to give it back.
@@ -145,19 +157,40 @@ func usesPodIP(pod *v1.Pod) bool {
 // startContainer creates and starts one container of the pod, then runs its
 // postStart hook. A failure is recorded as the container's waiting reason.
 func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, infraID, podIP string, hostPaths map[string]string, restartCount int) error {
+	typ := "container"
+	if isInitContainer(pod, c.Name) {
+		typ = "init_container"
+	}
+	k.metrics.StartedContainers.WithLabelValues(typ).Inc()
 	err := k.createAndStart(ctx, pod, c, infraID, podIP, hostPaths, restartCount)
 	var ce *containerError
 	if errors.As(err, &ce) {
-		k.setWaiting(pod.UID, c.Name, ce)
+		k.metrics.StartedContainerErrors.WithLabelValues(typ, ce.reason).Inc()
+		if ce.containerMade() {
+			k.setWaiting(pod.UID, c.Name, nil) // the dead instance says why
+		} else {
+			k.setWaiting(pod.UID, c.Name, ce)
+		}
 		if ce.reason != reasonImagePull && ce.reason != reasonImagePullBackOff {
 			k.cfg.Events.Event(events.PodRef(pod, c.Name), true, "Failed", "Error: %s", ce.message)
 		}
+	} else if err != nil {
+		k.metrics.StartedContainerErrors.WithLabelValues(typ, "Unknown").Inc()
 	}
 	if err != nil {
 		return fmt.Errorf("container %s: %w", c.Name, err)
 	}
 	k.setWaiting(pod.UID, c.Name, nil)
 	return nil
+}
+
+func isInitContainer(pod *v1.Pod, name string) bool {
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Container, infraID, podIP string, hostPaths map[string]string, restartCount int) error {
@@ -179,6 +212,12 @@ func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	id, err := k.docker.Create(ctx, spec)
 	if err != nil {
 		release()
+		if errors.Is(err, dockertools.ErrDockerUnavailable) {
+			return err
+		}
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner // Docker's reason, without the random container name
+		}
 		return &containerError{reasonCreateError, err.Error()}
 	}
 	ref := events.PodRef(pod, c.Name)
@@ -187,6 +226,17 @@ func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	release()
 	if err != nil {
 		// A container that failed to start stays as the record of why.
+		// Docker's list still shows it "created", as before the start:
+		// have the relist inspect it for its exit code and error.
+		k.relist.refresh(id)
+		if errors.Is(err, dockertools.ErrDockerUnavailable) {
+			return err
+		}
+		// Docker's reason alone: the same failure reads the same on each
+		// retry, whichever container it was.
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner
+		}
 		return &containerError{reasonRunError, err.Error()}
 	}
 	glog.Infof("Pod %s: started container %s (restart %d)", api.Key(pod), spec.Name, restartCount)

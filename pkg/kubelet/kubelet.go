@@ -103,6 +103,7 @@ type Kubelet struct {
 	docker   Runtime
 	sources  SourcesSeen
 	cache    *podCache
+	relist   *relister
 	backoff  *backoff
 	probes   *prober.Manager
 	hookHTTP *probehttp.Prober
@@ -136,9 +137,10 @@ type Kubelet struct {
 	dirty   map[types.UID]bool
 	dirtyCh chan struct{} // cap 1: "dirty is not empty"
 
-	syncMu   sync.Mutex // guards lastSync and waiting
+	syncMu   sync.Mutex // guards lastSync, waiting and lastErr
 	lastSync map[types.UID]time.Time
-	waiting  map[types.UID]map[string]*containerError // why a container could not start
+	waiting  map[types.UID]map[string]*containerError // why a container (or "POD", the sandbox) could not start
+	lastErr  map[types.UID]string                     // the pod's last sync error, logged once
 }
 
 // New returns a Kubelet; Run starts it.
@@ -172,7 +174,17 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		dirtyCh:    make(chan struct{}, 1),
 		lastSync:   map[types.UID]time.Time{},
 		waiting:    map[types.UID]map[string]*containerError{},
+		lastErr:    map[types.UID]string{},
 		starts:     make(chan struct{}, maxParallelStarts),
+	}
+	k.relist = newRelister(k.docker, cfg.NodeName, cfg.RelistPeriod, k.cache, k.markDirty)
+	k.relist.metrics = k.metrics
+	// Log links are made from the relist's inspect rather than one of
+	// their own on the start path; a restarted agent remakes them all.
+	k.relist.onNew = func(c *ContainerState) {
+		if c.Name != infraName {
+			k.logLinks().create(c.Labels[dockertools.LabelPodName], c.Labels[dockertools.LabelPodNamespace], c.Name, c.ID, c.LogPath)
+		}
 	}
 	if cfg.Images.BackoffInitial <= 0 {
 		cfg.Images.BackoffInitial, cfg.Images.BackoffMax = k.backoff.initial, k.backoff.max
@@ -202,19 +214,10 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 func (k *Kubelet) Run(ctx context.Context, updates <-chan config.PodUpdate) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	relist := newRelister(k.docker, k.cfg.NodeName, k.cfg.RelistPeriod, k.cache, k.markDirty)
-	relist.metrics = k.metrics
-	// Log links are made from the relist's inspect rather than one of
-	// their own on the start path; a restarted agent remakes them all.
-	relist.onNew = func(c *ContainerState) {
-		if c.Name != infraName {
-			k.logLinks().create(c.Labels[dockertools.LabelPodName], c.Labels[dockertools.LabelPodNamespace], c.Name, c.ID, c.LogPath)
-		}
-	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		relist.Run(ctx)
+		k.relist.Run(ctx)
 	}()
 	workers := newPodWorkers(ctx, k.syncPodWork)
 	defer workers.Wait()
@@ -422,13 +425,52 @@ func (k *Kubelet) syncPodWork(ctx context.Context, w podWork) {
 		k.lastSync[w.UID] = time.Now()
 		k.syncMu.Unlock()
 	}
-	if err != nil && ctx.Err() == nil {
-		name := string(w.UID)
-		if w.Pod != nil {
-			name = api.Key(w.Pod)
-		} else if state != nil {
-			name = state.Namespace + "/" + state.Name
+	if ctx.Err() == nil {
+		k.logSyncError(w, state, acted, err)
+	}
+	if err != nil && !w.Kill {
+		// Retried once the relist has caught up with what this sync did;
+		// from then on the back-off spaces the retries.
+		k.markDirty([]types.UID{w.UID})
+	}
+}
+
+// logSyncError logs a pod's sync error when it appears or changes, and once
+// when a sync that acted succeeds: a pod failing the same way on every
+// back-off retry (and idle between them) does not fill the log.
+func (k *Kubelet) logSyncError(w podWork, state *PodState, acted bool, err error) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	k.syncMu.Lock()
+	prev, had := k.lastErr[w.UID]
+	switch {
+	case msg != "":
+		k.lastErr[w.UID] = msg
+	case acted:
+		delete(k.lastErr, w.UID)
+	default:
+		msg = prev // nothing tried: whatever failed still does
+	}
+	k.syncMu.Unlock()
+	if !had {
+		prev = ""
+	}
+	name := string(w.UID)
+	if w.Pod != nil {
+		name = api.Key(w.Pod)
+	} else if state != nil {
+		name = state.Namespace + "/" + state.Name
+	}
+	switch {
+	case msg == prev:
+		if msg != "" {
+			glog.V(4).Infof("Sync pod %s: %v (as before)", name, err)
 		}
+	case msg == "":
+		glog.Infof("Sync pod %s: no longer failing", name)
+	default:
 		glog.Errorf("Sync pod %s: %v", name, err)
 	}
 }
@@ -457,7 +499,9 @@ func (k *Kubelet) waitingReason(uid types.UID, name string) *containerError {
 func (k *Kubelet) forgetPod(uid types.UID, state *PodState) {
 	k.syncMu.Lock()
 	delete(k.waiting, uid)
+	delete(k.lastErr, uid)
 	k.syncMu.Unlock()
+	k.backoff.forgetPod(uid)
 	k.msgMu.Lock()
 	for _, c := range state.containers() {
 		delete(k.messages, c.ID)

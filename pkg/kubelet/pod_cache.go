@@ -32,6 +32,21 @@ type ContainerState struct {
 	Labels       map[string]string
 }
 
+// failedToStart reports a container Docker created but could not start: its
+// exit code and error say why (a mistyped command, a bad working dir).
+func (c *ContainerState) failedToStart() bool {
+	return !c.Running && c.Status == "created" && (c.ExitCode != 0 || c.Error != "")
+}
+
+// exitedAt is when the container stopped running: for one that never ran,
+// when it was created.
+func (c *ContainerState) exitedAt() time.Time {
+	if c.FinishedAt.IsZero() {
+		return c.CreatedAt
+	}
+	return c.FinishedAt
+}
+
 // PodState is the Docker containers of one pod, newest first.
 type PodState struct {
 	UID        types.UID

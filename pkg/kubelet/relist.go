@@ -51,23 +51,36 @@ type relister struct {
 	known    map[string]*ContainerState // by container ID; owned by Run
 	failures int                        // consecutive failed relists; owned by Run
 
+	trigger chan struct{} // cap 1: "relist now"
+
 	mu      sync.Mutex          // guards evented
 	evented map[string]struct{} // IDs named by events since the last relist
 }
 
 func newRelister(docker containerLister, node string, period time.Duration, cache *podCache, onDirty func([]types.UID)) *relister {
-	return &relister{docker: docker, node: node, period: period, cache: cache, onDirty: onDirty, known: map[string]*ContainerState{}}
+	return &relister{docker: docker, node: node, period: period, cache: cache, onDirty: onDirty,
+		known: map[string]*ContainerState{}, trigger: make(chan struct{}, 1)}
+}
+
+// poke asks for a relist at once; it never blocks.
+func (r *relister) poke() {
+	select {
+	case r.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// refresh has the next relist, due at once, inspect a container whatever
+// the list says of it: its state changed in a way the list does not show
+// (a failed start leaves it "created", as before).
+func (r *relister) refresh(id string) {
+	r.markEvented(id)
+	r.poke()
 }
 
 // Run relists until ctx is cancelled.
 func (r *relister) Run(ctx context.Context) {
-	trigger := make(chan struct{}, 1)
-	poke := func() {
-		select {
-		case trigger <- struct{}{}:
-		default:
-		}
-	}
+	trigger, poke := r.trigger, r.poke
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

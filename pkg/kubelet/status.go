@@ -142,6 +142,9 @@ func (k *Kubelet) containerStatus(pod *v1.Pod, c *v1.Container, instances []*Con
 	started := false
 	cs.Started = &started
 	waitErr := k.waitingReason(pod.UID, c.Name)
+	if waitErr == nil && len(instances) == 0 {
+		waitErr = k.waitingReason(pod.UID, infraName) // the sandbox it waits for failed
+	}
 	waitingFor := func(reason string) *v1.ContainerStateWaiting {
 		if waitErr != nil {
 			return &v1.ContainerStateWaiting{Reason: waitErr.reason, Message: waitErr.message}
@@ -164,7 +167,7 @@ func (k *Kubelet) containerStatus(pod *v1.Pod, c *v1.Container, instances []*Con
 		cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(last.StartedAt)}
 		started = k.probes.Started(c, last.ID)
 		cs.Ready = k.probes.Ready(c, last.ID)
-	case last.Status == "created":
+	case last.Status == "created" && !last.failedToStart():
 		cs.State.Waiting = waitingFor(reasonCreating)
 	case !finished && last.Hash == dockertools.HashContainer(pod, c) && shouldRestart(pod.Spec.RestartPolicy, last.ExitCode) &&
 		!(init && last.ExitCode == 0):
@@ -173,12 +176,21 @@ func (k *Kubelet) containerStatus(pod *v1.Pod, c *v1.Container, instances []*Con
 		cs.LastTerminationState = terminated(last)
 	default:
 		cs.State = terminated(last)
-		cs.State.Terminated.Message = k.terminationMessage(pod, c, last)
+		cs.State.Terminated.Message = k.exitMessage(pod, c, last)
 	}
 	if t := cs.LastTerminationState.Terminated; t != nil && t.ContainerID == "docker://"+last.ID {
-		t.Message = k.terminationMessage(pod, c, last)
+		t.Message = k.exitMessage(pod, c, last)
 	}
 	return cs
+}
+
+// exitMessage is a dead container's message: why Docker could not start it,
+// or what it left as its termination message.
+func (k *Kubelet) exitMessage(pod *v1.Pod, c *v1.Container, inst *ContainerState) string {
+	if inst.failedToStart() {
+		return inst.Error
+	}
+	return k.terminationMessage(pod, c, inst)
 }
 
 // terminationMessage is what a dead container left in its termination
@@ -222,6 +234,8 @@ const (
 func terminated(c *ContainerState) v1.ContainerState {
 	reason := "Completed"
 	switch {
+	case c.failedToStart():
+		reason = reasonCannotRun
 	case c.OOMKilled:
 		reason = "OOMKilled"
 	case c.ExitCode != 0:

@@ -25,8 +25,8 @@ type podActions struct {
 	startInit   int               // index into spec.initContainers to start, or -1
 	start       []int             // indexes into spec.containers, in order
 	restarts    map[string]int    // restart count of each container to start, by name
-	crashed     map[string]string // back-off key of each start that restarts a crash, by name
-	waiting     []string          // containers held back by crash back-off
+	crashed     map[string]string // back-off key of each start that retries a failure, by name ("POD": the sandbox)
+	waiting     []string          // containers held back by back-off ("POD": the sandbox)
 	retryAt     time.Time         // when the first of them may restart
 	initFailed  bool              // an init container failed for good: the pod has failed
 }
@@ -69,22 +69,23 @@ func computePodActions(pod *v1.Pod, state *PodState, now time.Time, bo *backoff,
 
 	// restartDecision says whether a container whose newest instance is last
 	// (not running) starts again now: "start", "done" or "wait".
+	// A container that never got an instance because creating it failed
+	// (bad config, image never pulled) waits on the same back-off.
 	restartDecision := func(c *v1.Container, hash string, last *ContainerState) string {
-		if last == nil || last.Hash != hash {
-			return "start"
+		if last != nil && last.Hash != hash {
+			last = nil // a changed spec starts afresh
 		}
-		if !shouldRestart(pod.Spec.RestartPolicy, last.ExitCode) {
+		if last != nil && !shouldRestart(pod.Spec.RestartPolicy, last.ExitCode) {
 			return "done"
 		}
 		key := backoffKey(pod.UID, c.Name, hash)
 		if until, wait := bo.waiting(key, last, now); wait {
-			a.waiting = append(a.waiting, c.Name)
-			if a.retryAt.IsZero() || until.Before(a.retryAt) {
-				a.retryAt = until
-			}
+			a.wait(c.Name, until)
 			return "wait"
 		}
-		a.crashed[c.Name] = key
+		if last != nil || bo.pending(key) {
+			a.crashed[c.Name] = key
+		}
 		return "start"
 	}
 	restartCount := func(instances []*ContainerState) int {
@@ -122,7 +123,7 @@ func computePodActions(pod *v1.Pod, state *PodState, now time.Time, bo *backoff,
 			initDone, a.initFailed = false, true
 		default:
 			initDone = false
-			if last != nil && restartDecision(c, hash, last) == "wait" {
+			if restartDecision(c, hash, last) == "wait" {
 				break
 			}
 			a.startInit = i
@@ -190,8 +191,26 @@ func computePodActions(pod *v1.Pod, state *PodState, now time.Time, bo *backoff,
 			a.kill = append(a.kill, infra)
 		}
 	}
-
+	// A sandbox that could not be made (infra image missing, volumes not
+	// set up) is retried on the back-off; nothing starts without it.
+	if a.createInfra {
+		key := backoffKey(pod.UID, infraName, infraHash)
+		if until, wait := bo.waiting(key, nil, now); wait {
+			a.createInfra, a.startInit, a.start = false, -1, nil
+			a.wait(infraName, until)
+		} else if bo.pending(key) {
+			a.crashed[infraName] = key
+		}
+	}
 	return a
+}
+
+// wait records a container held back by its back-off until until.
+func (a *podActions) wait(name string, until time.Time) {
+	a.waiting = append(a.waiting, name)
+	if a.retryAt.IsZero() || until.Before(a.retryAt) {
+		a.retryAt = until
+	}
 }
 
 // podFinished reports whether a pod will run nothing again: under
@@ -257,9 +276,11 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *PodState) (bo
 func (k *Kubelet) applyActions(ctx context.Context, pod *v1.Pod, state *PodState, a podActions) error {
 	key := api.Key(pod)
 	if len(a.waiting) > 0 {
-		glog.V(2).Infof("Pod %s: containers %s in crash back-off", key, strings.Join(a.waiting, ", "))
+		glog.V(2).Infof("Pod %s: %s in back-off", key, strings.Join(a.waiting, ", "))
 		for _, name := range a.waiting {
-			k.cfg.Events.Event(events.PodRef(pod, name), true, "BackOff", "Back-off restarting failed container %s", name)
+			if name != infraName {
+				k.cfg.Events.Event(events.PodRef(pod, name), true, "BackOff", "Back-off restarting failed container %s", name)
+			}
 		}
 	}
 	if len(a.kill) > 0 {
@@ -278,29 +299,26 @@ func (k *Kubelet) applyActions(ctx context.Context, pod *v1.Pod, state *PodState
 		return nil
 	}
 
-	hostPaths, err := k.setupVolumes(pod)
+	infraID, podIP, hostPaths, err := k.prepareSandbox(ctx, pod, state, a)
 	if err != nil {
 		return err
 	}
-	var infraID, podIP string
-	if a.createInfra {
-		infraID, podIP, err = k.startInfra(ctx, pod)
-		if err != nil {
-			return err
-		}
-	} else {
-		infra := state.runningInfra()
-		infraID, podIP = infra.ID, infra.IP
-	}
-	if pod.Spec.HostNetwork {
-		podIP = hostNetworkIP
-	}
 	start := func(c *v1.Container) error {
-		if key, ok := a.crashed[c.Name]; ok {
-			k.backoff.restarted(key, time.Now())
+		bkey := backoffKey(pod.UID, c.Name, dockertools.HashContainer(pod, c))
+		if _, ok := a.crashed[c.Name]; ok {
+			k.backoff.restarted(bkey, time.Now())
 			k.metrics.ContainerRestarts.Inc()
 		}
-		return k.startContainer(ctx, pod, c, infraID, podIP, hostPaths, a.restarts[c.Name])
+		err := k.startContainer(ctx, pod, c, infraID, podIP, hostPaths, a.restarts[c.Name])
+		var ce *containerError
+		switch {
+		case err == nil || (errors.As(err, &ce) && ce.containerMade()):
+			k.backoff.created(bkey) // a failed start or hook: the instance dates the failure
+		case retryAtOnce(err):
+		default:
+			k.backoff.failed(bkey, time.Now())
+		}
+		return err
 	}
 	if a.startInit >= 0 {
 		return start(&pod.Spec.InitContainers[a.startInit])
@@ -312,6 +330,60 @@ func (k *Kubelet) applyActions(ctx context.Context, pod *v1.Pod, state *PodState
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// prepareSandbox sets up the pod's volumes and, if asked, its infra
+// container, and returns what its app containers join. A failure is the
+// pod's (shown on every container that waits for it) and backs off.
+func (k *Kubelet) prepareSandbox(ctx context.Context, pod *v1.Pod, state *PodState, a podActions) (infraID, podIP string, hostPaths map[string]string, err error) {
+	bkey := backoffKey(pod.UID, infraName, dockertools.HashInfra(pod))
+	if _, ok := a.crashed[infraName]; ok {
+		k.backoff.restarted(bkey, time.Now())
+	}
+	if a.createInfra {
+		k.metrics.StartedPods.Inc()
+	}
+	hostPaths, err = k.setupVolumes(pod)
+	if err != nil {
+		err = &containerError{reasonVolumeSetup, err.Error()}
+	} else if a.createInfra {
+		infraID, podIP, err = k.startInfra(ctx, pod)
+	} else {
+		infra := state.runningInfra()
+		infraID, podIP = infra.ID, infra.IP
+	}
+	if err != nil {
+		var ce *containerError
+		if !errors.As(err, &ce) {
+			ce = &containerError{reasonCreateSandbox, err.Error()}
+		}
+		k.setWaiting(pod.UID, infraName, ce)
+		if a.createInfra {
+			k.metrics.StartedPodErrors.Inc()
+		}
+		if !retryAtOnce(err) {
+			k.backoff.failed(bkey, time.Now())
+		}
+		return "", "", nil, err
+	}
+	k.setWaiting(pod.UID, infraName, nil)
+	k.backoff.created(bkey)
+	if pod.Spec.HostNetwork {
+		podIP = hostNetworkIP
+	}
+	return infraID, podIP, hostPaths, nil
+}
+
+// retryAtOnce reports failures that are not the pod's fault and have a
+// back-off of their own: Docker not answering (the relist backs off and
+// every pod is retried once it answers) and image pulls (the image manager
+// backs off per image).
+func retryAtOnce(err error) bool {
+	var ce *containerError
+	if errors.As(err, &ce) && (ce.reason == reasonImagePull || ce.reason == reasonImagePullBackOff) {
+		return true
+	}
+	return errors.Is(err, dockertools.ErrDockerUnavailable) || errors.Is(err, context.Canceled)
 }
 
 // syncProbes points the pod's probe workers at its running app containers.

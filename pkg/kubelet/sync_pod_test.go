@@ -254,3 +254,82 @@ func TestUsesPodIP(t *testing.T) {
 		}
 	}
 }
+
+// TestComputePodActionsFailureBackoff covers failures that leave no running
+// instance to date them: a container Docker could not start (created, exit
+// code set, never started), a container that could not be created, and a
+// sandbox that could not be made. Each is retried at once, then after 10 s,
+// 20 s, ...
+func TestComputePodActionsFailureBackoff(t *testing.T) {
+	pod := testPod(v1.RestartPolicyOnFailure, "a")
+	hash := dockertools.HashContainer(pod, &pod.Spec.Containers[0])
+	t0 := time.Now()
+	b := &builder{t0: t0}
+	infra := b.c(pod, infraName, true, 0, "")
+
+	t.Run("start failed", func(t *testing.T) {
+		bo := newBackoff(10*time.Second, 40*time.Second)
+		failed := b.c(pod, "a", false, 127, "")
+		failed.Status, failed.Error = "created", "exec: \"/no/such\": not found"
+		failed.StartedAt, failed.FinishedAt = time.Time{}, time.Time{}
+		now := failed.CreatedAt
+		if got := summarize(pod, computePodActions(pod, state(infra, failed), now, bo, nil)); got != "start:a#1" {
+			t.Fatalf("first failure: %q, want an immediate retry", got)
+		}
+		bo.restarted(backoffKey(pod.UID, "a", hash), now)
+		retry := *failed
+		retry.ID, retry.CreatedAt, retry.RestartCount = "a-retry", now.Add(time.Millisecond), 1
+		st := state(infra, &retry, failed)
+		if got := summarize(pod, computePodActions(pod, st, now.Add(5*time.Second), bo, nil)); got != "backoff:a" {
+			t.Fatalf("second failure after 5 s: %q, want back-off", got)
+		}
+		if got := summarize(pod, computePodActions(pod, st, now.Add(11*time.Second), bo, nil)); got != "start:a#2" {
+			t.Fatalf("second failure after 11 s: %q, want a retry", got)
+		}
+		if podFinished(pod, st) {
+			t.Error("an OnFailure pod whose container failed to start was declared finished")
+		}
+	})
+
+	t.Run("create failed", func(t *testing.T) {
+		bo := newBackoff(10*time.Second, 40*time.Second)
+		key := backoffKey(pod.UID, "a", hash)
+		now := t0
+		bo.failed(key, now)
+		a := computePodActions(pod, state(infra), now, bo, nil)
+		if got := summarize(pod, a); got != "start:a#0" || a.crashed["a"] != key {
+			t.Fatalf("first create failure: %q (crashed %v), want an immediate retry counted as one", got, a.crashed)
+		}
+		for _, wait := range []time.Duration{10, 20, 40, 40} {
+			bo.restarted(key, now)
+			bo.failed(key, now)
+			if got := summarize(pod, computePodActions(pod, state(infra), now.Add(wait*time.Second-time.Millisecond), bo, nil)); got != "backoff:a" {
+				t.Fatalf("before %v s: %q, want back-off", wait, got)
+			}
+			if got := summarize(pod, computePodActions(pod, state(infra), now.Add(wait*time.Second), bo, nil)); got != "start:a#0" {
+				t.Fatalf("at %v s: %q, want a retry", wait, got)
+			}
+		}
+		bo.created(key)
+		if got := summarize(pod, computePodActions(pod, state(infra), now, bo, nil)); got != "start:a#0" {
+			t.Fatalf("after a create succeeded: %q, want no wait", got)
+		}
+	})
+
+	t.Run("sandbox failed", func(t *testing.T) {
+		bo := newBackoff(10*time.Second, 40*time.Second)
+		key := backoffKey(pod.UID, infraName, dockertools.HashInfra(pod))
+		now := t0
+		bo.failed(key, now)
+		a := computePodActions(pod, nil, now, bo, nil)
+		if got := summarize(pod, a); got != "create-infra start:a#0" || a.crashed[infraName] != key {
+			t.Fatalf("first sandbox failure: %q, want an immediate retry", got)
+		}
+		bo.restarted(key, now)
+		bo.failed(key, now)
+		a = computePodActions(pod, nil, now.Add(9*time.Second), bo, nil)
+		if got := summarize(pod, a); got != "backoff:POD" || !a.retryAt.Equal(now.Add(10*time.Second)) {
+			t.Fatalf("second sandbox failure: %q retry at %v, want back-off until +10 s", got, a.retryAt.Sub(now))
+		}
+	})
+}

@@ -23,17 +23,21 @@ type containerStatus struct {
 	Ready        bool   `json:"ready"`
 	RestartCount int    `json:"restartCount"`
 	ContainerID  string `json:"containerID"`
-	State        struct {
-		Waiting *struct {
-			Reason string `json:"reason"`
-		} `json:"waiting"`
-		Running    *struct{} `json:"running"`
-		Terminated *struct {
-			ExitCode int    `json:"exitCode"`
-			Reason   string `json:"reason"`
-			Message  string `json:"message"`
-		} `json:"terminated"`
-	} `json:"state"`
+	State        containerState `json:"state"`
+	LastState    containerState `json:"lastState"`
+}
+
+type containerState struct {
+	Waiting *struct {
+		Reason  string `json:"reason"`
+		Message string `json:"message"`
+	} `json:"waiting"`
+	Running    *struct{} `json:"running"`
+	Terminated *struct {
+		ExitCode int    `json:"exitCode"`
+		Reason   string `json:"reason"`
+		Message  string `json:"message"`
+	} `json:"terminated"`
 }
 
 type podStatusJSON struct {

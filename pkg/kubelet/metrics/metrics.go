@@ -24,6 +24,17 @@ type Metrics struct {
 	ProbeResults      *prometheus.CounterVec // by probe type and result
 	SourceErrors      *prometheus.CounterVec // by source
 	ContainerRestarts prometheus.Counter
+	// StartedContainers counts attempts to create and start a container, by
+	// container_type (container, init_container); StartedContainerErrors
+	// the failed ones, by container_type and code (the waiting reason, e.g.
+	// CreateContainerError, RunContainerError). Names and labels are the
+	// kubelet's.
+	StartedContainers      *prometheus.CounterVec
+	StartedContainerErrors *prometheus.CounterVec
+	// StartedPods counts attempts to make a pod's sandbox (infra container
+	// and volumes); StartedPodErrors the failed ones.
+	StartedPods      prometheus.Counter
+	StartedPodErrors prometheus.Counter
 }
 
 // New creates and registers the metrics.
@@ -65,8 +76,20 @@ func New() *Metrics {
 		ContainerRestarts: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "container_restarts_total", Help: "Containers restarted after they exited or failed a probe.",
 		}),
+		StartedContainers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: namespace, Name: "started_containers_total", Help: "Cumulative number of containers started",
+		}, []string{"container_type"}),
+		StartedContainerErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: namespace, Name: "started_containers_errors_total", Help: "Cumulative number of errors when starting containers",
+		}, []string{"container_type", "code"}),
+		StartedPods: prometheus.NewCounter(prometheus.CounterOpts{
+			Subsystem: namespace, Name: "started_pods_total", Help: "Cumulative number of pods started",
+		}),
+		StartedPodErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Subsystem: namespace, Name: "started_pods_errors_total", Help: "Cumulative number of errors when starting pods",
+		}),
 	}
-	m.Registry.MustRegister(m.SyncLoopDuration, m.PodWorkerDuration, m.DockerOpDuration, m.DockerOpErrors,
+	m.Registry.MustRegister(m.StartedContainers, m.StartedContainerErrors, m.StartedPods, m.StartedPodErrors, m.SyncLoopDuration, m.PodWorkerDuration, m.DockerOpDuration, m.DockerOpErrors,
 		m.RelistDuration, m.RunningPods, m.RunningContainers, m.ProbeResults, m.SourceErrors, m.ContainerRestarts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

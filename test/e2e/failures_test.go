@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// metric sums the samples of a counter or gauge on the agent's /metrics
+// whose labels include want.
+func (a *agent) metric(name string, want map[string]string) float64 {
+	a.t.Helper()
+	resp, err := http.Get(a.api(true) + "/metrics")
+	if err != nil {
+		return 0 // not serving yet
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mf, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		a.t.Fatalf("parse /metrics: %v", err)
+	}
+	sum := 0.0
+	f := mf[name]
+	if f == nil {
+		return 0
+	}
+	for _, m := range f.Metric {
+		if labelsMatch(m, want) {
+			switch {
+			case m.Counter != nil:
+				sum += m.Counter.GetValue()
+			case m.Gauge != nil:
+				sum += m.Gauge.GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+func labelsMatch(m *dto.Metric, want map[string]string) bool {
+	got := map[string]string{}
+	for _, l := range m.Label {
+		got[l.GetName()] = l.GetValue()
+	}
+	for k, v := range want {
+		if got[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// errorLines counts the agent's error-level log lines containing s.
+func (a *agent) errorLines(s string) int {
+	n := 0
+	for _, line := range strings.Split(a.log(), "\n") {
+		if strings.HasPrefix(line, "E") && strings.Contains(line, s) {
+			n++
+		}
+	}
+	return n
+}
+
+// A container Docker cannot start (its command does not exist) is retried
+// on the crash back-off, reported as ContainerCannotRun with Docker's exit
+// code, and an OnFailure pod keeps retrying instead of being declared
+// Failed. With a 2 s initial back-off doubling to 8 s, attempts fall at
+// about 0, 0, 2, 6, 14 s: at most 5 in 16 s (before the fix: one a second).
+func TestStartFailureBacksOff(t *testing.T) {
+	a := startAgent(t, "--backoff-initial", "2s", "--backoff-max", "8s")
+	a.writeManifest("nobin.yaml", lifecyclePod("nobin", "OnFailure", `  containers:
+  - name: app
+    image: `+testImage+`
+    command: ["/no/such/binary"]
+`))
+	errs := map[string]string{"container_type": "container", "code": "RunContainerError"}
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		n := a.metric("kubelet_started_containers_errors_total", errs)
+		return n >= 1, fmt.Sprintf("%v start errors", n)
+	})
+	first := time.Now()
+
+	// The status shows Docker's reason and exit code, between retries.
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		st := a.status("nobin")
+		if len(st.ContainerStatuses) != 1 {
+			return false, fmt.Sprintf("status %+v", st)
+		}
+		cs := st.ContainerStatuses[0]
+		last := cs.LastState.Terminated
+		ok := cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff" &&
+			last != nil && last.Reason == "ContainerCannotRun" && last.ExitCode == 127 &&
+			strings.Contains(last.Message, "/no/such/binary")
+		return ok, fmt.Sprintf("phase %s, container %+v, last %+v", st.Phase, cs.State, last)
+	})
+
+	time.Sleep(16*time.Second - time.Since(first))
+	attempts := a.metric("kubelet_started_containers_total", map[string]string{"container_type": "container"})
+	if attempts < 3 || attempts > 5 {
+		t.Errorf("%v start attempts in 16 s, want 3 to 5 (back-off 2 s doubling to 8 s)", attempts)
+	}
+	if st := a.status("nobin"); st.Phase == "Failed" || st.Phase == "Succeeded" {
+		t.Errorf("an OnFailure pod whose container cannot start is %s; it must keep retrying", st.Phase)
+	}
+	for _, c := range a.instances("nobin", "app") {
+		if c.State.ExitCode == 0 && !c.State.Running {
+			t.Errorf("instance %s reports exit code 0 (%q)", c.Name, c.State.Error)
+		}
+	}
+	if n := a.errorLines("Sync pod default/nobin"); n > 2 {
+		t.Errorf("the same start failure was logged %d times at error level, want it once", n)
+	}
+}
+
+// Failures before any container exists back off too, and show their reason
+// in the status: an image that is absent under imagePullPolicy Never, and an
+// infra image that is missing (the sandbox cannot be made).
+func TestPodErrorsBackOffWithReason(t *testing.T) {
+	a := startAgent(t, "--backoff-initial", "2s", "--backoff-max", "8s",
+		"--pod-infra-container-image", "classic-kubelet/no-such-pause:1")
+	a.writeManifest("sandbox.yaml", lifecyclePod("sandbox", "Always", `  containers:
+  - name: app
+    image: `+testImage+`
+    command: ["sleep", "1000"]
+`))
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		reason, msg := a.waitingReason("sandbox", "app")
+		return reason == "InfraImageMissing" && strings.Contains(msg, "no-such-pause"), fmt.Sprintf("waiting %q %q", reason, msg)
+	})
+	first := time.Now()
+	time.Sleep(16*time.Second - time.Since(first))
+	if n := a.metric("kubelet_started_pods_errors_total", nil); n < 3 || n > 6 {
+		t.Errorf("%v sandbox attempts failed in ~16 s, want 3 to 6 (back-off 2 s doubling to 8 s)", n)
+	}
+	if n := a.errorLines("Sync pod default/sandbox"); n != 1 {
+		t.Errorf("the missing infra image was logged %d times at error level, want once", n)
+	}
+}
+
+func TestImageNeverPullBacksOff(t *testing.T) {
+	a := startAgent(t, "--backoff-initial", "2s", "--backoff-max", "8s")
+	a.writeManifest("never.yaml", lifecyclePod("never", "Always", `  containers:
+  - name: app
+    image: classic-kubelet/absent-image:1
+    imagePullPolicy: Never
+`))
+	code := map[string]string{"code": "ErrImageNeverPull"}
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		reason, msg := a.waitingReason("never", "app")
+		return reason == "ErrImageNeverPull" && strings.Contains(msg, "absent-image"), fmt.Sprintf("waiting %q %q", reason, msg)
+	})
+	first := time.Now()
+	time.Sleep(16*time.Second - time.Since(first))
+	if n := a.metric("kubelet_started_containers_errors_total", code); n < 3 || n > 6 {
+		t.Errorf("%v ErrImageNeverPull attempts in ~16 s, want 3 to 6", n)
+	}
+	if n := a.errorLines("Sync pod default/never"); n != 1 {
+		t.Errorf("ErrImageNeverPull was logged %d times at error level, want once", n)
+	}
+}
