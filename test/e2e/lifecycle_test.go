@@ -19,10 +19,10 @@ import (
 
 // podStatus fetches one pod's status from the agent's read-only API.
 type containerStatus struct {
-	Name         string `json:"name"`
-	Ready        bool   `json:"ready"`
-	RestartCount int    `json:"restartCount"`
-	ContainerID  string `json:"containerID"`
+	Name         string         `json:"name"`
+	Ready        bool           `json:"ready"`
+	RestartCount int            `json:"restartCount"`
+	ContainerID  string         `json:"containerID"`
 	State        containerState `json:"state"`
 	LastState    containerState `json:"lastState"`
 }
