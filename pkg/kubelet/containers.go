@@ -385,8 +385,12 @@ func (k *Kubelet) stopAll(ctx context.Context, pod *v1.Pod, state *PodState, cs 
 
 // stopContainer runs the container's preStop hook (when its spec is known),
 // then has Docker send the image's stop signal and kill the container after
-// what remains of the grace period (at least minStopGrace).
+// what remains of the grace period (at least minStopGrace). A grace of 0
+// kills at once, without hooks: for containers whose sandbox is gone.
 func (k *Kubelet) stopContainer(ctx context.Context, pod *v1.Pod, state *PodState, c *ContainerState, grace time.Duration) error {
+	if grace == 0 {
+		return k.docker.Stop(ctx, c.ID, 0)
+	}
 	deadline := time.Now().Add(grace)
 	if pod != nil && c.Name != infraName {
 		k.cfg.Events.Event(events.PodRef(pod, c.Name), false, "Killing", "Stopping container %s", c.Name)

@@ -29,6 +29,7 @@ type podActions struct {
 	waiting     []string          // containers held back by back-off ("POD": the sandbox)
 	retryAt     time.Time         // when the first of them may restart
 	initFailed  bool              // an init container failed for good: the pod has failed
+	sandboxGone bool              // the infra container stopped: kill the rest without grace
 }
 
 // computePodActions compares a pod's spec with its containers. It is pure:
@@ -62,6 +63,10 @@ func computePodActions(pod *v1.Pod, state *PodState, now time.Time, bo *backoff,
 		}
 	}
 	a.createInfra = infra == nil
+	// A sandbox that stopped running (removed or killed from outside) took
+	// the pod's network and ports with it: its app containers are orphans,
+	// killed at once so the pod is whole again quickly.
+	a.sandboxGone = infra == nil && len(state.Infra()) > 0 && !state.Infra()[0].Running
 	// Instances created before the current infra container belong to an
 	// earlier incarnation of the pod: a new infra container means init
 	// containers run again.
@@ -286,12 +291,19 @@ func (k *Kubelet) applyActions(ctx context.Context, pod *v1.Pod, state *PodState
 	if len(a.kill) > 0 {
 		for _, c := range a.kill {
 			why := a.killReasons[c.ID]
+			if why == "" && a.sandboxGone {
+				why = "its infra container is gone"
+			}
 			if why == "" {
 				why = "no longer wanted as it runs"
 			}
 			glog.Infof("Pod %s: stopping container %s (%s): %s", key, c.Name, dockertools.ShortID(c.ID), why)
 		}
-		if err := k.stopAll(ctx, pod, state, a.kill, gracePeriod(pod)); err != nil {
+		grace := gracePeriod(pod)
+		if a.sandboxGone {
+			grace = 0
+		}
+		if err := k.stopAll(ctx, pod, state, a.kill, grace); err != nil {
 			return err
 		}
 	}

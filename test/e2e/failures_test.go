@@ -8,6 +8,7 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	docker "github.com/fsouza/go-dockerclient"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -163,5 +164,31 @@ func TestImageNeverPullBacksOff(t *testing.T) {
 	}
 	if n := a.errorLines("Sync pod default/never"); n != 1 {
 		t.Errorf("ErrImageNeverPull was logged %d times at error level, want once", n)
+	}
+}
+
+// An infra container removed from outside (docker rm -f) is noticed and the
+// pod's sandbox made again, its app containers with it, within 2 s.
+func TestInfraRemovedFromOutsideIsRecreated(t *testing.T) {
+	a := startAgent(t)
+	a.writeManifest("sbx.yaml", lifecyclePod("sbx", "Always", `  containers:
+  - name: app
+    image: `+testImage+`
+    command: ["sleep", "100000"]
+`))
+	before := a.waitRunning("sbx", "app")
+	removed := time.Now()
+	if err := dockerc.RemoveContainer(docker.RemoveContainerOptions{ID: before["POD"].ID, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		now := a.running("sbx")
+		ok := now["POD"].ID != "" && now["POD"].ID != before["POD"].ID && now["app"].ID != "" && now["app"].ID != before["app"].ID
+		return ok, fmt.Sprintf("running %v", keys(now))
+	})
+	took := time.Since(removed)
+	t.Logf("infra removed → sandbox and app running again in %v", took.Round(time.Millisecond))
+	if took > 2*time.Second {
+		t.Errorf("sandbox and app made again %v after the infra container was removed, want ≤ 2 s", took.Round(10*time.Millisecond))
 	}
 }
