@@ -20,6 +20,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
+	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
 
 // Op is what happened to the pods of a PodUpdate.
@@ -334,7 +335,7 @@ func (m *Merger) saveSnapshot(source string, pods []*v1.Pod) {
 	}
 	data, err := json.Marshal(pods)
 	if err == nil {
-		err = WriteFileAtomic(m.snapshotPath(source), data)
+		err = safefile.WriteAtomic(m.snapshotPath(source), data)
 	}
 	if err != nil {
 		glog.Errorf("Checkpoint source %s: %v", source, err)
@@ -484,39 +485,11 @@ func sortedKeys(pods map[string]*v1.Pod) []string {
 func (m *Merger) saveAdmissions() {
 	data, err := json.Marshal(m.admitted)
 	if err == nil {
-		err = WriteFileAtomic(m.checkpointPath, data)
+		err = safefile.WriteAtomic(m.checkpointPath, data)
 	}
 	if err != nil {
 		glog.Errorf("Checkpoint admission order: %v", err)
 	}
-}
-
-// WriteFileAtomic replaces path with data so that a crash leaves either the
-// old or the new content, never a torn file.
-func WriteFileAtomic(path string, data []byte) error {
-	if old, err := os.ReadFile(path); err == nil && string(old) == string(data) {
-		return nil
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 func podsEqual(a, b []*v1.Pod) bool {

@@ -18,8 +18,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
 
 // imageRuntime is what the image manager needs from Docker.
@@ -188,7 +188,7 @@ func (m *imageManager) record(ctx context.Context, image string) {
 func (m *imageManager) saveLocked() {
 	data, err := json.Marshal(m.pulled)
 	if err == nil {
-		err = config.WriteFileAtomic(m.recordPath, data)
+		err = safefile.WriteAtomic(m.recordPath, data)
 	}
 	if err != nil {
 		glog.Errorf("Record pulled images: %v", err)

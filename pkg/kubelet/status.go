@@ -5,15 +5,16 @@ import (
 	"context"
 	"io"
 	"net"
-	"os"
 	"sort"
 	"time"
 
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
 
 // GetPods returns the desired pods, sorted by namespace/name, each a copy
@@ -203,7 +204,7 @@ func (k *Kubelet) terminationMessage(pod *v1.Pod, c *v1.Container, inst *Contain
 	if ok {
 		return msg
 	}
-	if f, err := os.Open(k.terminationMessageFile(pod, c.Name, inst.RestartCount)); err == nil {
+	if f, err := safefile.OpenBeneath(k.podDir(pod.UID), terminationMessageFile(c.Name, inst.RestartCount), unix.O_RDONLY|unix.O_NONBLOCK, 0); err == nil {
 		data, _ := io.ReadAll(io.LimitReader(f, maxTerminationMessage))
 		f.Close()
 		msg = string(data)

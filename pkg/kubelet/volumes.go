@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/classic-kubelet/kubelet/pkg/config"
+	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
 
 // Directory names Kubernetes uses under a pod's volumes directory; keeping
@@ -28,23 +28,28 @@ const (
 )
 
 // setupVolumes prepares the pod's volumes on the host and returns the host
-// path of each, by volume name. It is idempotent.
+// path of each, by volume name. It is idempotent. Every write below the
+// pod's directory goes through safefile: a container may have planted
+// links in whatever it can write.
 func (k *Kubelet) setupVolumes(pod *v1.Pod) (map[string]string, error) {
+	if err := os.MkdirAll(k.podDir(pod.UID), 0o750); err != nil {
+		return nil, fmt.Errorf("pod directory: %w", err)
+	}
 	paths := make(map[string]string, len(pod.Spec.Volumes))
 	for _, vol := range pod.Spec.Volumes {
 		var err error
 		switch {
 		case vol.EmptyDir != nil:
-			dir := filepath.Join(k.podDir(pod.UID), "volumes", emptyDirPlugin, vol.Name)
-			err = k.setupEmptyDir(dir, vol.EmptyDir)
-			paths[vol.Name] = dir
+			rel := filepath.Join("volumes", emptyDirPlugin, vol.Name)
+			err = k.setupEmptyDir(k.podDir(pod.UID), rel, vol.EmptyDir)
+			paths[vol.Name] = filepath.Join(k.podDir(pod.UID), rel)
 		case vol.HostPath != nil:
 			err = checkHostPath(vol.HostPath)
 			paths[vol.Name] = vol.HostPath.Path
 		case vol.DownwardAPI != nil:
-			dir := filepath.Join(k.podDir(pod.UID), "volumes", downwardAPIPlugin, vol.Name)
-			err = k.writeDownwardAPI(pod, dir, vol.DownwardAPI)
-			paths[vol.Name] = dir
+			rel := filepath.Join("volumes", downwardAPIPlugin, vol.Name)
+			err = k.writeDownwardAPI(pod, k.podDir(pod.UID), rel, vol.DownwardAPI)
+			paths[vol.Name] = filepath.Join(k.podDir(pod.UID), rel)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("volume %s: %w", vol.Name, err)
@@ -55,14 +60,18 @@ func (k *Kubelet) setupVolumes(pod *v1.Pod) (map[string]string, error) {
 
 // setupEmptyDir makes the directory; a Memory emptyDir is a tmpfs mounted
 // on it (once), of sizeLimit or half the node's memory, as Kubernetes does.
-func (k *Kubelet) setupEmptyDir(dir string, ed *v1.EmptyDirVolumeSource) error {
+func (k *Kubelet) setupEmptyDir(podDir, rel string, ed *v1.EmptyDirVolumeSource) error {
 	// World-writable as in Kubernetes: containers may run as any user.
-	if err := os.MkdirAll(dir, 0o777); err != nil {
+	fd, err := safefile.MkdirBeneath(podDir, rel, 0o777)
+	if err != nil {
 		return err
 	}
-	if err := os.Chmod(dir, 0o777); err != nil {
+	err = unix.Fchmod(fd, 0o777)
+	unix.Close(fd)
+	if err != nil {
 		return err
 	}
+	dir := filepath.Join(podDir, rel)
 	if ed.Medium != v1.StorageMediumMemory {
 		return nil
 	}
@@ -80,13 +89,20 @@ func (k *Kubelet) setupEmptyDir(dir string, ed *v1.EmptyDirVolumeSource) error {
 	return nil
 }
 
-// writeDownwardAPI writes the volume's files, each atomically, rewriting
-// only what changed.
-func (k *Kubelet) writeDownwardAPI(pod *v1.Pod, dir string, src *v1.DownwardAPIVolumeSource) error {
+// writeDownwardAPI writes the volume's files, each atomically. The volume
+// is mounted read-only, and its files are written beneath it without
+// following links all the same.
+func (k *Kubelet) writeDownwardAPI(pod *v1.Pod, podDir, rel string, src *v1.DownwardAPIVolumeSource) error {
 	mode := os.FileMode(0o644)
 	if src.DefaultMode != nil {
 		mode = os.FileMode(*src.DefaultMode)
 	}
+	fd, err := safefile.MkdirBeneath(podDir, rel, 0o755)
+	if err != nil {
+		return err
+	}
+	unix.Close(fd)
+	dir := filepath.Join(podDir, rel)
 	for _, item := range src.Items {
 		var v string
 		var err error
@@ -102,20 +118,20 @@ func (k *Kubelet) writeDownwardAPI(pod *v1.Pod, dir string, src *v1.DownwardAPIV
 		if item.Mode != nil {
 			m = os.FileMode(*item.Mode)
 		}
-		p := filepath.Join(dir, filepath.FromSlash(item.Path))
-		if err := config.WriteFileAtomic(p, []byte(v)); err != nil {
+		if err := safefile.WriteBeneath(dir, filepath.FromSlash(item.Path), []byte(v), m, 0o755); err != nil {
 			return err
-		}
-		if err := os.Chmod(p, m); err != nil {
-			return err
-		}
-		// Parent directories made by WriteFileAtomic are private; the
-		// container may run as anyone.
-		for d := filepath.Dir(p); len(d) >= len(dir); d = filepath.Dir(d) {
-			_ = os.Chmod(d, 0o755)
 		}
 	}
 	return nil
+}
+
+func isDownwardAPI(pod *v1.Pod, volume string) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == volume {
+			return v.DownwardAPI != nil
+		}
+	}
+	return false
 }
 
 // checkHostPath enforces a hostPath volume's type, creating what the
@@ -174,7 +190,10 @@ func (k *Kubelet) containerBinds(pod *v1.Pod, c *v1.Container, hostPaths map[str
 			}
 		}
 		b := src + ":" + m.MountPath
-		if m.ReadOnly {
+		// The agent writes downwardAPI volumes; containers only read
+		// them (as in Kubernetes), so none can plant a link the agent's
+		// next write would follow.
+		if m.ReadOnly || isDownwardAPI(pod, m.Name) {
 			b += ":ro"
 		}
 		binds = append(binds, b)
@@ -185,23 +204,28 @@ func (k *Kubelet) containerBinds(pod *v1.Pod, c *v1.Container, hostPaths map[str
 	if path == "" {
 		path = defaultTerminationMessagePath
 	}
-	file := k.terminationMessageFile(pod, c.Name, restartCount)
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(file, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o666)
+	rel := terminationMessageFile(c.Name, restartCount)
+	fd, err := safefile.MkdirBeneath(k.podDir(pod.UID), filepath.Dir(rel), 0o755)
 	if err != nil {
 		return nil, err
 	}
+	unix.Close(fd)
+	f, err := safefile.OpenBeneath(k.podDir(pod.UID), rel, unix.O_CREAT|unix.O_TRUNC|unix.O_WRONLY, 0o666)
+	if err != nil {
+		return nil, err
+	}
+	err = f.Chmod(0o666) // writable by whichever user the container runs as
 	f.Close()
-	_ = os.Chmod(file, 0o666) // writable by whichever user the container runs as
-	return append(binds, file+":"+path), nil
+	if err != nil {
+		return nil, err
+	}
+	return append(binds, filepath.Join(k.podDir(pod.UID), rel)+":"+path), nil
 }
 
 // terminationMessageFile is where one instance of a container writes its
-// termination message.
-func (k *Kubelet) terminationMessageFile(pod *v1.Pod, container string, restartCount int) string {
-	return filepath.Join(k.podDir(pod.UID), "containers", container, strconv.Itoa(restartCount)+"-termination-log")
+// termination message, relative to the pod's directory.
+func terminationMessageFile(container string, restartCount int) string {
+	return filepath.Join("containers", container, strconv.Itoa(restartCount)+"-termination-log")
 }
 
 // bindSubPath resolves sub inside the volume at root and bind-mounts it on a

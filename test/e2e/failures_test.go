@@ -3,12 +3,13 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	docker "github.com/fsouza/go-dockerclient"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -190,5 +191,41 @@ func TestInfraRemovedFromOutsideIsRecreated(t *testing.T) {
 	t.Logf("infra removed → sandbox and app running again in %v", took.Round(time.Millisecond))
 	if took > 2*time.Second {
 		t.Errorf("sandbox and app made again %v after the infra container was removed, want ≤ 2 s", took.Round(10*time.Millisecond))
+	}
+}
+
+// A container tries to swap a directory of its downwardAPI volume for a
+// link to a host directory, then exits so that the agent rewrites the
+// volume on restart. The volume is read-only to it, and the agent's writes
+// never follow links: the host directory stays empty and unchanged.
+func TestDownwardAPIVolumeLinkSwapDoesNotReachHost(t *testing.T) {
+	a := startAgent(t)
+	target := t.TempDir()
+	if err := os.Chmod(target, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	a.writeManifest("swap.yaml", lifecyclePod("swap", "Always", `  containers:
+  - name: app
+    image: `+testImage+`
+    command: ["sh", "-c", "rm -rf /podinfo/dir 2>&1; ln -s `+target+` /podinfo/dir 2>&1; ls -la /podinfo; sleep 1; exit 1"]
+    volumeMounts: [{name: info, mountPath: /podinfo}]
+  volumes:
+  - name: info
+    downwardAPI:
+      items:
+      - path: dir/labels
+        fieldRef: {fieldPath: metadata.labels}
+`))
+	a.watchInstances("swap", "app", 3, 60*time.Second)
+	entries, _ := os.ReadDir(target)
+	fi, _ := os.Stat(target)
+	if len(entries) != 0 || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("host directory now holds %d entries, mode %v: the agent wrote through the container's link", len(entries), fi.Mode().Perm())
+	}
+	inst := a.instances("swap", "app")
+	var logs strings.Builder
+	_ = dockerc.Logs(docker.LogsOptions{Container: inst[0].ID, Stdout: true, Stderr: true, OutputStream: &logs, ErrorStream: &logs})
+	if !strings.Contains(logs.String(), "Read-only file system") {
+		t.Errorf("the container could write its downwardAPI volume; its output:\n%s", logs.String())
 	}
 }

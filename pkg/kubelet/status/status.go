@@ -9,12 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/classic-kubelet/kubelet/pkg/safefile"
 	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/classic-kubelet/kubelet/pkg/config"
 )
 
 type entry struct {
@@ -91,7 +90,7 @@ func (m *Manager) Forget(uid types.UID) {
 func (m *Manager) save() {
 	data, err := json.Marshal(m.conds)
 	if err == nil {
-		err = config.WriteFileAtomic(m.path, data)
+		err = safefile.WriteAtomic(m.path, data)
 	}
 	if err != nil {
 		glog.Errorf("Checkpoint pod conditions: %v", err)
