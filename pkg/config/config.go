@@ -18,6 +18,7 @@ import (
 	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
@@ -96,7 +97,7 @@ type Merger struct {
 	sources        map[string]*sourceState
 	admitted       map[string]admission
 	nextSeq        int64
-	desired        map[string]*v1.Pod
+	delivered      map[string]*v1.Pod // the desired set as the consumer has received it
 	rejections     map[string]string // pod key@source → reason, as last logged
 	checkpointDir  string
 	checkpointPath string
@@ -112,7 +113,7 @@ func NewMerger(checkpointDir string, sources ...string) (*Merger, error) {
 		configured:     map[string]bool{},
 		sources:        map[string]*sourceState{},
 		admitted:       map[string]admission{},
-		desired:        map[string]*v1.Pod{},
+		delivered:      map[string]*v1.Pod{},
 		rejections:     map[string]string{},
 		checkpointDir:  checkpointDir,
 		checkpointPath: filepath.Join(checkpointDir, "admission.json"),
@@ -288,7 +289,8 @@ func (m *Merger) snapshotPath(source string) string {
 	return filepath.Join(m.checkpointDir, "source-"+source+".json")
 }
 
-// emit sends updates in order; it reports whether all were sent.
+// emit sends updates in order, recording each as delivered once it is; it
+// reports whether all were sent.
 func (m *Merger) emit(ctx context.Context, updates []PodUpdate) bool {
 	for _, u := range updates {
 		select {
@@ -296,6 +298,15 @@ func (m *Merger) emit(ctx context.Context, updates []PodUpdate) bool {
 		case <-ctx.Done():
 			return false
 		}
+		m.mu.Lock()
+		for _, p := range u.Pods {
+			if u.Op == REMOVE {
+				delete(m.delivered, api.Key(p))
+			} else {
+				m.delivered[api.Key(p)] = p
+			}
+		}
+		m.mu.Unlock()
 	}
 	return true
 }
@@ -378,7 +389,8 @@ func (m *Merger) merge() []PodUpdate {
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].seq < cands[j].seq })
 
 	desired := map[string]*v1.Pod{}
-	owner := map[string]string{} // pod key → source that won it
+	owner := map[string]string{}   // pod key → source that won it
+	uids := map[types.UID]string{} // pod UID → key of the pod that won it
 	rejections := map[string]string{}
 	var ports []struct {
 		hp  api.HostPort
@@ -390,6 +402,13 @@ func (m *Merger) merge() []PodUpdate {
 		id := key + "@" + c.source
 		if src, taken := owner[key]; taken {
 			rejections[id] = fmt.Sprintf("pod %s from source %q rejected: source %q declared it first", key, c.source, src)
+			continue
+		}
+		if other, taken := uids[c.pod.UID]; taken {
+			// Two pods with one UID would share containers: the second
+			// would take over the first's infra container.
+			rejections[id] = fmt.Sprintf("pod %s from source %q rejected: its uid %s is that of pod %s from source %q, admitted first",
+				key, c.source, c.pod.UID, other, owner[other])
 			continue
 		}
 		conflict := ""
@@ -416,6 +435,7 @@ func (m *Merger) merge() []PodUpdate {
 			}{hp, key, c.source})
 		}
 		owner[key] = c.source
+		uids[c.pod.UID] = key
 		desired[key] = c.pod
 	}
 	for id, reason := range rejections {
@@ -426,8 +446,11 @@ func (m *Merger) merge() []PodUpdate {
 	m.rejections = rejections
 
 	var added, updated, removed []*v1.Pod
+	// The diff is against what the consumer has received, not what was
+	// last computed: an emission cut short (its caller's ctx ended) is
+	// sent again by the next merge.
 	for _, key := range sortedKeys(desired) {
-		old, ok := m.desired[key]
+		old, ok := m.delivered[key]
 		switch {
 		case !ok:
 			added = append(added, desired[key])
@@ -435,12 +458,11 @@ func (m *Merger) merge() []PodUpdate {
 			updated = append(updated, desired[key])
 		}
 	}
-	for _, key := range sortedKeys(m.desired) {
+	for _, key := range sortedKeys(m.delivered) {
 		if _, ok := desired[key]; !ok {
-			removed = append(removed, m.desired[key])
+			removed = append(removed, m.delivered[key])
 		}
 	}
-	m.desired = desired
 	var out []PodUpdate
 	for _, u := range []PodUpdate{{ADD, added}, {UPDATE, updated}, {REMOVE, removed}} {
 		if len(u.Pods) > 0 {

@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 )
@@ -22,6 +23,11 @@ func pod(name string, hostPort int32, image string) *v1.Pod {
 		p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 80, HostPort: hostPort}}
 	}
 	api.SetDefaults(p, "node", "file")
+	return p
+}
+
+func withUID(p *v1.Pod, uid string) *v1.Pod {
+	p.UID = types.UID(uid)
 	return p
 }
 
@@ -109,6 +115,15 @@ func TestMergerRules(t *testing.T) {
 				{"http", []*v1.Pod{pod("b", 0, "i:1")}, []string{"ADD default/b i:1"}},
 				{"http", nil, []string{"REMOVE default/b i:1"}},
 			},
+		},
+		{
+			name: "second pod with a taken uid is rejected naming both, and admitted once the first goes",
+			steps: []step{
+				{"file", []*v1.Pod{withUID(pod("first", 0, "i:1"), "same")}, []string{"ADD default/first i:1"}},
+				{"http", []*v1.Pod{withUID(pod("second", 0, "i:1"), "same")}, nil},
+				{"file", []*v1.Pod{withUID(pod("first", 0, "i:2"), "same")}, []string{"UPDATE default/first i:2"}},
+			},
+			wantRejections: []string{`pod default/second from source "http" rejected: its uid same is that of pod default/first from source "file", admitted first`},
 		},
 		{
 			name: "the loser is admitted once the winner's port is free",
@@ -234,5 +249,21 @@ func TestMergerCheckpointsSnapshots(t *testing.T) {
 	// The source answering with the same pods changes nothing.
 	if got := set(t, m2, "etcd", pod("remote", 0, "i:2")); len(got) != 0 {
 		t.Errorf("same snapshot after restore caused %q", got)
+	}
+}
+
+// A Set whose caller gives up before the consumer takes the change (an HTTP
+// request cancelled, a reload timing out) loses nothing: the same snapshot
+// sent again is emitted.
+func TestMergerSetCancelledIsResent(t *testing.T) {
+	m, err := NewMerger(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	m.Set(ctx, "api", []*v1.Pod{pod("a", 0, "i:1")}) // nobody receives
+	if got := set(t, m, "api", pod("a", 0, "i:1")); strings.Join(got, "; ") != "ADD default/a i:1" {
+		t.Errorf("re-sent snapshot emitted %q, want the ADD that was never delivered", got)
 	}
 }

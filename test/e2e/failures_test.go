@@ -229,3 +229,46 @@ func TestDownwardAPIVolumeLinkSwapDoesNotReachHost(t *testing.T) {
 		t.Errorf("the container could write its downwardAPI volume; its output:\n%s", logs.String())
 	}
 }
+
+func uidPod(name, uid string) string {
+	return fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"uid":%q},"spec":{"terminationGracePeriodSeconds":2,"containers":[{"name":"server","image":%q,"imagePullPolicy":"IfNotPresent"}]}}`,
+		name, uid, testImage)
+}
+
+// Two pods with one metadata.uid (a file and a POST): the one admitted first
+// keeps it and is never touched; the other is rejected with an error naming
+// both, shown in /sources, and deleting it harms nothing.
+func TestDuplicateUIDRejected(t *testing.T) {
+	a := startAgent(t)
+	uid := "dup-" + a.node
+	a.writeManifest("first.json", uidPod("first", uid))
+	first := ids(a.waitRunning("first", "server"))
+	a.waitAPI()
+	if code, body := request(t, "POST", a.api(false)+"/pods", uidPod("second", uid)); code != 200 {
+		t.Fatalf("POST /pods = %d %s", code, body)
+	}
+	want := fmt.Sprintf(`pod default/second from source \"api\" rejected: its uid %s is that of pod default/first from source \"file\"`, uid)
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		_, sources := httpGet(a.api(true) + "/sources")
+		return strings.Contains(sources, want), "/sources: " + sources
+	})
+	if code, body := request(t, "DELETE", a.api(false)+"/pods/default/second", ""); code != 200 {
+		t.Fatalf("DELETE second = %d %s", code, body)
+	}
+	// The sync loop has handled the DELETE once /sources no longer lists the
+	// rejection; then give any kill a relist to show.
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		_, sources := httpGet(a.api(true) + "/sources")
+		return !strings.Contains(sources, "rejected"), "/sources: " + sources
+	})
+	time.Sleep(2 * time.Second)
+	if now := ids(a.running("first")); fmt.Sprint(now) != fmt.Sprint(first) {
+		t.Errorf("the first pod's containers changed: %v, were %v", now, first)
+	}
+	if code, _ := httpGet(a.api(true) + "/pods/default/first"); code != 200 {
+		t.Errorf("GET /pods/default/first = %d: the first pod vanished", code)
+	}
+	if len(a.containers("second")) != 0 {
+		t.Errorf("containers were made for the rejected pod")
+	}
+}
