@@ -98,7 +98,7 @@ type Merger struct {
 	admitted       map[string]admission
 	nextSeq        int64
 	delivered      map[string]*v1.Pod // the desired set as the consumer has received it
-	rejections     map[string]string // pod key@source → reason, as last logged
+	rejections     map[string]string  // pod key@source → reason, as last logged
 	checkpointDir  string
 	checkpointPath string
 }
