@@ -13,6 +13,10 @@ const (
 	DefaultTerminationGracePeriod = 30
 	// ConfigSourceAnnotation records which source kind declared a pod.
 	ConfigSourceAnnotation = "kubernetes.io/config.source"
+	// RestoredAnnotation marks a pod restored from the previous generation
+	// of its source's checkpoint (the newest was unreadable): it may have
+	// been deleted since, so it is kept if it runs and never started.
+	RestoredAnnotation = "classic-kubelet.io/restored-from"
 )
 
 // uidNamespace seeds derived pod UIDs; changing it would change every derived

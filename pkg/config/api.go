@@ -2,9 +2,13 @@ package config
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"maps"
 	"sort"
 	"sync"
 
+	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
@@ -22,20 +26,28 @@ type APISource struct {
 }
 
 // NewAPISource returns the API source, starting from the snapshot the merger
-// restored for it (call after LoadCheckpoints).
+// restored for it (call after LoadCheckpoints). If that checkpoint was
+// degraded or lost, the source stays unseen (what runs for it is kept)
+// until a PUT replaces its whole set.
 func NewAPISource(ctx context.Context, node string, m *Merger) *APISource {
 	s := &APISource{node: node, sink: m, pods: map[string]*v1.Pod{}}
 	for _, p := range m.Snapshot(SourceAPI) {
 		s.pods[api.Key(p)] = p
 	}
+	if m.checkpointState(SourceAPI) != "" {
+		return s
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.send(ctx)
+	if err := s.send(ctx, s.pods, true); err != nil {
+		glog.Errorf("API source: %v", err)
+	}
 	return s
 }
 
 // Upsert adds or replaces the body's pods by namespace/name. An invalid body
-// changes nothing and the error names the document and field.
+// changes nothing and the error names the document and field; so does a
+// change that cannot be checkpointed (ErrNotDurable).
 func (s *APISource) Upsert(ctx context.Context, body []byte) ([]string, error) {
 	return s.change(ctx, body, false)
 }
@@ -45,6 +57,10 @@ func (s *APISource) Replace(ctx context.Context, body []byte) ([]string, error) 
 	return s.change(ctx, body, true)
 }
 
+// ErrNotDurable wraps a change the API source refused because it could not
+// be checkpointed: acknowledging it would lose it on the next restart.
+var ErrNotDurable = errors.New("change not durable")
+
 func (s *APISource) change(ctx context.Context, body []byte, replace bool) ([]string, error) {
 	pods, _, err := api.Parse(body, s.node, SourceAPI)
 	if err != nil {
@@ -52,41 +68,49 @@ func (s *APISource) change(ctx context.Context, body []byte, replace bool) ([]st
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if replace {
-		s.pods = map[string]*v1.Pod{}
+	next := map[string]*v1.Pod{}
+	if !replace {
+		maps.Copy(next, s.pods)
 	}
 	keys := make([]string, 0, len(pods))
 	for _, p := range pods {
-		s.pods[api.Key(p)] = p
+		next[api.Key(p)] = p
 		keys = append(keys, api.Key(p))
 	}
-	s.send(ctx)
+	if err := s.send(ctx, next, replace); err != nil {
+		return nil, err
+	}
 	return keys, nil
 }
 
 // Delete removes one pod; it reports whether the pod was there.
-func (s *APISource) Delete(ctx context.Context, namespace, name string) bool {
+func (s *APISource) Delete(ctx context.Context, namespace, name string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := namespace + "/" + name
 	if _, ok := s.pods[key]; !ok {
-		return false
+		return false, nil
 	}
-	delete(s.pods, key)
-	s.send(ctx)
-	return true
+	next := maps.Clone(s.pods)
+	delete(next, key)
+	return true, s.send(ctx, next, false)
 }
 
-// send delivers the current set; callers hold mu.
-func (s *APISource) send(ctx context.Context) {
-	keys := make([]string, 0, len(s.pods))
-	for k := range s.pods {
+// send commits next as the source's set and, once durable, makes it the
+// source's state; callers hold mu.
+func (s *APISource) send(ctx context.Context, next map[string]*v1.Pod, complete bool) error {
+	keys := make([]string, 0, len(next))
+	for k := range next {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	pods := make([]*v1.Pod, 0, len(keys))
 	for _, k := range keys {
-		pods = append(pods, s.pods[k])
+		pods = append(pods, next[k])
 	}
-	s.sink.Set(ctx, SourceAPI, pods)
+	if err := s.sink.Commit(ctx, SourceAPI, pods, complete); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotDurable, err)
+	}
+	s.pods = next
+	return nil
 }

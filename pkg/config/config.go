@@ -50,10 +50,21 @@ const (
 	SourceEtcd = "etcd"
 )
 
+// Checkpoint states of a source, as /sources shows them.
+const (
+	// CheckpointDegraded: the newest checkpoint was unreadable, the previous
+	// generation is in force (its pods kept if they run, never started).
+	CheckpointDegraded = "checkpoint degraded"
+	// CheckpointLost: no generation was readable; the pods running for the
+	// source are left alone until it delivers a complete snapshot.
+	CheckpointLost = "checkpoint lost"
+)
+
 type sourceState struct {
 	pods        []*v1.Pod
-	seen        bool // has delivered a snapshot, or its checkpoint was loaded
-	restored    bool // the snapshot in force came from the checkpoint
+	seen        bool   // has delivered a snapshot, or its checkpoint was loaded
+	restored    bool   // the snapshot in force came from the checkpoint
+	checkpoint  string // "" or CheckpointDegraded/Lost, until a complete snapshot
 	lastSuccess time.Time
 	lastError   string
 	lastErrorAt time.Time
@@ -64,6 +75,7 @@ type SourceStatus struct {
 	Name        string     `json:"name"`
 	Seen        bool       `json:"seen"`
 	Restored    bool       `json:"restoredFromCheckpoint,omitempty"`
+	Checkpoint  string     `json:"checkpoint,omitempty"`
 	Pods        int        `json:"pods"`
 	LastSuccess *time.Time `json:"lastSuccess,omitempty"`
 	LastError   string     `json:"lastError,omitempty"`
@@ -189,6 +201,17 @@ func (m *Merger) SetError(source string, err error) {
 	}
 }
 
+// checkpointState is CheckpointDegraded or CheckpointLost while source's
+// unreadable checkpoint holds it, else "".
+func (m *Merger) checkpointState(source string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.sources[source]; ok {
+		return s.checkpoint
+	}
+	return ""
+}
+
 // Snapshot returns the snapshot in force for source.
 func (m *Merger) Snapshot(source string) []*v1.Pod {
 	m.mu.Lock()
@@ -215,6 +238,7 @@ func (m *Merger) Status() []SourceStatus {
 		st := SourceStatus{Name: n}
 		if s, ok := m.sources[n]; ok {
 			st.Seen, st.Restored, st.Pods, st.LastError = s.seen, s.restored, len(s.pods), s.lastError
+			st.Checkpoint = s.checkpoint
 			if !s.lastSuccess.IsZero() {
 				t := s.lastSuccess
 				st.LastSuccess = &t
@@ -240,33 +264,85 @@ func (m *Merger) Status() []SourceStatus {
 // force, as if the source had just delivered it, so nothing starts or stops
 // by accident while a source is slow to answer after a restart. It emits the
 // resulting changes like Set.
+//
+// A checkpoint that cannot be read never kills a pod. If the newest
+// generation is unreadable, the previous one is put in force with each pod
+// marked (api.RestoredAnnotation): kept if it runs, never started. If none
+// is readable, nothing is put in force. Either way the source does not
+// count as seen (pods it is silent about keep running) until it delivers a
+// complete snapshot.
 func (m *Merger) LoadCheckpoints(ctx context.Context) {
 	m.sendMu.Lock()
 	defer m.sendMu.Unlock()
 	m.mu.Lock()
 	var loaded []string
 	for name := range m.configured {
-		data, err := os.ReadFile(m.snapshotPath(name))
-		if os.IsNotExist(err) {
-			continue
-		}
-		var pods []*v1.Pod
-		if err == nil {
-			err = json.Unmarshal(data, &pods)
-		}
-		if err != nil {
-			glog.Errorf("Ignoring checkpoint of source %s: %v", name, err)
-			continue
+		pods, state, err := readCheckpoint(m.snapshotPath(name))
+		switch {
+		case err != nil && state == "":
+			continue // never checkpointed
+		case state == CheckpointLost:
+			glog.Errorf("Source %s: no readable checkpoint (%v); its running pods are left alone until it delivers a complete snapshot", name, err)
+		case state == CheckpointDegraded:
+			glog.Errorf("Source %s: newest checkpoint unreadable (%v); %d pods of the previous one are kept where they run, none started", name, err, len(pods))
+		default:
+			glog.Infof("Source %s: %d pods restored from its checkpoint", name, len(pods))
 		}
 		s := m.source(name)
-		s.pods, s.restored = pods, true
-		loaded = append(loaded, name)
-		glog.Infof("Source %s: %d pods restored from its checkpoint", name, len(pods))
+		s.pods, s.restored, s.checkpoint = pods, true, state
+		if state == "" {
+			loaded = append(loaded, name)
+		}
 	}
 	updates := m.merge()
 	m.mu.Unlock()
 	m.emitThenSeen(ctx, updates, loaded...)
 }
+
+// readCheckpoint reads a source's checkpoint: the newest generation, else
+// the previous one (its pods marked restored, state CheckpointDegraded),
+// else nothing (CheckpointLost). A checkpoint never written is an error with
+// state "".
+func readCheckpoint(path string) ([]*v1.Pod, string, error) {
+	pods, err := readPods(path)
+	if err == nil {
+		return pods, "", nil
+	}
+	if os.IsNotExist(err) {
+		if _, perr := os.Stat(path + prevSuffix); perr != nil {
+			return nil, "", err
+		}
+	}
+	prev, perr := readPods(path + prevSuffix)
+	if perr != nil {
+		return nil, CheckpointLost, err
+	}
+	for _, p := range prev {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[api.RestoredAnnotation] = "previous-checkpoint"
+	}
+	return prev, CheckpointDegraded, err
+}
+
+func readPods(path string) ([]*v1.Pod, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var pods []*v1.Pod
+	if err := json.Unmarshal(data, &pods); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if pods == nil && string(data) != "[]" {
+		return nil, fmt.Errorf("%s: not a list of pods", path)
+	}
+	return pods, nil
+}
+
+// prevSuffix names the previous generation of a checkpoint.
+const prevSuffix = ".prev"
 
 // emitThenSeen emits updates, then marks the sources seen. The order
 // matters: a source counts as seen (its silence may remove running pods)
@@ -321,36 +397,79 @@ func (m *Merger) source(name string) *sourceState {
 }
 
 // Set replaces source's snapshot with pods (already defaulted and valid) and
-// emits the resulting changes. It blocks until they are consumed or ctx ends.
+// emits the resulting changes. It blocks until they are consumed or ctx ends;
+// what is not consumed then is emitted by a later change. A snapshot that
+// cannot be checkpointed is logged and applied all the same: the source
+// still holds it.
 func (m *Merger) Set(ctx context.Context, source string, pods []*v1.Pod) {
+	_ = m.commit(ctx, source, pods, true, false)
+}
+
+// Commit is Set for a source whose only durable record is its checkpoint
+// (the API source): the snapshot is written first, and if it cannot be, Commit
+// returns the error and changes nothing. complete says the snapshot is the
+// source's whole word: it ends a degraded or lost checkpoint's hold.
+func (m *Merger) Commit(ctx context.Context, source string, pods []*v1.Pod, complete bool) error {
+	return m.commit(ctx, source, pods, complete, true)
+}
+
+func (m *Merger) commit(ctx context.Context, source string, pods []*v1.Pod, complete, durable bool) error {
 	m.sendMu.Lock()
 	defer m.sendMu.Unlock()
 
 	m.mu.Lock()
 	s := m.source(source)
 	changed := !s.seen || s.restored || !podsEqual(s.pods, pods)
-	s.pods, s.restored, s.lastSuccess = pods, false, time.Now()
 	if changed && m.configured[source] {
-		m.saveSnapshot(source, pods)
+		if err := m.saveSnapshot(source, pods); err != nil {
+			if durable {
+				m.mu.Unlock()
+				return err
+			}
+			glog.Errorf("%v", err)
+		}
+	}
+	s.pods, s.restored, s.lastSuccess = pods, false, time.Now()
+	held := s.checkpoint != ""
+	if complete {
+		s.checkpoint = ""
 	}
 	updates := m.merge()
 	m.mu.Unlock()
+	if held && !complete {
+		m.emit(ctx, updates) // its silence still keeps what runs
+		return nil
+	}
 	m.emitThenSeen(ctx, updates, source)
+	return nil
 }
 
-// saveSnapshot checkpoints a source's snapshot; callers hold mu. A failure
-// is logged: it only weakens what a restart remembers.
-func (m *Merger) saveSnapshot(source string, pods []*v1.Pod) {
+// saveSnapshot checkpoints a source's snapshot, keeping the previous
+// generation beside it; callers hold mu.
+func (m *Merger) saveSnapshot(source string, pods []*v1.Pod) error {
 	if pods == nil {
 		pods = []*v1.Pod{}
 	}
 	data, err := json.Marshal(pods)
-	if err == nil {
-		err = safefile.WriteAtomic(m.snapshotPath(source), data)
-	}
 	if err != nil {
-		glog.Errorf("Checkpoint source %s: %v", source, err)
+		return fmt.Errorf("checkpoint source %s: %w", source, err)
 	}
+	path := m.snapshotPath(source)
+	if old, err := os.ReadFile(path); err == nil && string(old) == string(data) {
+		return nil
+	}
+	// The newest readable generation becomes the previous one (a hard
+	// link: at no moment is there no newest file).
+	if _, err := readPods(path); err == nil {
+		_ = os.Remove(path + prevSuffix)
+		if err := os.Link(path, path+prevSuffix); err != nil {
+			return fmt.Errorf("checkpoint source %s: keep previous generation: %w", source, err)
+		}
+	}
+	if err := safefile.WriteAtomic(path, data); err != nil {
+		return fmt.Errorf("checkpoint source %s: %w", source, err)
+	}
+	return nil
 }
 
 type candidate struct {

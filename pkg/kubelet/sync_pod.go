@@ -43,6 +43,11 @@ func computePodActions(pod *v1.Pod, state *PodState, now time.Time, bo *backoff,
 	if unhealthy == nil {
 		unhealthy = func(string) bool { return false }
 	}
+	if pod.Annotations[api.RestoredAnnotation] != "" && state.runningInfra() == nil {
+		// Restored from an old checkpoint generation: it may have been
+		// deleted since. Kept where it runs, never started.
+		return a
+	}
 	if podFinished(pod, state) {
 		// Nothing runs again: stop what still runs (the infra container,
 		// freeing its ports), keep the final containers for inspection.

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -270,5 +272,83 @@ func TestDuplicateUIDRejected(t *testing.T) {
 	}
 	if len(a.containers("second")) != 0 {
 		t.Errorf("containers were made for the rejected pod")
+	}
+}
+
+// A truncated API checkpoint never kills POSTed pods: the previous
+// generation (or nothing, when that is unreadable too) is in force and the
+// source is held until a PUT; /sources says so. A POST that cannot be
+// checkpointed is refused with a 5xx and changes nothing.
+func TestCorruptCheckpointKillsNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		corrupt    []string
+	}{
+		{"newest truncated", "checkpoint degraded", []string{"source-api.json"}},
+		{"every generation truncated", "checkpoint lost", []string{"source-api.json", "source-api.json.prev"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := startAgent(t)
+			a.waitAPI()
+			for _, name := range []string{"posted-a", "posted-b"} {
+				if code, body := request(t, "POST", a.api(false)+"/pods", simplePod(name, "1")); code != 200 {
+					t.Fatalf("POST = %d %s", code, body)
+				}
+			}
+			before := map[string]map[string]string{}
+			for _, name := range []string{"posted-a", "posted-b"} {
+				before[name] = ids(a.waitRunning(name, "server"))
+			}
+			a.stop(syscall.SIGTERM)
+			for _, f := range tc.corrupt {
+				p := filepath.Join(a.rootDir, "checkpoints", f)
+				data, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, data[:len(data)/2], 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a.start()
+			a.waitAPI()
+			waitFor(t, 10*time.Second, func() (bool, string) {
+				_, sources := httpGet(a.api(true) + "/sources")
+				return strings.Contains(sources, tc.want), "/sources: " + sources
+			})
+			// Housekeeping (every 2 s) would have killed pods of a seen
+			// source by now.
+			time.Sleep(5 * time.Second)
+			for name, ids0 := range before {
+				if now := ids(a.running(name)); fmt.Sprint(now) != fmt.Sprint(ids0) {
+					t.Errorf("pod %s: containers %v after the restart, were %v", name, now, ids0)
+				}
+			}
+		})
+	}
+}
+
+func TestNonDurablePostRefused(t *testing.T) {
+	a := startAgent(t)
+	a.waitAPI()
+	dir := filepath.Join(a.rootDir, "checkpoints")
+	// The checkpoint directory becomes a file: nothing can be written there
+	// (root ignores permission bits, so a read-only mode would not do).
+	if err := os.Rename(dir, dir+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, body := request(t, "POST", a.api(false)+"/pods", simplePod("undurable", "1"))
+	if code < 500 || !strings.Contains(body, "not durable") {
+		t.Errorf("POST with an unwritable checkpoint = %d %s, want a 5xx naming the cause", code, body)
+	}
+	time.Sleep(2 * time.Second)
+	if n := len(a.containers("undurable")); n != 0 {
+		t.Errorf("the refused pod got %d containers", n)
+	}
+	if code, _ := httpGet(a.api(true) + "/pods/default/undurable"); code != 404 {
+		t.Errorf("GET the refused pod = %d, want 404", code)
 	}
 }

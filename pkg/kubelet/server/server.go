@@ -51,7 +51,16 @@ type ContainerRuntime interface {
 type PodSource interface {
 	Upsert(ctx context.Context, body []byte) ([]string, error)
 	Replace(ctx context.Context, body []byte) ([]string, error)
-	Delete(ctx context.Context, namespace, name string) bool
+	Delete(ctx context.Context, namespace, name string) (bool, error)
+}
+
+// changeErrorStatus is the HTTP status of a refused change: the agent's
+// fault (it could not make the change durable) or the request's.
+func changeErrorStatus(err error) int {
+	if errors.Is(err, config.ErrNotDurable) {
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusBadRequest
 }
 
 // SourcesStatus describes the config sources for GET /sources.
@@ -325,7 +334,7 @@ func (s *Server) changePods(w http.ResponseWriter, r *http.Request, change func(
 	}
 	keys, err := change(r.Context(), body)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("%s /pods: %v", r.Method, err))
+		writeError(w, changeErrorStatus(err), fmt.Sprintf("%s /pods: %v", r.Method, err))
 		return
 	}
 	glog.Infof("API source: %s /pods from %s: %s", r.Method, r.RemoteAddr, strings.Join(keys, ", "))
@@ -345,7 +354,12 @@ func (s *Server) deletePod(w http.ResponseWriter, r *http.Request, p map[string]
 		writeError(w, http.StatusNotFound, "the API pod source is disabled")
 		return
 	}
-	if !s.Pods.Delete(r.Context(), p["namespace"], p["name"]) {
+	found, err := s.Pods.Delete(r.Context(), p["namespace"], p["name"])
+	if err != nil {
+		writeError(w, changeErrorStatus(err), fmt.Sprintf("DELETE pod %s/%s: %v", p["namespace"], p["name"], err))
+		return
+	}
+	if !found {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("pod %s/%s is not a pod of the API source", p["namespace"], p["name"]))
 		return
 	}

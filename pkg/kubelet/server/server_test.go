@@ -72,9 +72,9 @@ func (f *fakeSource) Replace(_ context.Context, _ []byte) ([]string, error) {
 	f.calls = append(f.calls, "replace")
 	return []string{}, nil
 }
-func (f *fakeSource) Delete(_ context.Context, ns, name string) bool {
+func (f *fakeSource) Delete(_ context.Context, ns, name string) (bool, error) {
 	f.calls = append(f.calls, "delete "+ns+"/"+name)
-	return name == "a"
+	return name == "a", nil
 }
 
 type fakeSources struct{}
