@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"io"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -47,6 +49,7 @@ type FileSource struct {
 	sink   Sink
 
 	files   map[string]*fileState // by file name; owned by Run's goroutine
+	isDir   *bool                 // what path was when first read: a change of kind keeps the pods
 	last    []*v1.Pod
 	sent    bool
 	lastErr string
@@ -221,13 +224,25 @@ func (s *FileSource) read(ctx context.Context) {
 	s.sink.Set(ctx, SourceFile, pods)
 }
 
-// list returns the manifest file paths the source consists of, sorted.
+// list returns the manifest file paths the source consists of, sorted. A
+// path that was a directory and is now something else (or the reverse) is
+// an error: a file put where the manifest directory was must not replace
+// every pod with its own.
 func (s *FileSource) list() ([]string, error) {
 	fi, err := os.Stat(s.path)
 	if err != nil {
 		return nil, err
 	}
-	if !fi.IsDir() {
+	if s.isDir == nil {
+		isDir := fi.IsDir()
+		s.isDir = &isDir
+	}
+	switch {
+	case *s.isDir && !fi.IsDir():
+		return nil, errors.New("was a directory of manifests and is no longer a directory")
+	case !*s.isDir && fi.IsDir():
+		return nil, errors.New("was a manifest file and is now a directory")
+	case !fi.IsDir():
 		return []string{s.path}, nil
 	}
 	entries, err := os.ReadDir(s.path)
@@ -257,23 +272,36 @@ func (s *FileSource) readFile(name string) {
 		st = &fileState{}
 		s.files[name] = st
 	}
+	keeping := func(err error) error {
+		if len(st.pods) == 0 {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return fmt.Errorf("%s: %w (keeping its last good %s)", name, err, plural(len(st.pods), "pod"))
+	}
 	info, err := os.Stat(name)
 	if err != nil {
-		st.err = fmt.Errorf("%s: %w", name, err)
+		st.err = keeping(err)
 		return
 	}
 	if ok && info.ModTime().Equal(st.modTime) && info.Size() == st.size {
 		return
 	}
 	st.modTime, st.size = info.ModTime(), info.Size()
-	data, err := os.ReadFile(name)
+	data, err := readManifest(name)
 	if err != nil {
-		st.err = fmt.Errorf("%s: %w (keeping its last good pods)", name, err)
+		st.err = keeping(err)
+		return
+	}
+	if len(strings.TrimSpace(string(data))) == 0 {
+		// Being written (`cat > file` truncates first), or emptied on
+		// purpose: its pods stay until it says otherwise.
+		st.err = nil
+		glog.V(2).Infof("File source: %s is empty; keeping its last pods (%d)", name, len(st.pods))
 		return
 	}
 	pods, ignored, err := api.Parse(data, s.node, SourceFile)
 	if err != nil {
-		st.err = fmt.Errorf("%s: %w (keeping its last good pods)", name, err)
+		st.err = keeping(err)
 		return
 	}
 	for _, f := range ignored {
@@ -285,7 +313,50 @@ func (s *FileSource) readFile(name string) {
 func (s *FileSource) fail(err error) {
 	s.sink.SetError(SourceFile, err)
 	if err.Error() != s.lastErr {
-		glog.Errorf("%v (keeping the pods it last produced)", err)
+		if len(s.last) > 0 {
+			glog.Errorf("%v (keeping the %s it last produced)", err, plural(len(s.last), "pod"))
+		} else {
+			glog.Errorf("%v", err)
+		}
 	}
 	s.lastErr = err.Error()
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// MaxManifestSize bounds a manifest file, as maxManifestBody bounds the URL
+// source's answer: parsing is what costs memory, and a bigger manifest is a
+// mistake or an attack.
+const MaxManifestSize = maxManifestBody
+
+// readManifest reads one manifest without ever blocking: opened with
+// O_NONBLOCK (a FIFO swapped in must not hang the source), and refused
+// unless the opened descriptor is a regular file of at most
+// MaxManifestSize bytes.
+func readManifest(name string) ([]byte, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%v)", fi.Mode().Type())
+	}
+	if fi.Size() > MaxManifestSize {
+		return nil, fmt.Errorf("%d bytes, larger than the %d-byte limit", fi.Size(), MaxManifestSize)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxManifestSize+1))
+	if err == nil && len(data) > MaxManifestSize {
+		err = fmt.Errorf("larger than the %d-byte limit", MaxManifestSize)
+	}
+	return data, err
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -109,8 +110,11 @@ func TestFileSourceLastGoodPerFile(t *testing.T) {
 		{"broken file keeps its last good pods", func() {
 			write(t, dir, "a.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, image: i, bogus: 1}]}\n")
 		}, "a:i:1,b:i:1", "a.yaml: document 1"},
-		{"empty file keeps its last good pods", func() { write(t, dir, "a.yaml", "") }, "a:i:1,b:i:1", "a.yaml: api: manifest is empty"},
-		{"fixed file applies", func() { write(t, dir, "a.yaml", manifest("a", "i:2")) }, "a:i:2,b:i:1", ""},
+		{"empty file (being written) keeps its last pods, no error", func() { write(t, dir, "a.yaml", "") }, "a:i:1,b:i:1", "-"},
+		{"an oversized file is refused naming the limit", func() {
+			write(t, dir, "f.yaml", manifest("f", "i:1")+"\n#"+strings.Repeat("x", MaxManifestSize))
+		}, "a:i:1,b:i:1", "f.yaml: 10485"},
+		{"fixed file applies", func() { os.Remove(filepath.Join(dir, "f.yaml")); write(t, dir, "a.yaml", manifest("a", "i:2")) }, "a:i:2,b:i:1", ""},
 		{"a new broken file adds nothing", func() { write(t, dir, "c.yaml", "kind: Pod\n") }, "a:i:2,b:i:1", "c.yaml"},
 		{"deleted file removes its pods", func() { os.Remove(filepath.Join(dir, "b.yaml")); os.Remove(filepath.Join(dir, "c.yaml")) }, "a:i:2", ""},
 		{"same pod in two files: first file wins", func() { write(t, dir, "z.yaml", manifest("a", "i:9")) }, "a:i:2", "z.yaml: pod default/a ignored: already declared in"},
@@ -123,6 +127,11 @@ func TestFileSourceLastGoodPerFile(t *testing.T) {
 			s.read(ctx)
 			os.RemoveAll(dir)
 		}, "a:i:3", "no such file or directory"},
+		{"directory replaced by an invalid file keeps everything", func() {
+			if err := os.WriteFile(dir, []byte("not: a pod\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "a:i:3", "no longer a directory"},
 	}
 	for _, st := range steps {
 		st.do()
@@ -131,7 +140,10 @@ func TestFileSourceLastGoodPerFile(t *testing.T) {
 		if got != st.want {
 			t.Errorf("%s: snapshot %q, want %q", st.name, got, st.want)
 		}
-		if st.wantErr != "" && !strings.Contains(sink.lastErr(), st.wantErr) {
+		if st.wantErr == "-" && sink.lastErr() != "" {
+			t.Errorf("%s: error %q, want none", st.name, sink.lastErr())
+		}
+		if st.wantErr != "" && st.wantErr != "-" && !strings.Contains(sink.lastErr(), st.wantErr) {
 			t.Errorf("%s: last error %q, want it to contain %q", st.name, sink.lastErr(), st.wantErr)
 		}
 	}
@@ -209,4 +221,26 @@ func TestFileSourceWatchesDirectory(t *testing.T) {
 	waitSnapshot("web:i:2")
 	os.Remove(filepath.Join(dir, "web.yaml"))
 	waitSnapshot("")
+}
+
+// A FIFO (or any non-regular file) swapped in for a manifest is refused at
+// once: the open does not block and the descriptor is checked.
+func TestReadManifestRefusesFIFO(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "pod.yaml")
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := readManifest(p)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("readManifest(FIFO) = %v, want refused as not a regular file", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("readManifest blocked on a FIFO")
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
@@ -112,13 +113,22 @@ func (s *Server) nodeLogs(w http.ResponseWriter, r *http.Request, p map[string]s
 		writeError(w, http.StatusForbidden, fmt.Sprintf("%s resolves outside the log directory", rel))
 		return
 	}
-	fi, err := os.Stat(resolved)
+	// Opened without blocking (a FIFO must not pin a thread) and judged
+	// by the descriptor: what is served is what was checked.
+	f, err := os.OpenFile(resolved, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("open %s: %v", rel, err))
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such log file: %s", rel))
 		return
 	}
-	if fi.IsDir() {
-		entries, err := os.ReadDir(resolved)
+	switch {
+	case fi.IsDir():
+		entries, err := f.ReadDir(-1)
 		if err != nil {
 			writeError(w, http.StatusForbidden, fmt.Sprintf("list %s: %v", rel, err))
 			return
@@ -136,16 +146,12 @@ func (s *Server) nodeLogs(w http.ResponseWriter, r *http.Request, p map[string]s
 		for _, n := range names {
 			fmt.Fprintln(w, n)
 		}
-		return
+	case !fi.Mode().IsRegular():
+		writeError(w, http.StatusForbidden, fmt.Sprintf("%s is not a regular file", rel))
+	default:
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		http.ServeContent(w, r, "", fi.ModTime(), f)
 	}
-	f, err := os.Open(resolved)
-	if err != nil {
-		writeError(w, http.StatusForbidden, fmt.Sprintf("open %s: %v", rel, err))
-		return
-	}
-	defer f.Close()
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	http.ServeContent(w, r, "", fi.ModTime(), f)
 }
 
 // execResult is the answer to POST /exec and /run.

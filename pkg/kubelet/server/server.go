@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -162,14 +163,27 @@ func (s *Server) Handler(readOnly bool) http.Handler {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, readOnly bool) {
+	// r.URL.Query() silently drops what it cannot parse ("command=a;b"
+	// would lose an argument): a malformed query is refused instead.
+	if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("malformed query %q: %v", r.URL.RawQuery, err))
+		return
+	}
+	method := r.Method
+	if method == http.MethodHead {
+		method = http.MethodGet // net/http drops the body
+	}
 	var allow []string
 	for _, rt := range s.routes {
 		params, ok := match(rt.pattern, r.URL.Path)
 		if !ok {
 			continue
 		}
-		if rt.method != r.Method {
+		if rt.method != method {
 			allow = append(allow, rt.method)
+			if rt.method == http.MethodGet {
+				allow = append(allow, http.MethodHead)
+			}
 			continue
 		}
 		if readOnly && !rt.readOnly {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -100,6 +101,7 @@ func testServer(t *testing.T) (*fakeSource, *httptest.Server, *httptest.Server) 
 	src := &fakeSource{}
 	logDir := t.TempDir()
 	_ = os.WriteFile(filepath.Join(logDir, "syslog"), []byte("node log line\n"), 0o644)
+	_ = syscall.Mkfifo(filepath.Join(logDir, "fifo"), 0o644) // would block a plain open
 	s := New(Deps{Host: host, Runtime: fakeRuntime{}, Pods: src, Sources: fakeSources{}, StatsErr: errors.New("no cgroups here")},
 		Options{NodeName: "n", NodeLogDir: logDir, RootDir: t.TempDir()})
 	full := httptest.NewServer(s.Handler(false))
@@ -150,6 +152,7 @@ func TestRoutes(t *testing.T) {
 		{"exec on read-only", ro, "POST", "/exec/default/web/server?command=id", "", 405, "read-only port", "", ""},
 		{"node log", full, "GET", "/logs/syslog", "", 200, "node log line", "", ""},
 		{"node log listing", full, "GET", "/logs/", "", 200, "syslog", "", ""},
+		{"node log FIFO refused without blocking", full, "GET", "/logs/fifo", "", 403, "not a regular file", "", ""},
 		{"pprof off by default", full, "GET", "/debug/pprof/", "", 404, "no such endpoint", "", ""},
 		{"healthz read-only", ro, "GET", "/healthz", "", 200, "ok", "", ""},
 		{"pods", ro, "GET", "/pods", "", 200, "", "pods.json", ""},
@@ -158,8 +161,11 @@ func TestRoutes(t *testing.T) {
 		{"sources", ro, "GET", "/sources", "", 200, "", "sources.json", ""},
 		{"unknown path", full, "GET", "/nope", "", 404, `"kind": "Status"`, "", ""},
 		{"trailing junk", full, "GET", "/pods/default/web/extra", "", 404, "no such endpoint", "", ""},
-		{"wrong method", full, "DELETE", "/healthz", "", 405, "not allowed", "", "GET"},
-		{"wrong method lists all allowed", full, "PATCH", "/pods", "", 405, "not allowed", "", "GET, POST, PUT"},
+		{"wrong method", full, "DELETE", "/healthz", "", 405, "not allowed", "", "GET, HEAD"},
+		{"wrong method lists all allowed", full, "PATCH", "/pods", "", 405, "not allowed", "", "GET, HEAD, POST, PUT"},
+		{"HEAD of a GET endpoint", ro, "HEAD", "/pods", "", 200, "", "", ""},
+		{"HEAD of healthz", ro, "HEAD", "/healthz", "", 200, "", "", ""},
+		{"malformed exec query", full, "POST", "/exec/default/web/server?command=a;b", "", 400, "malformed query", "", ""},
 		{"post on read-only", ro, "POST", "/pods", "{}", 405, "read-only port", "", ""},
 		{"delete on read-only", ro, "DELETE", "/pods/default/a", "", 405, "read-only port", "", ""},
 		{"post", full, "POST", "/pods", "apiVersion: v1", 200, `"default/a"`, "", ""},
