@@ -179,7 +179,7 @@ func (h *Harness) startAgent(name string, extra ...string) (*agent, error) {
 	os.MkdirAll(a.manifests, 0o755)
 	a.port = 20000 + int(time.Now().UnixNano()%20000)
 	args := append([]string{"--pod-manifest-path", a.manifests, "--root-dir", root, "--hostname-override", a.node,
-		"--port", "0", "--read-only-port", strconv.Itoa(a.port), "--container-log-dir", filepath.Join(h.dir, name, "logs"),
+		"--port", "0", "--healthz-port", "0", "--read-only-port", strconv.Itoa(a.port), "--container-log-dir", filepath.Join(h.dir, name, "logs"),
 		"--image-gc-high-threshold", "100", "--image-gc-low-threshold", "99"}, extra...)
 	a.cmd = exec.Command(h.cfg.Binary, args...)
 	logf, _ := os.Create(filepath.Join(h.dir, name, "agent.log"))

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -351,4 +352,55 @@ func TestNonDurablePostRefused(t *testing.T) {
 	if code, _ := httpGet(a.api(true) + "/pods/default/undurable"); code != 404 {
 		t.Errorf("GET the refused pod = %d, want 404", code)
 	}
+}
+
+// Under a 256-descriptor limit, a client holding 1,000 idle keep-alive
+// connections takes nothing from the agent: /healthz answers within 1 s on
+// its own port and on the API port (idle connections are closed first when
+// the per-port cap is reached), and a new manifest still runs.
+func TestIdleConnectionsDoNotStarveTheAgent(t *testing.T) {
+	wrapper := filepath.Join(t.TempDir(), "kubelet-256")
+	script := "#!/bin/sh\nulimit -n 256\nexec " + agentBinary + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := startAgentWith(t, func(a *agent) { a.binary = wrapper })
+	a.waitAPI()
+
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := 0; i < 1000; i++ {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", a.roPort), 2*time.Second)
+		if err != nil {
+			continue // refused or reset: the agent protects itself
+		}
+		conns = append(conns, c)
+		// One request each, answered, then the connection idles.
+		fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		buf := make([]byte, 512)
+		_, _ = c.Read(buf)
+	}
+	client := http.Client{Timeout: time.Second}
+	for _, port := range []int{a.healthzPort, a.roPort} {
+		start := time.Now()
+		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", port))
+		if err != nil {
+			t.Fatalf("GET /healthz on port %d with 1,000 idle connections held: %v", port, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("GET /healthz on port %d = %d after %v", port, resp.StatusCode, time.Since(start))
+		}
+	}
+	a.writeManifest("after.yaml", lifecyclePod("after", "Always", `  containers:
+  - name: app
+    image: `+testImage+`
+    command: ["sleep", "100000"]
+`))
+	a.waitRunning("after", "app")
 }

@@ -88,6 +88,7 @@ type agent struct {
 	exitErr     error  // how the last run ended
 	port        int    // full-access API
 	roPort      int    // read-only API
+	healthzPort int    // /healthz alone
 	logDir      string
 	logPath     string
 	cmd         *exec.Cmd
@@ -100,6 +101,13 @@ var nameUnsafe = regexp.MustCompile(`[^a-z0-9]+`)
 // startAgent starts an agent with a fresh node name, root dir and manifest
 // dir; cleanup stops it and removes the containers of its node name.
 func startAgent(t *testing.T, extraArgs ...string) *agent {
+	t.Helper()
+	return startAgentWith(t, nil, extraArgs...)
+}
+
+// startAgentWith is startAgent with a hook that adjusts the agent (its
+// binary, say) before it starts.
+func startAgentWith(t *testing.T, configure func(*agent), extraArgs ...string) *agent {
 	t.Helper()
 	var b [3]byte
 	_, _ = rand.Read(b[:])
@@ -115,6 +123,7 @@ func startAgent(t *testing.T, extraArgs ...string) *agent {
 		extraArgs:   extraArgs,
 		port:        freePort(t),
 		roPort:      freePort(t),
+		healthzPort: freePort(t),
 		logDir:      t.TempDir(),
 	}
 	a.logPath = filepath.Join(t.TempDir(), "agent.log")
@@ -127,6 +136,9 @@ func startAgent(t *testing.T, extraArgs ...string) *agent {
 			t.Logf("agent log (%s):\n%s", a.node, tail(string(data), 150))
 		}
 	})
+	if configure != nil {
+		configure(a)
+	}
 	a.start()
 	return a
 }
@@ -139,6 +151,7 @@ func (a *agent) args() []string {
 		"--file-check-frequency", "2s",
 		"--port", fmt.Sprint(a.port),
 		"--read-only-port", fmt.Sprint(a.roPort),
+		"--healthz-port", fmt.Sprint(a.healthzPort),
 		// Image GC effectively off: no test deletes images it did not pull.
 		"--image-gc-high-threshold", "100", "--image-gc-low-threshold", "99",
 		"--container-log-dir", a.logDir,

@@ -45,6 +45,10 @@ type Options struct {
 	Port            int    `yaml:"port"`
 	ReadOnlyAddress string `yaml:"read-only-address"`
 	ReadOnlyPort    int    `yaml:"read-only-port"`
+	// HealthzBindAddress and HealthzPort serve /healthz alone, as the
+	// kubelet's healthz port does.
+	HealthzBindAddress string `yaml:"healthz-bind-address"`
+	HealthzPort        int    `yaml:"healthz-port"`
 
 	ManifestURL        string        `yaml:"manifest-url"`
 	ManifestURLHeader  []string      `yaml:"manifest-url-header"`
@@ -101,6 +105,8 @@ func NewOptions() *Options {
 		Port:                              10250,
 		ReadOnlyAddress:                   "127.0.0.1",
 		ReadOnlyPort:                      10255,
+		HealthzBindAddress:                "127.0.0.1",
+		HealthzPort:                       10248,
 		HTTPCheckFrequency:                20 * time.Second,
 		EtcdPrefix:                        config.DefaultEtcdPrefix,
 		EtcdResyncPeriod:                  time.Minute,
@@ -142,6 +148,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Port, "port", o.Port, "Full-access API port (POST/PUT/DELETE /pods and everything read-only); 0 disables it and the API pod source.")
 	fs.StringVar(&o.ReadOnlyAddress, "read-only-address", o.ReadOnlyAddress, "Address of the read-only API port.")
 	fs.IntVar(&o.ReadOnlyPort, "read-only-port", o.ReadOnlyPort, "Read-only API port (GET /healthz, /pods, /sources, ...); 0 disables it.")
+	fs.StringVar(&o.HealthzBindAddress, "healthz-bind-address", o.HealthzBindAddress, "Address of the healthz port.")
+	fs.IntVar(&o.HealthzPort, "healthz-port", o.HealthzPort, "Port serving /healthz alone; 0 disables it.")
 	fs.StringVar(&o.ManifestURL, "manifest-url", o.ManifestURL, "URL polled for this node's pods.")
 	fs.StringArrayVar(&o.ManifestURLHeader, "manifest-url-header", o.ManifestURLHeader, "Header 'Name:value' sent with each --manifest-url request (repeatable).")
 	fs.DurationVar(&o.HTTPCheckFrequency, "http-check-frequency", o.HTTPCheckFrequency, "How often --manifest-url is polled.")
@@ -198,7 +206,7 @@ func (o *Options) Validate() error {
 			return fmt.Errorf("%s must be positive, got %v", name, d)
 		}
 	}
-	for name, p := range map[string]int{"--port": o.Port, "--read-only-port": o.ReadOnlyPort} {
+	for name, p := range map[string]int{"--port": o.Port, "--read-only-port": o.ReadOnlyPort, "--healthz-port": o.HealthzPort} {
 		if p < 0 || p > 65535 {
 			return fmt.Errorf("%s must be between 0 and 65535, got %d", name, p)
 		}

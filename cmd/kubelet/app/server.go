@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -129,23 +130,28 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 		return err
 	}
 	listeners := []struct {
-		addr     string
-		port     int
-		readOnly bool
-		tls      *tls.Config
-	}{{o.Address, o.Port, false, fullTLS}, {o.ReadOnlyAddress, o.ReadOnlyPort, true, nil}}
+		kind    string
+		addr    string
+		port    int
+		handler http.Handler
+		tls     *tls.Config
+	}{
+		{"full-access API", o.Address, o.Port, srv.Handler(false), fullTLS},
+		{"read-only API", o.ReadOnlyAddress, o.ReadOnlyPort, srv.Handler(true), nil},
+		{"health check", o.HealthzBindAddress, o.HealthzPort, srv.HealthzHandler(), nil},
+	}
 	for _, l := range listeners {
 		if l.port == 0 {
 			continue
 		}
 		addr := net.JoinHostPort(l.addr, strconv.Itoa(l.port))
-		serve, err := server.Serve(ctx, addr, srv.Handler(l.readOnly), l.tls)
+		serve, err := server.Serve(ctx, addr, l.handler, l.tls)
 		if err != nil {
 			return err
 		}
-		kind := map[bool]string{true: "read-only", false: "full-access"}[l.readOnly]
+		kind := l.kind
 		scheme := map[bool]string{true: "https", false: "http"}[l.tls != nil]
-		glog.Infof("Serving the %s API on %s://%s", kind, scheme, addr)
+		glog.Infof("Serving the %s on %s://%s", kind, scheme, addr)
 		goRun(func() {
 			if err := serve(); err != nil {
 				glog.Errorf("API server on %s: %v", addr, err)

@@ -155,6 +155,26 @@ func New(d Deps, o Options) *Server {
 	return s
 }
 
+// HealthzHandler serves /healthz and its checks alone, for the healthz port:
+// a health check answered on a port of its own is not slowed by the
+// clients of the API ports.
+func (s *Server) HealthzHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path))
+			return
+		}
+		for _, pattern := range []string{"/healthz", "/healthz/{check}"} {
+			if params, ok := match(pattern, r.URL.Path); ok {
+				s.healthz(w, r, params)
+				return
+			}
+		}
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s (this port serves /healthz only)", r.URL.Path))
+	})
+}
+
 // Handler returns the handler of one port: full access, or read-only.
 func (s *Server) Handler(readOnly bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -393,7 +413,19 @@ func Serve(ctx context.Context, addr string, h http.Handler, tlsConfig *tls.Conf
 	if tlsConfig != nil {
 		ln = tls.NewListener(ln, tlsConfig)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	limit := newConnLimiter(maxConnsPerPort())
+	ln = limit.listener(ln)
+	srv := &http.Server{
+		Handler: h,
+		// A client that sends nothing, or a body slowly, holds a
+		// connection for at most these; streams (logs -f, exec) are not
+		// bounded once their request is read.
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		IdleTimeout:       time.Minute,
+		ConnState:         limit.connState,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
 	wait := func() error {
 		errc := make(chan error, 1)
 		go func() { errc <- srv.Serve(ln) }()
