@@ -81,7 +81,18 @@ type SourceStatus struct {
 	LastError   string     `json:"lastError,omitempty"`
 	LastErrorAt *time.Time `json:"lastErrorTime,omitempty"`
 	Rejected    []string   `json:"rejected,omitempty"`
+	// RejectedMore counts the rejections past the first
+	// maxListedRejections, which alone are listed.
+	RejectedMore int `json:"rejectedMore,omitempty"`
 }
+
+// A source can declare thousands of pods that cannot run (a generated file,
+// a hostile POST): /sources lists the first rejections of each source and
+// counts the rest, and one merge logs only the first few new ones.
+const (
+	maxListedRejections = 100
+	maxLoggedRejections = 20
+)
 
 // admission records when a pod (by namespace/name) was first admitted; the
 // lower sequence wins any conflict, and the record is checkpointed so the
@@ -98,6 +109,10 @@ type admission struct {
 type Merger struct {
 	// OnError, if set, is called (without blocking) for each source failure.
 	OnError func(source string, err error)
+	// MaxPods caps the desired pods across all sources (0: no cap); pods
+	// beyond it, in admission order, are rejected as OutOfpods until room
+	// is made. Set it before the first snapshot.
+	MaxPods int
 
 	// sendMu serializes emission so updates leave in the order they were
 	// computed, without holding mu while the consumer is busy.
@@ -254,6 +269,10 @@ func (m *Merger) Status() []SourceStatus {
 			}
 		}
 		sort.Strings(st.Rejected)
+		if len(st.Rejected) > maxListedRejections {
+			st.RejectedMore = len(st.Rejected) - maxListedRejections
+			st.Rejected = st.Rejected[:maxListedRejections]
+		}
 		out = append(out, st)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -530,6 +549,10 @@ func (m *Merger) merge() []PodUpdate {
 				key, c.source, c.pod.UID, other, owner[other])
 			continue
 		}
+		if m.MaxPods > 0 && len(desired) >= m.MaxPods {
+			rejections[id] = fmt.Sprintf("pod %s from source %q rejected (OutOfpods): the node already runs its maximum of %d pods (--max-pods)", key, c.source, m.MaxPods)
+			continue
+		}
 		conflict := ""
 		for _, hp := range api.HostPorts(c.pod) {
 			for _, p := range ports {
@@ -557,10 +580,17 @@ func (m *Merger) merge() []PodUpdate {
 		uids[c.pod.UID] = key
 		desired[key] = c.pod
 	}
-	for id, reason := range rejections {
-		if m.rejections[id] != reason {
-			glog.Errorf("%s", reason)
+	fresh := 0
+	for _, id := range sortedIDs(rejections) {
+		if m.rejections[id] != rejections[id] {
+			if fresh < maxLoggedRejections {
+				glog.Errorf("%s", rejections[id])
+			}
+			fresh++
 		}
+	}
+	if fresh > maxLoggedRejections {
+		glog.Errorf("... and %d more pods rejected (see GET /sources)", fresh-maxLoggedRejections)
 	}
 	m.rejections = rejections
 
@@ -610,6 +640,15 @@ func (m *Merger) sourceNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+func sortedIDs(m map[string]string) []string {
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
 }
 
 func sortedKeys(pods map[string]*v1.Pod) []string {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -265,5 +266,34 @@ func TestMergerSetCancelledIsResent(t *testing.T) {
 	m.Set(ctx, "api", []*v1.Pod{pod("a", 0, "i:1")}) // nobody receives
 	if got := set(t, m, "api", pod("a", 0, "i:1")); strings.Join(got, "; ") != "ADD default/a i:1" {
 		t.Errorf("re-sent snapshot emitted %q, want the ADD that was never delivered", got)
+	}
+}
+
+// --max-pods: pods past the cap, in admission order, are rejected as
+// OutOfpods and admitted once room is made; /sources lists the first 100
+// rejections of a source and counts the rest.
+func TestMergerMaxPods(t *testing.T) {
+	m, _ := NewMerger(t.TempDir(), "file")
+	m.MaxPods = 2
+	got := set(t, m, "file", pod("a", 0, "i:1"), pod("b", 0, "i:1"), pod("c", 0, "i:1"))
+	if strings.Join(got, "; ") != "ADD default/a i:1; ADD default/b i:1" {
+		t.Errorf("updates %q, want a and b only", got)
+	}
+	if rej := m.Rejections(); len(rej) != 1 || !strings.Contains(rej[0], "default/c") || !strings.Contains(rej[0], "OutOfpods") {
+		t.Errorf("rejections %q, want c as OutOfpods", rej)
+	}
+	if got := set(t, m, "file", pod("b", 0, "i:1"), pod("c", 0, "i:1")); strings.Join(got, "; ") != "ADD default/c i:1; REMOVE default/a i:1" {
+		t.Errorf("after a went: %q, want c admitted", got)
+	}
+
+	var many []*v1.Pod
+	for i := range 150 {
+		many = append(many, pod(fmt.Sprintf("p%03d", i), 0, "i:1"))
+	}
+	m.MaxPods = 1
+	set(t, m, "file", many...)
+	st := m.Status()[0]
+	if len(st.Rejected) != 100 || st.RejectedMore != 49 {
+		t.Errorf("/sources lists %d rejections and %d more, want 100 and 49", len(st.Rejected), st.RejectedMore)
 	}
 }

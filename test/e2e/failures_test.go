@@ -404,3 +404,54 @@ func TestIdleConnectionsDoNotStarveTheAgent(t *testing.T) {
 `))
 	a.waitRunning("after", "app")
 }
+
+// procStatus reads one field (in kB) of the agent's /proc status.
+func (a *agent) procStatus(field string) int {
+	a.t.Helper()
+	a.mu.Lock()
+	pid := a.cmd.Process.Pid
+	a.mu.Unlock()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			var kb int
+			fmt.Sscan(rest, &kb)
+			return kb
+		}
+	}
+	return 0
+}
+
+// A valid 10,000-pod manifest and a 50 MB one cost the agent little: pods
+// past --max-pods are rejected (OutOfpods, the first 100 listed in /sources,
+// the rest counted) and the oversized file is refused by its size (before:
+// 1.1 GB and 2.3 GB).
+func TestHugeManifestsAreBounded(t *testing.T) {
+	a := startAgent(t, "--max-pods", "3")
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: List\nitems:\n")
+	for i := range 10000 {
+		fmt.Fprintf(&b, "- apiVersion: v1\n  kind: Pod\n  metadata: {name: p%05d}\n  spec:\n    terminationGracePeriodSeconds: 2\n    containers:\n    - {name: c, image: %s, command: [sleep, \"100000\"]}\n", i, testImage)
+	}
+	a.writeManifest("many.yaml", b.String())
+	big := "# " + strings.Repeat("x", 50<<20) + "\n"
+	a.writeManifest("big.yaml", big)
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		_, sources := httpGet(a.api(true) + "/sources")
+		return strings.Contains(sources, `"rejectedMore": 9897`) && strings.Contains(sources, "big.yaml: 52428803 bytes, larger than"), "/sources: " + tail(sources, 5)
+	})
+	for _, name := range []string{"p00000", "p00001", "p00002"} {
+		a.waitRunning(name, "c")
+	}
+	if n := len(a.containers("p00003")); n != 0 {
+		t.Errorf("a pod past --max-pods got %d containers", n)
+	}
+	if peak := a.procStatus("VmHWM"); peak > 300<<10 {
+		t.Errorf("agent peak RSS %d MiB, want ≤ 300 MiB", peak>>10)
+	} else {
+		t.Logf("agent peak RSS %d MiB", peak>>10)
+	}
+}

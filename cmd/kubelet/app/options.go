@@ -49,6 +49,8 @@ type Options struct {
 	// kubelet's healthz port does.
 	HealthzBindAddress string `yaml:"healthz-bind-address"`
 	HealthzPort        int    `yaml:"healthz-port"`
+	// MaxPods caps the pods the node runs, across all sources.
+	MaxPods int `yaml:"max-pods"`
 
 	ManifestURL        string        `yaml:"manifest-url"`
 	ManifestURLHeader  []string      `yaml:"manifest-url-header"`
@@ -107,6 +109,7 @@ func NewOptions() *Options {
 		ReadOnlyPort:                      10255,
 		HealthzBindAddress:                "127.0.0.1",
 		HealthzPort:                       10248,
+		MaxPods:                           110,
 		HTTPCheckFrequency:                20 * time.Second,
 		EtcdPrefix:                        config.DefaultEtcdPrefix,
 		EtcdResyncPeriod:                  time.Minute,
@@ -150,6 +153,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.ReadOnlyPort, "read-only-port", o.ReadOnlyPort, "Read-only API port (GET /healthz, /pods, /sources, ...); 0 disables it.")
 	fs.StringVar(&o.HealthzBindAddress, "healthz-bind-address", o.HealthzBindAddress, "Address of the healthz port.")
 	fs.IntVar(&o.HealthzPort, "healthz-port", o.HealthzPort, "Port serving /healthz alone; 0 disables it.")
+	fs.IntVar(&o.MaxPods, "max-pods", o.MaxPods, "Pods this node runs at most, across all sources; the rest are rejected (OutOfpods).")
 	fs.StringVar(&o.ManifestURL, "manifest-url", o.ManifestURL, "URL polled for this node's pods.")
 	fs.StringArrayVar(&o.ManifestURLHeader, "manifest-url-header", o.ManifestURLHeader, "Header 'Name:value' sent with each --manifest-url request (repeatable).")
 	fs.DurationVar(&o.HTTPCheckFrequency, "http-check-frequency", o.HTTPCheckFrequency, "How often --manifest-url is polled.")
@@ -210,6 +214,9 @@ func (o *Options) Validate() error {
 		if p < 0 || p > 65535 {
 			return fmt.Errorf("%s must be between 0 and 65535, got %d", name, p)
 		}
+	}
+	if o.MaxPods < 1 {
+		return fmt.Errorf("--max-pods must be at least 1, got %d", o.MaxPods)
 	}
 	if _, err := config.ParseHeaders(o.ManifestURLHeader); err != nil {
 		return fmt.Errorf("--manifest-url-header: %w", err)

@@ -51,6 +51,7 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 	if err != nil {
 		return err
 	}
+	merger.MaxPods = o.MaxPods
 	keyring, err := loadKeyring(o.DockerConfig)
 	if err != nil {
 		return err
