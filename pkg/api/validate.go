@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"path"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -208,8 +210,10 @@ func validateVolume(vol *v1.Volume, p *field.Path, spec *v1.PodSpec, ignored *[]
 	case vol.HostPath != nil:
 		hp := p.Child("hostPath")
 		errs = append(errs, checkFields(reflect.ValueOf(*vol.HostPath), hp, ignored)...)
-		if !path.IsAbs(vol.HostPath.Path) {
-			errs = append(errs, field.Invalid(hp.Child("path"), vol.HostPath.Path, "must be an absolute path"))
+		if !path.IsAbs(vol.HostPath.Path) || strings.Contains(vol.HostPath.Path, ":") {
+			// Docker's binds are "source:target[:options]": a ':' in the
+			// source would be read as the target.
+			errs = append(errs, field.Invalid(hp.Child("path"), vol.HostPath.Path, "must be an absolute path without ':'"))
 		}
 		if t := vol.HostPath.Type; t != nil {
 			switch *t {
@@ -554,6 +558,11 @@ func validateResources(r *v1.ResourceRequirements, p *field.Path, ignored *[]str
 				if q.Sign() < 0 {
 					errs = append(errs, field.Invalid(rp, q.String(), "must not be negative"))
 				}
+				// Compared as decimals: converting first would overflow
+				// (cpu 8Ei became 1% of a core).
+				if max := maxQuantity[name]; q.Cmp(max) > 0 {
+					errs = append(errs, field.Invalid(rp, q.String(), "must be at most "+max.String()+maxQuantityWhy[name]))
+				}
 			case v1.ResourceEphemeralStorage:
 				*ignored = append(*ignored, rp.String())
 			default:
@@ -563,7 +572,7 @@ func validateResources(r *v1.ResourceRequirements, p *field.Path, ignored *[]str
 	}
 	check(r.Requests, p.Child("requests"))
 	check(r.Limits, p.Child("limits"))
-	if m, ok := r.Limits[v1.ResourceMemory]; ok && m.Value() < MinMemoryLimit {
+	if m, ok := r.Limits[v1.ResourceMemory]; ok && m.Cmp(*resource.NewQuantity(MinMemoryLimit, resource.BinarySI)) < 0 {
 		errs = append(errs, field.Invalid(p.Child("limits").Key("memory"), m.String(), "must be at least 6Mi (Docker's minimum)"))
 	}
 	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
@@ -575,6 +584,24 @@ func validateResources(r *v1.ResourceRequirements, p *field.Path, ignored *[]str
 	}
 	return errs
 }
+
+// MaxCPU is the largest whole number of CPUs whose CFS quota the kernel
+// accepts (at most 2^44-1 µs per 100 ms period); larger requests or limits
+// are refused rather than wrapped around.
+const MaxCPU = ((1 << 44) - 1) / 100 / 1000
+
+// maxQuantity bounds cpu and memory so that converting them to Docker's
+// integers cannot overflow.
+var (
+	maxQuantity = map[v1.ResourceName]resource.Quantity{
+		v1.ResourceCPU:    *resource.NewQuantity(MaxCPU, resource.DecimalSI),
+		v1.ResourceMemory: *resource.NewQuantity(math.MaxInt64, resource.BinarySI),
+	}
+	maxQuantityWhy = map[v1.ResourceName]string{
+		v1.ResourceCPU:    " (the largest CFS quota the kernel accepts)",
+		v1.ResourceMemory: " bytes (the largest limit Docker accepts)",
+	}
+)
 
 // HostPort is one published port on the node.
 type HostPort struct {

@@ -166,6 +166,18 @@ func TestValidate(t *testing.T) {
 		{"pull policy", func(p *v1.Pod) { c0(p).ImagePullPolicy = "Maybe" }, "imagePullPolicy: Unsupported"},
 		{"negative grace", func(p *v1.Pod) { g := int64(-1); p.Spec.TerminationGracePeriodSeconds = &g }, "terminationGracePeriodSeconds: Invalid"},
 		{"tiny memory limit", func(p *v1.Pod) { c0(p).Resources.Limits["memory"] = resourceMust("4Mi") }, "limits[memory]: Invalid"},
+		{"cpu limit that would overflow", func(p *v1.Pod) {
+			c0(p).Resources.Limits["cpu"] = resourceMust("8Ei")
+			c0(p).Resources.Requests["cpu"] = resourceMust("100m")
+		}, "limits[cpu]: Invalid value: \"9223372036854775807\": must be at most 175921860 (the largest CFS quota"},
+		{"cpu request past the kernel's quota", func(p *v1.Pod) {
+			c0(p).Resources.Requests["cpu"] = resourceMust("1e14")
+			c0(p).Resources.Limits["cpu"] = resourceMust("1e14")
+		}, "requests[cpu]: Invalid value: \"100e12\": must be at most 175921860"},
+		{"memory that would overflow", func(p *v1.Pod) { c0(p).Resources.Limits["memory"] = resourceMust("1e30") }, "limits[memory]: Invalid value: \"1e30\": must be at most"},
+		{"hostPath with a colon", func(p *v1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: "h", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/tmp/a:b"}}})
+		}, "hostPath.path: Invalid value: \"/tmp/a:b\": must be an absolute path without ':'"},
 		{"request above limit", func(p *v1.Pod) { c0(p).Resources.Requests["cpu"] = resourceMust("1") }, "requests[cpu]: Invalid"},
 		{"gpu resource", func(p *v1.Pod) { c0(p).Resources.Limits["nvidia.com/gpu"] = resourceMust("1") }, "limits[nvidia.com/gpu]: Unsupported"},
 		{"imagePullSecrets rejected", func(p *v1.Pod) { p.Spec.ImagePullSecrets = []v1.LocalObjectReference{{Name: "s"}} }, "spec.imagePullSecrets: Forbidden"},

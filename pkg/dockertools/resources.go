@@ -10,6 +10,9 @@ const (
 	minShares = 2
 	// sharesPerCPU is the cgroup weight of one full CPU.
 	sharesPerCPU = 1024
+	// maxShares is the largest CPU shares value the kernel accepts; larger
+	// requests are clamped to it, as in Kubernetes.
+	maxShares = 262144
 	// QuotaPeriod is the CFS period in microseconds (100 ms), Kubernetes'.
 	QuotaPeriod = 100000
 	// minQuota is the smallest CFS quota the kernel accepts: 1 ms.
@@ -23,10 +26,7 @@ func CPUShares(milliCPU int64) int64 {
 		return minShares
 	}
 	shares := milliCPU * sharesPerCPU / 1000
-	if shares < minShares {
-		return minShares
-	}
-	return shares
+	return min(max(shares, minShares), maxShares)
 }
 
 // CPUQuota converts a CPU limit in milliCPU to a CFS quota over QuotaPeriod.

@@ -22,6 +22,7 @@ func TestCPUSharesAndQuota(t *testing.T) {
 		{1000, 1024, 100000},
 		{1500, 1536, 150000},
 		{4000, 4096, 400000},
+		{1000000, 262144, 100000000}, // shares clamped to the kernel's maximum
 	}
 	for _, c := range cases {
 		if got := CPUShares(c.milli); got != c.shares {

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
@@ -41,7 +42,7 @@ func (k *Kubelet) setupVolumes(pod *v1.Pod) (map[string]string, error) {
 		switch {
 		case vol.EmptyDir != nil:
 			rel := filepath.Join("volumes", emptyDirPlugin, vol.Name)
-			err = k.setupEmptyDir(k.podDir(pod.UID), rel, vol.EmptyDir)
+			err = k.setupEmptyDir(pod, rel, vol.EmptyDir)
 			paths[vol.Name] = filepath.Join(k.podDir(pod.UID), rel)
 		case vol.HostPath != nil:
 			err = checkHostPath(vol.HostPath)
@@ -59,8 +60,10 @@ func (k *Kubelet) setupVolumes(pod *v1.Pod) (map[string]string, error) {
 }
 
 // setupEmptyDir makes the directory; a Memory emptyDir is a tmpfs mounted
-// on it (once), of sizeLimit or half the node's memory, as Kubernetes does.
-func (k *Kubelet) setupEmptyDir(podDir, rel string, ed *v1.EmptyDirVolumeSource) error {
+// on it (once), never unbounded: the smallest of its sizeLimit, the pod's
+// memory limit and the node's memory, as Kubernetes sizes it.
+func (k *Kubelet) setupEmptyDir(pod *v1.Pod, rel string, ed *v1.EmptyDirVolumeSource) error {
+	podDir := k.podDir(pod.UID)
 	// World-writable as in Kubernetes: containers may run as any user.
 	fd, err := safefile.MkdirBeneath(podDir, rel, 0o777)
 	if err != nil {
@@ -79,14 +82,50 @@ func (k *Kubelet) setupEmptyDir(podDir, rel string, ed *v1.EmptyDirVolumeSource)
 	if err != nil || mounted {
 		return err
 	}
-	size := k.nodeMemory / 2
-	if ed.SizeLimit != nil && !ed.SizeLimit.IsZero() {
-		size = ed.SizeLimit.Value()
+	size := memoryVolumeSize(k.nodeMemory, podMemoryLimit(pod), ed.SizeLimit)
+	if size <= 0 {
+		return errors.New("cannot size a Memory emptyDir: the node's memory is unknown") // size=0 would be unlimited
 	}
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d,mode=0777", size)); err != nil {
 		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
 	}
 	return nil
+}
+
+// memoryVolumeSize is the size of a Memory emptyDir in bytes: the smallest
+// of the node's memory, the pod's memory limit and the volume's sizeLimit
+// (each 0 or nil when unset).
+func memoryVolumeSize(node, podLimit int64, sizeLimit *resource.Quantity) int64 {
+	size := node
+	if podLimit > 0 && (size <= 0 || podLimit < size) {
+		size = podLimit
+	}
+	if sizeLimit != nil && sizeLimit.Sign() > 0 && (size <= 0 || sizeLimit.Value() < size) {
+		size = sizeLimit.Value()
+	}
+	return size
+}
+
+// podMemoryLimit is the pod's memory limit as Kubernetes computes it (0 if
+// it has none): the sum of its containers' limits, or an init container's
+// if that is larger; none if any container has no limit.
+func podMemoryLimit(pod *v1.Pod) int64 {
+	var sum int64
+	for _, c := range pod.Spec.Containers {
+		l, ok := c.Resources.Limits[v1.ResourceMemory]
+		if !ok || l.IsZero() {
+			return 0
+		}
+		sum += l.Value()
+	}
+	for _, c := range pod.Spec.InitContainers {
+		l, ok := c.Resources.Limits[v1.ResourceMemory]
+		if !ok || l.IsZero() {
+			return 0
+		}
+		sum = max(sum, l.Value())
+	}
+	return sum
 }
 
 // writeDownwardAPI writes the volume's files, each atomically. The volume

@@ -455,3 +455,50 @@ func TestHugeManifestsAreBounded(t *testing.T) {
 		t.Logf("agent peak RSS %d MiB", peak>>10)
 	}
 }
+
+// A Memory emptyDir without a sizeLimit is bounded by the pod's memory
+// limit (before: half the node's memory, whatever the pod's limit).
+func TestMemoryEmptyDirBoundedByPodLimit(t *testing.T) {
+	a := startAgent(t)
+	a.writeManifest("memlim.yaml", lifecyclePod("memlim", "Always", `  volumes: [{name: cache, emptyDir: {medium: Memory}}]
+  containers:
+  - name: app
+    image: `+testImage+`
+    command: ["sleep", "100000"]
+    resources: {limits: {memory: 48Mi}}
+    volumeMounts: [{name: cache, mountPath: /cache}]
+`))
+	a.waitRunning("memlim", "app")
+	if _, out := a.execIn("memlim", "app", "sh", "-c", "grep ' /cache ' /proc/mounts"); !strings.Contains(out, "size=49152k") {
+		t.Errorf("/cache mount: %q, want a tmpfs of the pod's 48Mi limit", out)
+	}
+}
+
+// Quantities whose conversion would overflow, and a hostPath Docker's binds
+// cannot carry, are refused by validation naming the field; the file's
+// other pods run.
+func TestOverflowingQuantitiesRefused(t *testing.T) {
+	a := startAgent(t)
+	a.writeManifest("ok.yaml", lifecyclePod("fine", "Always", `  containers:
+  - {name: app, image: `+testImage+`, command: [sleep, "100000"]}
+`))
+	for name, body := range map[string]string{
+		"cpu.yaml":   "  containers:\n  - {name: app, image: " + testImage + ", resources: {limits: {cpu: 8Ei}}}\n",
+		"mem.yaml":   "  containers:\n  - {name: app, image: " + testImage + ", resources: {limits: {memory: 1e30}}}\n",
+		"colon.yaml": "  volumes: [{name: h, hostPath: {path: \"/tmp/a:b\"}}]\n  containers:\n  - {name: app, image: " + testImage + "}\n",
+	} {
+		a.writeManifest(name, lifecyclePod(strings.TrimSuffix(name, ".yaml"), "Always", body))
+	}
+	a.waitRunning("fine", "app")
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		_, sources := httpGet(a.api(true) + "/sources")
+		ok := strings.Contains(sources, "limits[cpu]: Invalid value") && strings.Contains(sources, "limits[memory]: Invalid value") &&
+			strings.Contains(sources, "hostPath.path: Invalid value") && strings.Contains(sources, "must be at most")
+		return ok, "/sources: " + sources
+	})
+	for _, pod := range []string{"cpu", "mem", "colon"} {
+		if n := len(a.containers(pod)); n != 0 {
+			t.Errorf("refused pod %s got %d containers", pod, n)
+		}
+	}
+}
