@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	docker "github.com/fsouza/go-dockerclient"
+	"github.com/golang/glog"
 
 	probeexec "github.com/classic-kubelet/kubelet/pkg/probe/exec"
 )
@@ -49,11 +52,11 @@ func (c *Client) Exec(ctx context.Context, containerID string, cmd []string, tim
 			return 0, out.Bytes(), fmt.Errorf("run exec in %s: %w", ShortID(containerID), translate(err))
 		}
 	case <-timer:
-		c.killExec(ex.ID)
+		c.killExec(containerID, ex.ID)
 		<-done
 		return 0, out.Bytes(), probeexec.ErrTimeout
 	case <-ctx.Done():
-		c.killExec(ex.ID)
+		c.killExec(containerID, ex.ID)
 		<-done
 		return 0, out.Bytes(), ctx.Err()
 	}
@@ -66,19 +69,19 @@ func (c *Client) Exec(ctx context.Context, containerID string, cmd []string, tim
 
 // killExec kills an exec's process, if it still runs. go-dockerclient's
 // ExecInspect has no Pid, so the exec is inspected through the client's
-// own HTTP transport.
-func (c *Client) killExec(id string) {
+// own HTTP transport. The PID Docker reports is in the daemon's PID
+// namespace: it is killed only when the daemon is on this host's unix
+// socket and the process is in the container's cgroup, so a remote daemon
+// (or one in another namespace) never makes the agent kill a host process.
+func (c *Client) killExec(containerID, id string) {
+	u, err := url.Parse(c.c.Endpoint())
+	if err != nil || u.Scheme != "unix" {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), ShortTimeout)
 	defer cancel()
-	base := "http://unix.sock" // the transport dials the socket; the host is unused
-	if u, err := url.Parse(c.c.Endpoint()); err == nil && u.Scheme != "unix" {
-		scheme := "http"
-		if u.Scheme == "https" || c.c.TLSConfig != nil {
-			scheme = "https"
-		}
-		base = scheme + "://" + u.Host
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/exec/"+id+"/json", nil)
+	// The transport dials the socket; the host is unused.
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://unix.sock/exec/"+id+"/json", nil)
 	if err != nil {
 		return
 	}
@@ -94,7 +97,19 @@ func (c *Client) killExec(id string) {
 	if json.NewDecoder(resp.Body).Decode(&insp) != nil || !insp.Running || insp.Pid <= 0 {
 		return
 	}
+	if !inContainerCgroup(insp.Pid, containerID) {
+		glog.Errorf("Exec %s in %s timed out; not killing PID %d: it is not in the container's cgroup", ShortID(id), ShortID(containerID), insp.Pid)
+		return
+	}
 	_ = syscall.Kill(insp.Pid, syscall.SIGKILL)
+}
+
+// inContainerCgroup reports whether a host process belongs to a container:
+// its cgroup paths name the container's ID (cgroupfs "/docker/<id>" and
+// systemd "docker-<id>.scope" alike).
+func inContainerCgroup(pid int, containerID string) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	return err == nil && len(containerID) >= 12 && strings.Contains(string(data), containerID)
 }
 
 // cappedBuffer keeps the first max bytes written to it.
