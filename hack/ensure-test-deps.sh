@@ -3,7 +3,8 @@
 # Debian's docker-registry (a real registry the image tests push to, on
 # loopback), systemd-analyze (to verify the service unit; systemd need not
 # run), and the peers the benchmark measures the agent against: podman (with
-# catatonit, from which it builds its pause image) and docker-compose.
+# catatonit, from which it builds its pause image) and docker-compose; gcc
+# for the -race build.
 set -euo pipefail
 missing=()
 command -v docker-registry >/dev/null 2>&1 || missing+=(docker-registry)
@@ -11,6 +12,8 @@ command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
 command -v podman >/dev/null 2>&1 || missing+=(podman)
 command -v catatonit >/dev/null 2>&1 || missing+=(catatonit)
 command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
+# The -race build of the agent (test/e2e/race_test.go) needs cgo's C toolchain.
+command -v gcc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "ensure-test-deps: installing ${missing[*]}" >&2
   apt-get update -qq

@@ -28,7 +28,7 @@ func main() {
 	defer stop()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	reparse := func() (*app.Options, error) { return app.ParseFlags(os.Args[1:]) }
+	reparse := func() (*app.Options, error) { return app.ReparseFlags(os.Args[1:]) }
 	if err := app.Run(ctx, opts, hup, reparse); err != nil {
 		glog.Errorf("%v", err)
 		glog.Flush()

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	docker "github.com/fsouza/go-dockerclient"
@@ -81,6 +83,28 @@ type Event struct {
 // Client is the agent's Docker client. It is safe for concurrent use.
 type Client struct {
 	c *docker.Client
+
+	// go-dockerclient learns the daemon's API version lazily, unguarded,
+	// on the first StartContainer or CreateExec: concurrent first calls
+	// race on it. Until one has completed with the daemon answering, those
+	// calls are serialized under versionMu.
+	versionMu    sync.Mutex
+	versionKnown atomic.Bool
+}
+
+// learningVersion runs f, a call that may make go-dockerclient learn the
+// API version, alone until that has happened once.
+func (c *Client) learningVersion(f func() error) error {
+	if c.versionKnown.Load() {
+		return f()
+	}
+	c.versionMu.Lock()
+	defer c.versionMu.Unlock()
+	err := f()
+	if !errors.Is(translate(err), ErrDockerUnavailable) {
+		c.versionKnown.Store(true) // the daemon answered: the version is known
+	}
+	return err
 }
 
 // NewClient connects to endpoint (unix:// or tcp://). It does not contact the
@@ -185,7 +209,7 @@ func (c *Client) Create(ctx context.Context, spec *CreateSpec) (string, error) {
 func (c *Client) Start(ctx context.Context, id string) error {
 	ctx, cancel := short(ctx)
 	defer cancel()
-	err := c.c.StartContainerWithContext(id, nil, ctx)
+	err := c.learningVersion(func() error { return c.c.StartContainerWithContext(id, nil, ctx) })
 	var already *docker.ContainerAlreadyRunning
 	if errors.As(err, &already) {
 		return nil

@@ -28,8 +28,12 @@ const maxExecOutput = 64 << 10
 // reports) and returns probeexec.ErrTimeout. A timeout of 0 means none.
 func (c *Client) Exec(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (int, []byte, error) {
 	cctx, cancel := short(ctx)
-	ex, err := c.c.CreateExec(docker.CreateExecOptions{
-		Container: containerID, Cmd: cmd, AttachStdout: true, AttachStderr: true, Context: cctx,
+	var ex *docker.Exec
+	err := c.learningVersion(func() (err error) {
+		ex, err = c.c.CreateExec(docker.CreateExecOptions{
+			Container: containerID, Cmd: cmd, AttachStdout: true, AttachStderr: true, Context: cctx,
+		})
+		return err
 	})
 	cancel()
 	if err != nil {

@@ -354,16 +354,31 @@ func inspect(t *testing.T, id string) *docker.Container {
 	return c
 }
 
-// freePort returns a TCP port free on the host right now.
+// freePort returns a TCP port free on the host right now, never one it
+// returned before in this run (the kernel may hand a just-closed port out
+// again, and two agents, or two ports of one, would then collide).
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !portsGiven[port] {
+			portsGiven[port] = true
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // httpGet fetches a URL, returning status and body ("" and 0 on error).
 func httpGet(url string) (int, string) {

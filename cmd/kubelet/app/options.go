@@ -342,18 +342,45 @@ var glogFlags = []string{"v", "logtostderr", "alsologtostderr", "stderrthreshold
 // accepted in flag names. glog's flags (-v, --logtostderr, ...) are
 // included; klog, used by libraries, follows the same -v.
 func ParseFlags(args []string) (*Options, error) {
+	// glog registers on the standard flag set; logs go to stderr by default.
+	_ = goflag.CommandLine.Set("logtostderr", "true")
+	return parseFlags(args, goflag.CommandLine)
+}
+
+// ReparseFlags parses the command line again (on SIGHUP) without touching
+// glog's flags, which goroutines read as they log: only a changed -v is
+// applied, through glog's own synchronized setter. Other logging flags need
+// a restart.
+func ReparseFlags(args []string) (*Options, error) {
+	shadow := goflag.NewFlagSet("glog", goflag.ContinueOnError)
+	for _, name := range glogFlags {
+		if f := goflag.CommandLine.Lookup(name); f != nil {
+			shadow.String(name, f.Value.String(), f.Usage)
+		}
+	}
+	o, err := parseFlags(args, shadow)
+	if err != nil {
+		return nil, err
+	}
+	if v := shadow.Lookup("v").Value.String(); v != goflag.CommandLine.Lookup("v").Value.String() {
+		_ = goflag.CommandLine.Set("v", v) // glog's Level.Set locks and stores atomically
+		glog.Infof("SIGHUP: log verbosity now %s", v)
+	}
+	return o, nil
+}
+
+func parseFlags(args []string, logFlags *goflag.FlagSet) (*Options, error) {
 	o := NewOptions()
 	fs := pflag.NewFlagSet("kubelet", pflag.ContinueOnError)
 	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		return pflag.NormalizedName(strings.ReplaceAll(name, "_", "-"))
 	})
 	o.AddFlags(fs)
-	// glog registers on the standard flag set; logs go to stderr by default.
-	// Only glog's flags are taken from it: libraries (cAdvisor) register
-	// dozens more there that are not the agent's to offer.
-	_ = goflag.CommandLine.Set("logtostderr", "true")
+	// Only glog's flags are taken from the standard set: libraries
+	// (cAdvisor) register dozens more there that are not the agent's to
+	// offer.
 	for _, name := range glogFlags {
-		if f := goflag.CommandLine.Lookup(name); f != nil {
+		if f := logFlags.Lookup(name); f != nil {
 			fs.AddGoFlag(f)
 		}
 	}
@@ -378,8 +405,8 @@ func ParseFlags(args []string) (*Options, error) {
 	}
 	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
 	klog.InitFlags(klogFlags)
-	if v := goflag.CommandLine.Lookup("v"); v != nil {
-		_ = klogFlags.Set("v", v.Value.String())
+	if v := logFlags.Lookup("v"); v != nil {
+		_ = klogFlags.Set("v", v.Value.String()) // klog's setter locks
 	}
 	if err := o.Validate(); err != nil {
 		return nil, err
