@@ -57,7 +57,7 @@ func deadContainersToRemove(pods map[types.UID]*PodState, desired func(types.UID
 				continue
 			}
 			count[c.Name]++
-			old := now.Sub(c.FinishedAt) >= p.MinAge
+			old := now.Sub(c.exitedAt()) >= p.MinAge // a container that never started: since created
 			switch {
 			case !inSpec[c.Name] && old:
 				out = append(out, c) // its container is gone from the spec
@@ -71,13 +71,13 @@ func deadContainersToRemove(pods map[types.UID]*PodState, desired func(types.UID
 		}
 	}
 	if p.MaxTotal >= 0 && len(all) > p.MaxTotal {
-		sort.Slice(all, func(i, j int) bool { return all[i].c.FinishedAt.Before(all[j].c.FinishedAt) })
+		sort.Slice(all, func(i, j int) bool { return all[i].c.exitedAt().Before(all[j].c.exitedAt()) })
 		excess := len(all) - p.MaxTotal
 		for _, d := range all {
 			if excess == 0 {
 				break
 			}
-			if !d.pinned && now.Sub(d.c.FinishedAt) >= p.MinAge {
+			if !d.pinned && now.Sub(d.c.exitedAt()) >= p.MinAge {
 				out = append(out, d.c)
 				excess--
 			}
