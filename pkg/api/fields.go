@@ -140,7 +140,7 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 	},
 	reflect.TypeOf(v1.Volume{}): {
 		"name":                  impl("DNS-1123 label, unique in the pod"),
-		"hostPath":              impl("type \"\", Directory, DirectoryOrCreate, File, FileOrCreate"),
+		"hostPath":              impl("type \"\", Directory, DirectoryOrCreate, File, FileOrCreate; a path with : is refused"),
 		"emptyDir":              impl("a directory under <root-dir>/pods/<uid>/volumes, removed with the pod; medium Memory is a tmpfs"),
 		"gcePersistentDisk":     reject("not supported"),
 		"awsElasticBlockStore":  reject("not supported"),
@@ -155,7 +155,7 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"cinder":                reject("not supported"),
 		"cephfs":                reject("not supported"),
 		"flocker":               reject("not supported"),
-		"downwardAPI":           impl("files of labels, annotations, name, namespace, uid and resources"),
+		"downwardAPI":           impl("files of labels, annotations, name, namespace, uid and resources, mounted read-only"),
 		"fc":                    reject("not supported"),
 		"azureFile":             reject("not supported"),
 		"configMap":             reject(noAPIServer),
@@ -266,7 +266,7 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 	},
 	reflect.TypeOf(v1.EmptyDirVolumeSource{}): {
 		"medium":    impl("\"\" (disk) or Memory (tmpfs)"),
-		"sizeLimit": impl("the tmpfs size of a Memory emptyDir (default half the node's memory); not enforced on disk"),
+		"sizeLimit": impl("bounds the tmpfs of a Memory emptyDir, with the pod's memory limit and the node's memory; not enforced on disk"),
 		"mode":      reject("not supported"),
 	},
 	reflect.TypeOf(v1.HostPathVolumeSource{}): {
