@@ -181,7 +181,7 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 	k.relist.metrics = k.metrics
 	// Log links are made from the relist's inspect rather than one of
 	// their own on the start path; a restarted agent remakes them all.
-	k.relist.onNew = func(c *ContainerState) {
+	k.relist.onLogPath = func(c *ContainerState) {
 		if c.Name != infraName {
 			k.logLinks().create(c.Labels[dockertools.LabelPodName], c.Labels[dockertools.LabelPodNamespace], c.Name, c.ID, c.LogPath)
 		}

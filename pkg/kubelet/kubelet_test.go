@@ -30,8 +30,8 @@ func TestRelistInspectsOnlyWhatChanged(t *testing.T) {
 	labels := func(uid string) map[string]string {
 		return map[string]string{dockertools.LabelOwner: "n", dockertools.LabelPodUID: uid}
 	}
-	fake.AddContainer(dockertools.ContainerDetail{ID: "c1", Name: "k8s_a.h_p_default_u1_00000001", Labels: labels("u1"), Running: true})
-	fake.AddContainer(dockertools.ContainerDetail{ID: "c2", Name: "k8s_b.h_q_default_u2_00000002", Labels: labels("u2"), Running: true})
+	fake.AddContainer(dockertools.ContainerDetail{ID: "c1", Name: "k8s_a.h_p_default_u1_00000001", Labels: labels("u1"), Running: true, LogPath: "/l/c1"})
+	fake.AddContainer(dockertools.ContainerDetail{ID: "c2", Name: "k8s_b.h_q_default_u2_00000002", Labels: labels("u2"), Running: true, LogPath: "/l/c2"})
 	fake.AddContainer(dockertools.ContainerDetail{ID: "other", Name: "k8s_b.h_q_default_u3_00000002",
 		Labels: map[string]string{dockertools.LabelOwner: "another-node", dockertools.LabelPodUID: "u3"}, Running: true})
 
@@ -39,7 +39,7 @@ func TestRelistInspectsOnlyWhatChanged(t *testing.T) {
 	cache := newPodCache()
 	r := newRelister(fake, "n", time.Second, cache, func(uids []types.UID) { dirty = append(dirty, uids...) })
 	var seen []string
-	r.onNew = func(c *ContainerState) { seen = append(seen, c.ID) }
+	r.onLogPath = func(c *ContainerState) { seen = append(seen, c.ID) }
 	steps := []struct {
 		name        string
 		change      func()
@@ -78,7 +78,7 @@ func TestRelistInspectsOnlyWhatChanged(t *testing.T) {
 	}
 	sort.Strings(seen)
 	if len(seen) != 2 || seen[0] != "c1" || seen[1] != "c2" {
-		t.Errorf("onNew saw %v, want each of c1 and c2 once", seen)
+		t.Errorf("onLogPath saw %v, want each of c1 and c2 once", seen)
 	}
 	if st := cache.get("u1"); st == nil || st.Containers[0].Running || st.Containers[0].ExitCode != 1 {
 		t.Errorf("cache of u1 = %+v, want the exited container with code 1", st)

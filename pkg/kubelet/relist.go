@@ -45,8 +45,11 @@ type relister struct {
 	period  time.Duration
 	cache   *podCache
 	onDirty func([]types.UID)
-	onNew   func(*ContainerState) // optional: each container the first time it is seen
-	metrics *metrics.Metrics      // optional
+	// onLogPath (optional) gets each container the first time it is seen
+	// with a log file: Docker names it at the start, so a container first
+	// inspected between its create and its start comes back later.
+	onLogPath func(*ContainerState)
+	metrics   *metrics.Metrics // optional
 
 	known    map[string]*ContainerState // by container ID; owned by Run
 	failures int                        // consecutive failed relists; owned by Run
@@ -201,8 +204,8 @@ func (r *relister) relist(ctx context.Context) error {
 		}
 		if changed {
 			dirty[types.UID(st.Labels[dockertools.LabelPodUID])] = true
-			if r.known[c.ID] == nil && r.onNew != nil {
-				r.onNew(st)
+			if prev := r.known[c.ID]; r.onLogPath != nil && st.LogPath != "" && (prev == nil || prev.LogPath == "") {
+				r.onLogPath(st)
 			}
 		}
 		known[c.ID] = st
