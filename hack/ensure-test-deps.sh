@@ -14,6 +14,8 @@ command -v catatonit >/dev/null 2>&1 || missing+=(catatonit)
 command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
 # The -race build of the agent (test/e2e/race_test.go) needs cgo's C toolchain.
 command -v gcc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
+# The Docker restart test gives its private daemon a bridge of its own.
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "ensure-test-deps: installing ${missing[*]}" >&2
   apt-get update -qq

@@ -236,17 +236,20 @@ func TestDockerDaemonRestart(t *testing.T) {
 			waitFor(t, 90*time.Second, allRunning)
 			first := d.running(a.node)
 
+			relists := a.metric("kubelet_relist_duration_seconds", nil) // successful relists
 			d.stop()
 			answered := d.start()
 			waitFor(t, 30*time.Second, allRunning)
 			took := time.Since(answered)
 			t.Logf("all %d pods running %v after the daemon answered /_ping", pods, took.Round(100*time.Millisecond))
 			if liveRestore {
-				// Give the agent time to see the daemon back and act.
+				// The agent has seen the daemon back (a few successful
+				// relists since) and had the chance to act.
 				waitFor(t, 20*time.Second, func() (bool, string) {
-					return strings.Contains(a.log(), "Docker answers again") || a.metric("kubelet_running_pods", nil) == pods, "agent has not relisted since the restart"
+					n := a.metric("kubelet_relist_duration_seconds", nil)
+					return n >= relists+3, fmt.Sprintf("%v relists since the restart", n-relists)
 				})
-				time.Sleep(3 * time.Second)
+				time.Sleep(2 * time.Second)
 				if now := d.running(a.node); fmt.Sprint(now) != fmt.Sprint(first) {
 					t.Errorf("with live-restore, containers changed across the daemon restart")
 				}

@@ -17,8 +17,8 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// metric sums the samples of a counter or gauge on the agent's /metrics
-// whose labels include want.
+// metric sums the samples of a counter or gauge (or the observation counts
+// of a histogram) on the agent's /metrics whose labels include want.
 func (a *agent) metric(name string, want map[string]string) float64 {
 	a.t.Helper()
 	resp, err := http.Get(a.api(true) + "/metrics")
@@ -43,6 +43,8 @@ func (a *agent) metric(name string, want map[string]string) float64 {
 				sum += m.Counter.GetValue()
 			case m.Gauge != nil:
 				sum += m.Gauge.GetValue()
+			case m.Histogram != nil:
+				sum += float64(m.Histogram.GetSampleCount())
 			}
 		}
 	}

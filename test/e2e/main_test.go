@@ -326,7 +326,7 @@ func removeNodeContainers(node string) {
 	}
 }
 
-// unmountUnder detaches every mount below dir.
+// unmountUnder detaches every mount below dir, and dir itself if it is one.
 func unmountUnder(dir string) {
 	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
@@ -335,7 +335,7 @@ func unmountUnder(dir string) {
 	var mounts []string
 	for _, line := range strings.Split(string(data), "\n") {
 		fields := strings.Fields(line)
-		if len(fields) >= 5 && strings.HasPrefix(fields[4], dir+"/") {
+		if len(fields) >= 5 && (fields[4] == dir || strings.HasPrefix(fields[4], dir+"/")) {
 			mounts = append(mounts, fields[4])
 		}
 	}
