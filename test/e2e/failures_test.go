@@ -92,7 +92,7 @@ func TestStartFailureBacksOff(t *testing.T) {
 		n := a.metric("kubelet_started_containers_errors_total", errs)
 		return n >= 1, fmt.Sprintf("%v start errors", n)
 	})
-	first := time.Now()
+	first := time.Now() // about when the first attempt failed
 
 	// The status shows Docker's reason and exit code, between retries.
 	waitFor(t, 10*time.Second, func() (bool, string) {
@@ -108,7 +108,7 @@ func TestStartFailureBacksOff(t *testing.T) {
 		return ok, fmt.Sprintf("phase %s, container %+v, last %+v", st.Phase, cs.State, last)
 	})
 
-	time.Sleep(16*time.Second - time.Since(first))
+	time.Sleep(time.Until(first.Add(16 * time.Second)))
 	attempts := a.metric("kubelet_started_containers_total", map[string]string{"container_type": "container"})
 	if attempts < 3 || attempts > 5 {
 		t.Errorf("%v start attempts in 16 s, want 3 to 5 (back-off 2 s doubling to 8 s)", attempts)
@@ -127,49 +127,42 @@ func TestStartFailureBacksOff(t *testing.T) {
 }
 
 // Failures before any container exists back off too, and show their reason
-// in the status: an image that is absent under imagePullPolicy Never, and an
-// infra image that is missing (the sandbox cannot be made).
-func TestPodErrorsBackOffWithReason(t *testing.T) {
-	a := startAgent(t, "--backoff-initial", "2s", "--backoff-max", "8s",
-		"--pod-infra-container-image", "classic-kubelet/no-such-pause:1")
-	a.writeManifest("sandbox.yaml", lifecyclePod("sandbox", "Always", `  containers:
+// in the status: an infra image that is missing (the sandbox cannot be
+// made), and an image absent under imagePullPolicy Never. With a 2 s
+// initial back-off doubling to 8 s, attempts fall at about 0, 1 (the retry
+// after the next relist), 3, 7 and 15 s; each failure is logged once.
+func TestPreContainerFailuresBackOff(t *testing.T) {
+	for _, tc := range []struct {
+		name, image, infraImage, reason, message string
+		metric                                   string
+		labels                                   map[string]string
+	}{
+		{"missing infra image", testImage, "classic-kubelet/no-such-pause:1", "InfraImageMissing", "no-such-pause",
+			"kubelet_started_pods_errors_total", nil},
+		{"image never pulled", "classic-kubelet/absent-image:1", pauseImage, "ErrImageNeverPull", "absent-image",
+			"kubelet_started_containers_errors_total", map[string]string{"code": "ErrImageNeverPull"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			a := startAgent(t, "--backoff-initial", "2s", "--backoff-max", "8s", "--pod-infra-container-image", tc.infraImage)
+			a.writeManifest("failing.yaml", lifecyclePod("failing", "Always", `  containers:
   - name: app
-    image: `+testImage+`
+    image: `+tc.image+`
+    imagePullPolicy: Never
     command: ["sleep", "1000"]
 `))
-	waitFor(t, 20*time.Second, func() (bool, string) {
-		reason, msg := a.waitingReason("sandbox", "app")
-		return reason == "InfraImageMissing" && strings.Contains(msg, "no-such-pause"), fmt.Sprintf("waiting %q %q", reason, msg)
-	})
-	first := time.Now()
-	time.Sleep(16*time.Second - time.Since(first))
-	if n := a.metric("kubelet_started_pods_errors_total", nil); n < 3 || n > 6 {
-		t.Errorf("%v sandbox attempts failed in ~16 s, want 3 to 6 (back-off 2 s doubling to 8 s)", n)
-	}
-	if n := a.errorLines("Sync pod default/sandbox"); n != 1 {
-		t.Errorf("the missing infra image was logged %d times at error level, want once", n)
-	}
-}
-
-func TestImageNeverPullBacksOff(t *testing.T) {
-	a := startAgent(t, "--backoff-initial", "2s", "--backoff-max", "8s")
-	a.writeManifest("never.yaml", lifecyclePod("never", "Always", `  containers:
-  - name: app
-    image: classic-kubelet/absent-image:1
-    imagePullPolicy: Never
-`))
-	code := map[string]string{"code": "ErrImageNeverPull"}
-	waitFor(t, 20*time.Second, func() (bool, string) {
-		reason, msg := a.waitingReason("never", "app")
-		return reason == "ErrImageNeverPull" && strings.Contains(msg, "absent-image"), fmt.Sprintf("waiting %q %q", reason, msg)
-	})
-	first := time.Now()
-	time.Sleep(16*time.Second - time.Since(first))
-	if n := a.metric("kubelet_started_containers_errors_total", code); n < 3 || n > 6 {
-		t.Errorf("%v ErrImageNeverPull attempts in ~16 s, want 3 to 6", n)
-	}
-	if n := a.errorLines("Sync pod default/never"); n != 1 {
-		t.Errorf("ErrImageNeverPull was logged %d times at error level, want once", n)
+			waitFor(t, 20*time.Second, func() (bool, string) {
+				reason, msg := a.waitingReason("failing", "app")
+				return reason == tc.reason && strings.Contains(msg, tc.message), fmt.Sprintf("waiting %q %q", reason, msg)
+			})
+			time.Sleep(time.Until(start.Add(16 * time.Second)))
+			if n := a.metric(tc.metric, tc.labels); n < 3 || n > 6 {
+				t.Errorf("%v failed attempts in 16 s, want 3 to 6 (back-off 2 s doubling to 8 s)", n)
+			}
+			if n := a.errorLines("Sync pod default/failing"); n != 1 {
+				t.Errorf("the failure was logged %d times at error level, want once", n)
+			}
+		})
 	}
 }
 
