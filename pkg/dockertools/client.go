@@ -2,9 +2,11 @@ package dockertools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -289,43 +291,65 @@ var stateEvents = []string{"create", "start", "die", "destroy", "oom", "pause", 
 // Events streams container events for containers carrying label=value until
 // ctx is cancelled or the stream breaks; the returned channel is closed then.
 // The caller relists after reconnecting: events lost in between are covered.
+//
+// The stream is read here rather than through go-dockerclient's event
+// listeners: those are shared by every caller of one client, never close a
+// removed listener's channel, and removing the last one blocks until Docker
+// sends another event. Here cancelling ctx ends the request, and with it
+// the one goroutine reading it.
 func (c *Client) Events(ctx context.Context, label, value string) (<-chan Event, error) {
-	raw := make(chan *docker.APIEvents, 64)
-	err := c.c.AddEventListenerWithOptions(docker.EventsOptions{
-		Filters: map[string][]string{"type": {"container"}, "label": {label + "=" + value}, "event": stateEvents},
-	}, raw)
+	filters, err := json.Marshal(map[string][]string{"type": {"container"}, "label": {label + "=" + value}, "event": stateEvents})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.rawURL("/events?filters="+url.QueryEscape(string(filters))), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.c.HTTPClient.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("subscribe to docker events: %w", translate(err))
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("subscribe to docker events: %w", translate(&docker.Error{Status: resp.StatusCode, Message: resp.Status}))
 	}
 	out := make(chan Event)
 	go func() {
 		defer close(out)
-		defer func() {
-			// Keep draining until the library lets go of the channel: it
-			// blocks its own shutdown on sends to it.
-			go func() {
-				for range raw {
-				}
-			}()
-			_ = c.c.RemoveEventListener(raw)
-		}()
+		defer resp.Body.Close()
+		dec := json.NewDecoder(resp.Body)
 		for {
+			var ev struct {
+				Action string
+				Actor  struct{ ID string }
+			}
+			if err := dec.Decode(&ev); err != nil {
+				return // cancelled, or the stream broke: the caller resubscribes
+			}
 			select {
+			case out <- Event{ContainerID: ev.Actor.ID, Action: ev.Action}:
 			case <-ctx.Done():
 				return
-			case ev, ok := <-raw:
-				if !ok {
-					return
-				}
-				select {
-				case out <- Event{ContainerID: ev.Actor.ID, Action: ev.Action}:
-				case <-ctx.Done():
-					return
-				}
 			}
 		}
 	}()
 	return out, nil
+}
+
+// rawURL is the URL of an Engine API path for requests made with the
+// client's own HTTP client, for what go-dockerclient lacks. Over a unix
+// socket the transport dials the socket and the host is unused.
+func (c *Client) rawURL(path string) string {
+	u, err := url.Parse(c.c.Endpoint())
+	if err != nil || u.Scheme == "unix" {
+		return "http://unix.sock" + path
+	}
+	scheme := "http"
+	if u.Scheme == "https" || c.c.TLSConfig != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + u.Host + path
 }
 
 // translate maps go-dockerclient errors onto this package's sentinels.

@@ -84,8 +84,7 @@ func (c *Client) killExec(containerID, id string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ShortTimeout)
 	defer cancel()
-	// The transport dials the socket; the host is unused.
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://unix.sock/exec/"+id+"/json", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.rawURL("/exec/"+id+"/json"), nil)
 	if err != nil {
 		return
 	}
