@@ -219,6 +219,11 @@ func (k *Kubelet) Run(ctx context.Context, updates <-chan config.PodUpdate) {
 		defer wg.Done()
 		k.relist.Run(ctx)
 	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		k.status.Run(ctx)
+	}()
 	workers := newPodWorkers(ctx, k.syncPodWork)
 	defer workers.Wait()
 	defer k.probes.Wait()

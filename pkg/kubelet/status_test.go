@@ -95,6 +95,7 @@ func TestConditionTimesPersist(t *testing.T) {
 	if again := readyTime(k1, running); !again.Equal(first) {
 		t.Errorf("unchanged condition moved from %v to %v", first, again)
 	}
+	k1.status.Flush() // what Run does in the background, and at exit
 	k2 := New(Config{NodeName: "n", RootDir: root}, dockertest.NewFakeClient(), seenAll{})
 	if restored := readyTime(k2, running); !restored.Equal(first) {
 		t.Errorf("after restart Ready changed at %v, want %v", restored, first)

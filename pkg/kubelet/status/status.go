@@ -4,6 +4,7 @@
 package status
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"sync"
@@ -21,18 +22,23 @@ type entry struct {
 	Time   time.Time          `json:"time"`
 }
 
-// Manager stamps pod conditions with their last transition time.
+// Manager stamps pod conditions with their last transition time. Stamping
+// never waits on the disk: changes are checkpointed by Run, in the
+// background, coalesced (a GET of every pod used to fsync under the lock).
 type Manager struct {
-	path string
-	now  func() time.Time // the clock; replaced in tests
+	path  string
+	dirty chan struct{} // cap 1: "conds changed since the last save"
 
-	mu    sync.Mutex // guards conds
+	saveMu sync.Mutex // serializes saves, so an older snapshot never overwrites a newer one
+
+	mu    sync.Mutex       // guards now and conds
+	now   func() time.Time // the clock; replaced in tests
 	conds map[types.UID]map[v1.PodConditionType]entry
 }
 
 // NewManager returns a manager checkpointing to path (loaded now if there).
 func NewManager(path string) *Manager {
-	m := &Manager{path: path, now: time.Now, conds: map[types.UID]map[v1.PodConditionType]entry{}}
+	m := &Manager{path: path, now: time.Now, dirty: make(chan struct{}, 1), conds: map[types.UID]map[v1.PodConditionType]entry{}}
 	data, err := os.ReadFile(path)
 	if err == nil {
 		if err := json.Unmarshal(data, &m.conds); err != nil {
@@ -86,9 +92,34 @@ func (m *Manager) Forget(uid types.UID) {
 	}
 }
 
-// save checkpoints the times; callers hold mu.
+// save marks the times for checkpointing; it never blocks. Callers hold mu.
 func (m *Manager) save() {
+	select {
+	case m.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// Run checkpoints changes until ctx is cancelled, then once more.
+func (m *Manager) Run(ctx context.Context) {
+	for {
+		select {
+		case <-m.dirty:
+			m.Flush()
+		case <-ctx.Done():
+			m.Flush()
+			return
+		}
+	}
+}
+
+// Flush checkpoints the times now.
+func (m *Manager) Flush() {
+	m.saveMu.Lock()
+	defer m.saveMu.Unlock()
+	m.mu.Lock()
 	data, err := json.Marshal(m.conds)
+	m.mu.Unlock()
 	if err == nil {
 		err = safefile.WriteAtomic(m.path, data)
 	}
