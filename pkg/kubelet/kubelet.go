@@ -104,6 +104,7 @@ type Kubelet struct {
 	sources  SourcesSeen
 	cache    *podCache
 	relist   *relister
+	retries  *retryQueue // pods to wake when their back-off ends
 	backoff  *backoff
 	probes   *prober.Manager
 	hookHTTP *probehttp.Prober
@@ -176,6 +177,7 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		waiting:    map[types.UID]map[string]*containerError{},
 		lastErr:    map[types.UID]string{},
 		starts:     make(chan struct{}, maxParallelStarts),
+		retries:    newRetryQueue(),
 	}
 	k.relist = newRelister(k.docker, cfg.NodeName, cfg.RelistPeriod, k.cache, k.markDirty)
 	k.relist.metrics = k.metrics
@@ -194,9 +196,7 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 	k.images.events = func(pod *v1.Pod, container, reason, msg string, warning bool) {
 		cfg.Events.Event(events.PodRef(pod, container), warning, reason, "%s", msg)
 	}
-	k.images.retry = func(uid types.UID, until time.Time) {
-		time.AfterFunc(time.Until(until), func() { k.markDirty([]types.UID{uid}) })
-	}
+	k.images.retry = k.retries.add
 	k.probes = prober.NewManager(docker, func(uid types.UID) { k.markDirty([]types.UID{uid}) },
 		func(t prober.Target, typ prober.Type, r probe.Result, out string) {
 			k.metrics.ProbeResults.WithLabelValues(typ.String(), r.String()).Inc()
@@ -223,6 +223,11 @@ func (k *Kubelet) Run(ctx context.Context, updates <-chan config.PodUpdate) {
 	go func() {
 		defer wg.Done()
 		k.status.Run(ctx)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		k.retries.run(ctx, k.markDirty)
 	}()
 	workers := newPodWorkers(ctx, k.syncPodWork)
 	defer workers.Wait()
@@ -507,6 +512,7 @@ func (k *Kubelet) forgetPod(uid types.UID, state *PodState) {
 	delete(k.lastErr, uid)
 	k.syncMu.Unlock()
 	k.backoff.forgetPod(uid)
+	k.retries.forget(uid)
 	k.msgMu.Lock()
 	for _, c := range state.containers() {
 		delete(k.messages, c.ID)

@@ -274,9 +274,7 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *PodState) (bo
 	})
 	acted := a.createInfra || a.startInit >= 0 || len(a.start) > 0 || len(a.kill) > 0
 	if !a.retryAt.IsZero() {
-		// Come back when the back-off ends; nothing else may wake the pod.
-		uid := pod.UID
-		time.AfterFunc(time.Until(a.retryAt), func() { k.markDirty([]types.UID{uid}) })
+		k.retries.add(pod.UID, a.retryAt) // nothing else may wake the pod when its back-off ends
 	}
 	err := k.applyActions(ctx, pod, state, a)
 	k.syncProbes(ctx, pod, state, a)
