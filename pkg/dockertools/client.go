@@ -14,17 +14,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+
 	docker "github.com/fsouza/go-dockerclient"
 )
 
-// Errors callers can test for with errors.Is; Docker's own error types and
-// strings never leave this package.
+// Errors of this package callers can test for with errors.Is; Docker's own
+// error types and strings never leave it: they become these or the runtime
+// errors of pkg/kubelet/container (not found, unavailable, exec timeout).
 var (
-	ErrNotOurName        = errors.New("dockertools: not a container name of this agent")
-	ErrContainerNotFound = errors.New("dockertools: container not found")
-	ErrImageNotFound     = errors.New("dockertools: image not found")
-	ErrNameConflict      = errors.New("dockertools: container name already in use")
-	ErrDockerUnavailable = errors.New("dockertools: docker daemon unavailable")
+	ErrNotOurName   = errors.New("dockertools: not a container name of this agent")
+	ErrNameConflict = errors.New("dockertools: container name already in use")
 )
 
 // ShortTimeout bounds calls that should answer at once (list, inspect,
@@ -103,7 +103,7 @@ func (c *Client) learningVersion(f func() error) error {
 	c.versionMu.Lock()
 	defer c.versionMu.Unlock()
 	err := f()
-	if !errors.Is(translate(err), ErrDockerUnavailable) {
+	if !errors.Is(translate(err), kubecontainer.ErrRuntimeUnavailable) {
 		c.versionKnown.Store(true) // the daemon answered: the version is known
 	}
 	return err
@@ -234,7 +234,7 @@ func (c *Client) Stop(ctx context.Context, id string, grace time.Duration) error
 		return nil
 	}
 	err = translate(err)
-	if err == nil || errors.Is(err, ErrContainerNotFound) {
+	if err == nil || errors.Is(err, kubecontainer.ErrNotFound) {
 		return nil
 	}
 	return fmt.Errorf("stop container %s: %w", ShortID(id), err)
@@ -246,7 +246,7 @@ func (c *Client) Remove(ctx context.Context, id string) error {
 	ctx, cancel := short(ctx)
 	defer cancel()
 	err := translate(c.c.RemoveContainer(docker.RemoveContainerOptions{ID: id, Force: true, RemoveVolumes: true, Context: ctx}))
-	if err == nil || errors.Is(err, ErrContainerNotFound) {
+	if err == nil || errors.Is(err, kubecontainer.ErrNotFound) {
 		return nil
 	}
 	// Docker answers 409 while a removal is already in progress.
@@ -264,7 +264,7 @@ func (c *Client) ImagePresent(ctx context.Context, image string) (bool, error) {
 	switch {
 	case err == nil:
 		return true, nil
-	case errors.Is(err, ErrImageNotFound):
+	case errors.Is(err, kubecontainer.ErrImageNotFound):
 		return false, nil
 	default:
 		return false, fmt.Errorf("inspect image %s: %w", image, err)
@@ -360,27 +360,27 @@ func translate(err error) error {
 	var noSuch *docker.NoSuchContainer
 	switch {
 	case errors.As(err, &noSuch):
-		return fmt.Errorf("%w: %s", ErrContainerNotFound, noSuch.ID)
+		return fmt.Errorf("%w: %s", kubecontainer.ErrNotFound, noSuch.ID)
 	case errors.Is(err, docker.ErrNoSuchImage):
-		return ErrImageNotFound
+		return kubecontainer.ErrImageNotFound
 	case errors.Is(err, docker.ErrContainerAlreadyExists):
 		return ErrNameConflict
 	case errors.Is(err, docker.ErrConnectionRefused):
-		return fmt.Errorf("%w: %v", ErrDockerUnavailable, err)
+		return fmt.Errorf("%w: %v", kubecontainer.ErrRuntimeUnavailable, err)
 	}
 	var de *docker.Error
 	if errors.As(err, &de) {
 		switch {
 		case de.Status == http.StatusNotFound && strings.Contains(strings.ToLower(de.Message), "no such image"):
-			return fmt.Errorf("%w: %s", ErrImageNotFound, oneLine(de.Message))
+			return fmt.Errorf("%w: %s", kubecontainer.ErrImageNotFound, oneLine(de.Message))
 		case de.Status == http.StatusNotFound && strings.Contains(strings.ToLower(de.Message), "no such container"):
-			return fmt.Errorf("%w: %s", ErrContainerNotFound, oneLine(de.Message))
+			return fmt.Errorf("%w: %s", kubecontainer.ErrNotFound, oneLine(de.Message))
 		}
 		return fmt.Errorf("docker: %s (HTTP %d)", oneLine(de.Message), de.Status)
 	}
 	var se interface{ Timeout() bool }
 	if errors.As(err, &se) || errors.Is(err, context.DeadlineExceeded) || isConnError(err) {
-		return fmt.Errorf("%w: %v", ErrDockerUnavailable, err)
+		return fmt.Errorf("%w: %v", kubecontainer.ErrRuntimeUnavailable, err)
 	}
 	return err
 }

@@ -13,10 +13,10 @@ import (
 	"syscall"
 	"time"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+
 	docker "github.com/fsouza/go-dockerclient"
 	"github.com/golang/glog"
-
-	probeexec "github.com/classic-kubelet/kubelet/pkg/probe/exec"
 )
 
 // maxExecOutput caps what Exec keeps of a command's output.
@@ -25,7 +25,7 @@ const maxExecOutput = 64 << 10
 // Exec runs cmd in a running container and returns its exit code and output
 // (stdout and stderr, capped). Docker cannot kill an exec, so when cmd
 // outlives timeout the agent kills its process itself (by the host PID Docker
-// reports) and returns probeexec.ErrTimeout. A timeout of 0 means none.
+// reports) and returns kubecontainer.ErrExecTimeout. A timeout of 0 means none.
 func (c *Client) Exec(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (int, []byte, error) {
 	cctx, cancel := short(ctx)
 	var ex *docker.Exec
@@ -58,7 +58,7 @@ func (c *Client) Exec(ctx context.Context, containerID string, cmd []string, tim
 	case <-timer:
 		c.killExec(containerID, ex.ID)
 		<-done
-		return 0, out.Bytes(), probeexec.ErrTimeout
+		return 0, out.Bytes(), kubecontainer.ErrExecTimeout
 	case <-ctx.Done():
 		c.killExec(containerID, ex.ID)
 		<-done

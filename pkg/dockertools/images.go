@@ -138,7 +138,7 @@ type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
-// ImageID is the ID of an image reference ("" and ErrImageNotFound if absent).
+// ImageID is the ID of an image reference ("" and kubecontainer.ErrImageNotFound if absent).
 func (c *Client) ImageID(ctx context.Context, image string) (string, error) {
 	img, err := c.c.InspectImage(image)
 	if err != nil {

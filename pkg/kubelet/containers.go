@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+
 	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -212,7 +214,7 @@ func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	id, err := k.docker.Create(ctx, spec)
 	if err != nil {
 		release()
-		if errors.Is(err, dockertools.ErrDockerUnavailable) {
+		if errors.Is(err, kubecontainer.ErrRuntimeUnavailable) {
 			return err
 		}
 		if inner := errors.Unwrap(err); inner != nil {
@@ -229,7 +231,7 @@ func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		// Docker's list still shows it "created", as before the start:
 		// have the relist inspect it for its exit code and error.
 		k.relist.refresh(id)
-		if errors.Is(err, dockertools.ErrDockerUnavailable) {
+		if errors.Is(err, kubecontainer.ErrRuntimeUnavailable) {
 			return err
 		}
 		// Docker's reason alone: the same failure reads the same on each

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+
 	"github.com/golang/glog"
 	"golang.org/x/sync/singleflight"
 	"golang.org/x/time/rate"
@@ -228,7 +230,7 @@ func (m *imageManager) collect(ctx context.Context) {
 	sort.Slice(cands, func(i, j int) bool { return cands[i].img.PulledAt.Before(cands[j].img.PulledAt) })
 	glog.Infof("Image GC: image file system at %d%% (high threshold %d%%): %d candidates", usage, m.policy.HighThreshold, len(cands))
 	for _, c := range cands {
-		if err := m.docker.RemoveImage(ctx, c.ref); err != nil && !errors.Is(err, dockertools.ErrImageNotFound) {
+		if err := m.docker.RemoveImage(ctx, c.ref); err != nil && !errors.Is(err, kubecontainer.ErrImageNotFound) {
 			glog.Errorf("Image GC: %v", err)
 			continue
 		}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -83,7 +85,7 @@ func TestRelistInspectsOnlyWhatChanged(t *testing.T) {
 	if st := cache.get("u1"); st == nil || st.Containers[0].Running || st.Containers[0].ExitCode != 1 {
 		t.Errorf("cache of u1 = %+v, want the exited container with code 1", st)
 	}
-	fake.InjectError("list", dockertools.ErrDockerUnavailable)
+	fake.InjectError("list", kubecontainer.ErrRuntimeUnavailable)
 	before := cache.lastUpdate()
 	if err := r.relist(context.Background()); err == nil {
 		t.Error("relist succeeded with Docker down")

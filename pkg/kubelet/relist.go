@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+
 	"github.com/golang/glog"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -284,7 +286,7 @@ func (r *relister) inspectChanged(ctx context.Context, list []dockertools.Contai
 			var st *ContainerState
 			d, err := r.docker.Inspect(ctx, id)
 			switch {
-			case errors.Is(err, dockertools.ErrContainerNotFound):
+			case errors.Is(err, kubecontainer.ErrNotFound):
 				err = nil // removed since the list; the next relist agrees
 			case err == nil:
 				var perr error

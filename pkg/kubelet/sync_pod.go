@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+
 	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -398,7 +400,7 @@ func retryAtOnce(err error) bool {
 	if errors.As(err, &ce) && (ce.reason == reasonImagePull || ce.reason == reasonImagePullBackOff) {
 		return true
 	}
-	return errors.Is(err, dockertools.ErrDockerUnavailable) || errors.Is(err, context.Canceled)
+	return errors.Is(err, kubecontainer.ErrRuntimeUnavailable) || errors.Is(err, context.Canceled)
 }
 
 // syncProbes points the pod's probe workers at its running app containers.

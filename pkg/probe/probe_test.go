@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -123,7 +125,7 @@ func TestExecProbe(t *testing.T) {
 	}{
 		{fakeExec{0, "fine", nil}, probe.Success, false},
 		{fakeExec{1, "bad", nil}, probe.Failure, false},
-		{fakeExec{0, "", probeexec.ErrTimeout}, probe.Failure, false},
+		{fakeExec{0, "", kubecontainer.ErrExecTimeout}, probe.Failure, false},
 		{fakeExec{0, "", context.DeadlineExceeded}, probe.Failure, true},
 	}
 	for _, c := range cases {

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 )
 
@@ -146,7 +148,7 @@ func (f *FakeClient) Inspect(_ context.Context, id string) (*dockertools.Contain
 	}
 	c, ok := f.containers[id]
 	if !ok {
-		return nil, fmt.Errorf("%w: %s", dockertools.ErrContainerNotFound, id)
+		return nil, fmt.Errorf("%w: %s", kubecontainer.ErrNotFound, id)
 	}
 	cp := *c
 	return &cp, nil
@@ -160,7 +162,7 @@ func (f *FakeClient) Create(_ context.Context, spec *dockertools.CreateSpec) (st
 		return "", err
 	}
 	if !f.images[spec.Image] {
-		return "", dockertools.ErrImageNotFound
+		return "", kubecontainer.ErrImageNotFound
 	}
 	for _, c := range f.containers {
 		if c.Name == spec.Name {
@@ -192,7 +194,7 @@ func (f *FakeClient) Start(_ context.Context, id string) error {
 	}
 	c, ok := f.containers[id]
 	if !ok {
-		return dockertools.ErrContainerNotFound
+		return kubecontainer.ErrNotFound
 	}
 	c.Running, c.Status, c.StartedAt = true, "running", f.now()
 	return nil
@@ -248,7 +250,7 @@ func (f *FakeClient) ImageID(_ context.Context, image string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.images[image] {
-		return "", dockertools.ErrImageNotFound
+		return "", kubecontainer.ErrImageNotFound
 	}
 	return "sha256:" + image, nil
 }

@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"time"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+
 	"github.com/classic-kubelet/kubelet/pkg/probe"
 )
 
 // ErrTimeout is what an Execer returns when the command outlived its
-// timeout (and was killed).
-var ErrTimeout = errors.New("exec: command timed out")
+// timeout (and was killed): the runtimes' own error.
+var ErrTimeout = kubecontainer.ErrExecTimeout
 
 // Execer runs a command in a container, killing it if it outlives timeout.
 type Execer interface {

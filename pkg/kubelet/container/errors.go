@@ -1,0 +1,20 @@
+// Package container holds what the kubelet knows of container runtimes
+// without knowing any one of them: for now the errors every runtime
+// implementation returns and every caller matches with errors.Is, so that
+// no package but the runtime's own reads a runtime's error strings.
+package container
+
+import "errors"
+
+var (
+	// ErrNotFound: the container does not exist (any more).
+	ErrNotFound = errors.New("container: not found")
+	// ErrImageNotFound: the image is not present.
+	ErrImageNotFound = errors.New("container: image not found")
+	// ErrRuntimeUnavailable: the runtime did not answer (down, restarting,
+	// unreachable); retry once it does.
+	ErrRuntimeUnavailable = errors.New("container: runtime unavailable")
+	// ErrExecTimeout: a command run in a container outlived its timeout
+	// and was killed.
+	ErrExecTimeout = errors.New("container: exec timed out")
+)
