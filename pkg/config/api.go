@@ -31,10 +31,10 @@ type APISource struct {
 // until a PUT replaces its whole set.
 func NewAPISource(ctx context.Context, node string, m *Merger) *APISource {
 	s := &APISource{node: node, sink: m, pods: map[string]*v1.Pod{}}
-	for _, p := range m.Snapshot(SourceAPI) {
+	for _, p := range m.Snapshot(api.SourceAPI) {
 		s.pods[api.Key(p)] = p
 	}
-	if m.checkpointState(SourceAPI) != "" {
+	if m.checkpointState(api.SourceAPI) != "" {
 		return s
 	}
 	s.mu.Lock()
@@ -62,7 +62,7 @@ func (s *APISource) Replace(ctx context.Context, body []byte) ([]string, error) 
 var ErrNotDurable = errors.New("change not durable")
 
 func (s *APISource) change(ctx context.Context, body []byte, replace bool) ([]string, error) {
-	pods, _, err := api.Parse(body, s.node, SourceAPI)
+	pods, _, err := api.Parse(body, s.node, api.SourceAPI)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +108,7 @@ func (s *APISource) send(ctx context.Context, next map[string]*v1.Pod, complete 
 	for _, k := range keys {
 		pods = append(pods, next[k])
 	}
-	if err := s.sink.Commit(ctx, SourceAPI, pods, complete); err != nil {
+	if err := s.sink.Commit(ctx, api.SourceAPI, pods, complete); err != nil {
 		return fmt.Errorf("%w: %w", ErrNotDurable, err)
 	}
 	s.pods = next

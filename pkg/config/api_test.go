@@ -41,11 +41,11 @@ func drain(m *Merger) (stop func() []string) {
 
 func TestAPISource(t *testing.T) {
 	dir := t.TempDir()
-	m, _ := NewMerger(dir, SourceAPI)
+	m, _ := NewMerger(dir, api.SourceAPI)
 	stop := drain(m)
 	ctx := context.Background()
 	s := NewAPISource(ctx, "node", m)
-	if !m.Seen(SourceAPI) {
+	if !m.Seen(api.SourceAPI) {
 		t.Error("API source not seen at start")
 	}
 	if _, err := s.Upsert(ctx, []byte(manifest("a", "i:1")+"---\n"+manifest("b", "i:1"))); err != nil {
@@ -74,7 +74,7 @@ func TestAPISource(t *testing.T) {
 	}
 
 	// A restart remembers the POSTed pods.
-	m2, _ := NewMerger(dir, SourceAPI)
+	m2, _ := NewMerger(dir, api.SourceAPI)
 	stop2 := drain(m2)
 	m2.LoadCheckpoints(ctx)
 	s2 := NewAPISource(ctx, "node", m2)
@@ -105,7 +105,7 @@ func TestAPISourceCorruptCheckpoint(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			m, _ := NewMerger(dir, SourceAPI)
+			m, _ := NewMerger(dir, api.SourceAPI)
 			stop := drain(m)
 			s := NewAPISource(ctx, "node", m)
 			for _, name := range []string{"a", "b"} {
@@ -114,19 +114,19 @@ func TestAPISourceCorruptCheckpoint(t *testing.T) {
 				}
 			}
 			stop()
-			tc.corrupt(m.snapshotPath(SourceAPI))
+			tc.corrupt(m.snapshotPath(api.SourceAPI))
 
-			m2, _ := NewMerger(dir, SourceAPI)
+			m2, _ := NewMerger(dir, api.SourceAPI)
 			stop2 := drain(m2)
 			m2.LoadCheckpoints(ctx)
 			s2 := NewAPISource(ctx, "node", m2)
-			if m2.Seen(SourceAPI) {
+			if m2.Seen(api.SourceAPI) {
 				t.Error("source seen with an unreadable checkpoint: its silence would kill running pods")
 			}
 			if st := m2.Status()[0]; st.Checkpoint != tc.wantState {
 				t.Errorf("/sources checkpoint %q, want %q", st.Checkpoint, tc.wantState)
 			}
-			for _, p := range m2.Snapshot(SourceAPI) {
+			for _, p := range m2.Snapshot(api.SourceAPI) {
 				if p.Annotations[api.RestoredAnnotation] == "" {
 					t.Errorf("restored pod %s not marked", api.Key(p))
 				}
@@ -135,13 +135,13 @@ func TestAPISourceCorruptCheckpoint(t *testing.T) {
 			if _, err := s2.Upsert(ctx, []byte(manifest("c", "i:1"))); err != nil {
 				t.Fatal(err)
 			}
-			if m2.Seen(SourceAPI) {
+			if m2.Seen(api.SourceAPI) {
 				t.Error("a POST of another pod ended the hold")
 			}
 			if _, err := s2.Replace(ctx, []byte(manifest("c", "i:1"))); err != nil {
 				t.Fatal(err)
 			}
-			if !m2.Seen(SourceAPI) || m2.Status()[0].Checkpoint != "" {
+			if !m2.Seen(api.SourceAPI) || m2.Status()[0].Checkpoint != "" {
 				t.Error("a PUT did not end the hold")
 			}
 			got := strings.Join(stop2(), "; ")
@@ -167,7 +167,7 @@ func truncate(t *testing.T, path string) {
 func TestAPISourceRefusesNonDurableChange(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	m, _ := NewMerger(dir, SourceAPI)
+	m, _ := NewMerger(dir, api.SourceAPI)
 	stop := drain(m)
 	s := NewAPISource(ctx, "node", m)
 	if _, err := s.Upsert(ctx, []byte(manifest("a", "i:1"))); err != nil {

@@ -24,32 +24,6 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
 
-// Op is what happened to the pods of a PodUpdate.
-type Op int
-
-// The operations, emitted in this order for one change.
-const (
-	ADD Op = iota
-	UPDATE
-	REMOVE
-)
-
-func (o Op) String() string { return [...]string{"ADD", "UPDATE", "REMOVE"}[o] }
-
-// PodUpdate is one change to the desired set.
-type PodUpdate struct {
-	Op   Op
-	Pods []*v1.Pod
-}
-
-// Source names, as recorded on the containers of their pods.
-const (
-	SourceFile = "file"
-	SourceHTTP = "http"
-	SourceAPI  = "api"
-	SourceEtcd = "etcd"
-)
-
 // Checkpoint states of a source, as /sources shows them.
 const (
 	// CheckpointDegraded: the newest checkpoint was unreadable, the previous
@@ -117,7 +91,7 @@ type Merger struct {
 	// sendMu serializes emission so updates leave in the order they were
 	// computed, without holding mu while the consumer is busy.
 	sendMu sync.Mutex
-	out    chan PodUpdate
+	out    chan api.PodUpdate
 
 	mu             sync.Mutex // guards everything below
 	configured     map[string]bool
@@ -136,7 +110,7 @@ type Merger struct {
 // snapshots by LoadCheckpoints.
 func NewMerger(checkpointDir string, sources ...string) (*Merger, error) {
 	m := &Merger{
-		out:            make(chan PodUpdate),
+		out:            make(chan api.PodUpdate),
 		configured:     map[string]bool{},
 		sources:        map[string]*sourceState{},
 		admitted:       map[string]admission{},
@@ -185,7 +159,7 @@ func (m *Merger) SetConfigured(sources ...string) {
 }
 
 // Updates is the stream of changes to the desired set.
-func (m *Merger) Updates() <-chan PodUpdate { return m.out }
+func (m *Merger) Updates() <-chan api.PodUpdate { return m.out }
 
 // Seen reports whether source's silence about a pod means the pod should
 // not run: the source has delivered a snapshot (or its checkpoint was
@@ -367,7 +341,7 @@ const prevSuffix = ".prev"
 // matters: a source counts as seen (its silence may remove running pods)
 // only once the consumer has received the pods it declares, or the consumer
 // could kill a pod it is about to be told to keep.
-func (m *Merger) emitThenSeen(ctx context.Context, updates []PodUpdate, sources ...string) {
+func (m *Merger) emitThenSeen(ctx context.Context, updates []api.PodUpdate, sources ...string) {
 	if !m.emit(ctx, updates) {
 		return
 	}
@@ -386,7 +360,7 @@ func (m *Merger) snapshotPath(source string) string {
 
 // emit sends updates in order, recording each as delivered once it is; it
 // reports whether all were sent.
-func (m *Merger) emit(ctx context.Context, updates []PodUpdate) bool {
+func (m *Merger) emit(ctx context.Context, updates []api.PodUpdate) bool {
 	for _, u := range updates {
 		select {
 		case m.out <- u:
@@ -395,7 +369,7 @@ func (m *Merger) emit(ctx context.Context, updates []PodUpdate) bool {
 		}
 		m.mu.Lock()
 		for _, p := range u.Pods {
-			if u.Op == REMOVE {
+			if u.Op == api.REMOVE {
 				delete(m.delivered, api.Key(p))
 			} else {
 				m.delivered[api.Key(p)] = p
@@ -498,7 +472,7 @@ type candidate struct {
 }
 
 // merge recomputes the desired set from the snapshots; callers hold mu.
-func (m *Merger) merge() []PodUpdate {
+func (m *Merger) merge() []api.PodUpdate {
 	// Admit pods seen for the first time, in source order.
 	declared := map[string]bool{}
 	var cands []candidate
@@ -612,8 +586,8 @@ func (m *Merger) merge() []PodUpdate {
 			removed = append(removed, m.delivered[key])
 		}
 	}
-	var out []PodUpdate
-	for _, u := range []PodUpdate{{ADD, added}, {UPDATE, updated}, {REMOVE, removed}} {
+	var out []api.PodUpdate
+	for _, u := range []api.PodUpdate{{Op: api.ADD, Pods: added}, {Op: api.UPDATE, Pods: updated}, {Op: api.REMOVE, Pods: removed}} {
 		if len(u.Pods) > 0 {
 			out = append(out, u)
 		}

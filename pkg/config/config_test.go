@@ -265,7 +265,7 @@ func TestMergerSetCancelledIsResent(t *testing.T) {
 	cancel()
 	m.Set(ctx, "api", []*v1.Pod{pod("a", 0, "i:1")}) // nobody receives
 	if got := set(t, m, "api", pod("a", 0, "i:1")); strings.Join(got, "; ") != "ADD default/a i:1" {
-		t.Errorf("re-sent snapshot emitted %q, want the ADD that was never delivered", got)
+		t.Errorf("re-sent snapshot emitted %q, want the api.ADD that was never delivered", got)
 	}
 }
 

@@ -168,10 +168,10 @@ func (s *EtcdSource) watch(ctx context.Context, rev int64) error {
 func (s *EtcdSource) apply(ctx context.Context, exists bool, value []byte) {
 	if !exists {
 		s.ok()
-		s.sink.Set(ctx, SourceEtcd, nil)
+		s.sink.Set(ctx, api.SourceEtcd, nil)
 		return
 	}
-	pods, ignored, err := api.Parse(value, s.node, SourceEtcd)
+	pods, ignored, err := api.Parse(value, s.node, api.SourceEtcd)
 	if errors.Is(err, api.ErrEmpty) {
 		err = errors.New("empty value (delete the key, or write an empty list, for zero pods)")
 	}
@@ -183,16 +183,16 @@ func (s *EtcdSource) apply(ctx context.Context, exists bool, value []byte) {
 		glog.Infof("etcd source: %s is ignored by this agent", f)
 	}
 	s.ok()
-	s.sink.Set(ctx, SourceEtcd, pods)
+	s.sink.Set(ctx, api.SourceEtcd, pods)
 }
 
 func (s *EtcdSource) ok() {
-	s.sink.SetError(SourceEtcd, nil)
+	s.sink.SetError(api.SourceEtcd, nil)
 	s.lastErr = ""
 }
 
 func (s *EtcdSource) fail(err error) {
-	s.sink.SetError(SourceEtcd, err)
+	s.sink.SetError(api.SourceEtcd, err)
 	if err.Error() != s.lastErr {
 		glog.Errorf("etcd source: %v (keeping its last good pods)", err)
 	}

@@ -206,7 +206,7 @@ func (s *FileSource) read(ctx context.Context) {
 		}
 	}
 	if msg := strings.Join(problems, "; "); msg != "" {
-		s.sink.SetError(SourceFile, errors.New(msg))
+		s.sink.SetError(api.SourceFile, errors.New(msg))
 		if msg != s.lastErr {
 			for _, p := range problems {
 				glog.Errorf("File source: %s", p)
@@ -214,14 +214,14 @@ func (s *FileSource) read(ctx context.Context) {
 		}
 		s.lastErr = msg
 	} else {
-		s.sink.SetError(SourceFile, nil)
+		s.sink.SetError(api.SourceFile, nil)
 		s.lastErr = ""
 	}
 	if s.sent && podsEqual(s.last, pods) {
 		return
 	}
 	s.last, s.sent = pods, true
-	s.sink.Set(ctx, SourceFile, pods)
+	s.sink.Set(ctx, api.SourceFile, pods)
 }
 
 // list returns the manifest file paths the source consists of, sorted. A
@@ -299,7 +299,7 @@ func (s *FileSource) readFile(name string) {
 		glog.V(2).Infof("File source: %s is empty; keeping its last pods (%d)", name, len(st.pods))
 		return
 	}
-	pods, ignored, err := api.Parse(data, s.node, SourceFile)
+	pods, ignored, err := api.Parse(data, s.node, api.SourceFile)
 	if err != nil {
 		st.err = keeping(err)
 		return
@@ -311,7 +311,7 @@ func (s *FileSource) readFile(name string) {
 }
 
 func (s *FileSource) fail(err error) {
-	s.sink.SetError(SourceFile, err)
+	s.sink.SetError(api.SourceFile, err)
 	if err.Error() != s.lastErr {
 		if len(s.last) > 0 {
 			glog.Errorf("%v (keeping the %s it last produced)", err, plural(len(s.last), "pod"))

@@ -66,17 +66,17 @@ func (s *URLSource) poll(ctx context.Context) {
 		return
 	}
 	if err != nil {
-		s.sink.SetError(SourceHTTP, err)
+		s.sink.SetError(api.SourceHTTP, err)
 		if err.Error() != s.lastErr {
 			glog.Errorf("URL source %s: %v (keeping its last good pods)", s.url, err)
 		}
 		s.lastErr = err.Error()
 		return
 	}
-	s.sink.SetError(SourceHTTP, nil)
+	s.sink.SetError(api.SourceHTTP, nil)
 	s.lastErr = ""
 	if pods != nil {
-		s.sink.Set(ctx, SourceHTTP, *pods)
+		s.sink.Set(ctx, api.SourceHTTP, *pods)
 	}
 }
 
@@ -115,7 +115,7 @@ func (s *URLSource) fetch(ctx context.Context) (*[]*v1.Pod, error) {
 	if string(data) == s.body && s.body != "" {
 		return nil, nil
 	}
-	pods, ignored, err := api.Parse(data, s.node, SourceHTTP)
+	pods, ignored, err := api.Parse(data, s.node, api.SourceHTTP)
 	if errors.Is(err, api.ErrEmpty) {
 		return nil, errors.New("empty body (an explicit empty list means zero pods)")
 	}

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
-	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/prober"
@@ -462,5 +461,5 @@ func podSourceOf(pod *v1.Pod) string {
 	if s := pod.Annotations[api.ConfigSourceAnnotation]; s != "" {
 		return s
 	}
-	return config.SourceFile
+	return api.SourceFile
 }

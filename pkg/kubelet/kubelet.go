@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
-	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
@@ -211,7 +210,7 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 
 // Run reconciles until ctx is cancelled, then waits for its goroutines. It
 // never touches containers on the way out: pods keep running.
-func (k *Kubelet) Run(ctx context.Context, updates <-chan config.PodUpdate) {
+func (k *Kubelet) Run(ctx context.Context, updates <-chan api.PodUpdate) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Add(1)
@@ -255,7 +254,7 @@ func (k *Kubelet) Run(ctx context.Context, updates <-chan config.PodUpdate) {
 //   - housekeeping: pods left on the node that nothing desires are killed.
 //
 // It returns false when ctx is done.
-func (k *Kubelet) syncLoopIteration(ctx context.Context, workers *podWorkers, updates <-chan config.PodUpdate,
+func (k *Kubelet) syncLoopIteration(ctx context.Context, workers *podWorkers, updates <-chan api.PodUpdate,
 	dirty <-chan struct{}, syncTick, housekeeping <-chan time.Time) bool {
 	k.lastSyncLoop.Store(time.Now().UnixNano())
 	var start time.Time
@@ -296,17 +295,17 @@ func (k *Kubelet) syncLoopIteration(ctx context.Context, workers *podWorkers, up
 	return true
 }
 
-func (k *Kubelet) handleUpdate(workers *podWorkers, u config.PodUpdate) {
+func (k *Kubelet) handleUpdate(workers *podWorkers, u api.PodUpdate) {
 	for _, pod := range u.Pods {
 		glog.Infof("%s pod %s (uid %s)", u.Op, api.Key(pod), pod.UID)
 		k.mu.Lock()
-		if u.Op == config.REMOVE {
+		if u.Op == api.REMOVE {
 			delete(k.pods, pod.UID)
 		} else {
 			k.pods[pod.UID] = pod
 		}
 		k.mu.Unlock()
-		if u.Op == config.REMOVE {
+		if u.Op == api.REMOVE {
 			workers.Update(podWork{UID: pod.UID, Pod: pod, Kill: true})
 		} else {
 			workers.Update(podWork{UID: pod.UID, Pod: pod})

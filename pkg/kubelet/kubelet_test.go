@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
-	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 	"github.com/classic-kubelet/kubelet/pkg/dockertools/dockertest"
 )
@@ -103,13 +102,13 @@ type seenNone struct{}
 
 func (seenNone) Seen(string) bool { return false }
 
-func newTestKubelet(t *testing.T, fake *dockertest.FakeClient, sources SourcesSeen) (*Kubelet, chan config.PodUpdate, func()) {
+func newTestKubelet(t *testing.T, fake *dockertest.FakeClient, sources SourcesSeen) (*Kubelet, chan api.PodUpdate, func()) {
 	t.Helper()
 	k := New(Config{
 		NodeName: "n", RootDir: t.TempDir(), InfraImage: "pause:1",
 		SyncFrequency: 200 * time.Millisecond, RelistPeriod: 50 * time.Millisecond,
 	}, fake, sources)
-	updates := make(chan config.PodUpdate)
+	updates := make(chan api.PodUpdate)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -123,7 +122,7 @@ func desiredPod(name string, images ...string) *v1.Pod {
 	for i, img := range images {
 		p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: string(rune('a' + i)), Image: img})
 	}
-	api.SetDefaults(p, "n", config.SourceFile)
+	api.SetDefaults(p, "n", api.SourceFile)
 	return p
 }
 
@@ -132,7 +131,7 @@ func TestKubeletSyncSteadyStateAndRemove(t *testing.T) {
 	_, updates, stop := newTestKubelet(t, fake, seenAll{})
 	defer stop()
 	pod := desiredPod("web", "img:1", "img:1")
-	updates <- config.PodUpdate{Op: config.ADD, Pods: []*v1.Pod{pod}}
+	updates <- api.PodUpdate{Op: api.ADD, Pods: []*v1.Pod{pod}}
 	waitUntil(t, func() bool { return len(fake.RunningNames()) == 3 })
 
 	// Steady state: relists and resyncs, but no inspect and no action.
@@ -148,7 +147,7 @@ func TestKubeletSyncSteadyStateAndRemove(t *testing.T) {
 		t.Errorf("steady state made %d lists in 500ms at a 50ms period", n)
 	}
 
-	updates <- config.PodUpdate{Op: config.REMOVE, Pods: []*v1.Pod{pod}}
+	updates <- api.PodUpdate{Op: api.REMOVE, Pods: []*v1.Pod{pod}}
 	waitUntil(t, func() bool { return len(fake.RunningNames()) == 0 })
 	waitUntil(t, func() bool { l, _ := fake.List(context.Background(), dockertools.LabelOwner, "n"); return len(l) == 0 })
 }
@@ -157,7 +156,7 @@ func TestKubeletRestartsExitedContainer(t *testing.T) {
 	fake := dockertest.NewFakeClient("pause:1", "img:1")
 	_, updates, stop := newTestKubelet(t, fake, seenAll{})
 	defer stop()
-	updates <- config.PodUpdate{Op: config.ADD, Pods: []*v1.Pod{desiredPod("web", "img:1")}}
+	updates <- api.PodUpdate{Op: api.ADD, Pods: []*v1.Pod{desiredPod("web", "img:1")}}
 	waitUntil(t, func() bool { return len(fake.RunningNames()) == 2 })
 	var appID string
 	l, _ := fake.List(context.Background(), dockertools.LabelOwner, "n")

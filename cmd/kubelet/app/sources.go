@@ -9,6 +9,7 @@ import (
 	"github.com/golang/glog"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
@@ -18,16 +19,16 @@ import (
 func configuredSources(o *Options) []string {
 	var s []string
 	if o.PodManifestPath != "" {
-		s = append(s, config.SourceFile)
+		s = append(s, api.SourceFile)
 	}
 	if o.ManifestURL != "" {
-		s = append(s, config.SourceHTTP)
+		s = append(s, api.SourceHTTP)
 	}
 	if len(o.EtcdServers) > 0 {
-		s = append(s, config.SourceEtcd)
+		s = append(s, api.SourceEtcd)
 	}
 	if o.Port != 0 {
-		s = append(s, config.SourceAPI)
+		s = append(s, api.SourceAPI)
 	}
 	return s
 }
