@@ -94,6 +94,18 @@ func newImageManager(d imageRuntime, p ImagePolicy, infraImage, recordPath strin
 	return m
 }
 
+// forgetPod drops the pull failures of a pod that is gone.
+func (m *imageManager) forgetPod(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	prefix := string(uid) + "/"
+	for key := range m.failures {
+		if strings.HasPrefix(key, prefix) {
+			delete(m.failures, key)
+		}
+	}
+}
+
 // ensure makes a container's image present as its pull policy says:
 // Always pulls, IfNotPresent pulls when absent, Never never pulls. Without a
 // policy, ":latest" or no tag means Always, as in Kubernetes.

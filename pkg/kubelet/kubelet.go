@@ -286,11 +286,13 @@ func (k *Kubelet) syncLoopIteration(ctx context.Context, workers *podWorkers, up
 	case <-housekeeping:
 		start = time.Now()
 		k.backoff.gc(time.Now())
-		for uid := range k.cache.all() {
+		cached := k.cache.all()
+		for uid := range cached {
 			if k.desiredPod(uid) == nil && !workers.Busy(uid) {
 				k.dispatch(workers, uid)
 			}
 		}
+		k.pruneLastSync(cached)
 	}
 	return true
 }
@@ -484,6 +486,21 @@ func (k *Kubelet) logSyncError(w podWork, state *PodState, acted bool, err error
 	}
 }
 
+// pruneLastSync forgets when the agent last acted on pods that are gone:
+// not desired, without containers in a relist newer than that action. The
+// entry is kept until then, so a pod re-added at once still waits for a
+// relist that shows what its removal did.
+func (k *Kubelet) pruneLastSync(cached map[types.UID]*PodState) {
+	relisted := k.cache.lastUpdate()
+	k.syncMu.Lock()
+	defer k.syncMu.Unlock()
+	for uid, t := range k.lastSync {
+		if cached[uid] == nil && relisted.After(t) && k.desiredPod(uid) == nil {
+			delete(k.lastSync, uid)
+		}
+	}
+}
+
 // setWaiting records why a container could not start (nil: it started).
 func (k *Kubelet) setWaiting(uid types.UID, name string, e *containerError) {
 	k.syncMu.Lock()
@@ -504,7 +521,9 @@ func (k *Kubelet) waitingReason(uid types.UID, name string) *containerError {
 	return k.waiting[uid][name]
 }
 
-// forgetPod drops what the agent remembers of a pod that is gone.
+// forgetPod drops what the agent remembers of a pod that is gone: every
+// per-pod map, in one place (but lastSync, which housekeeping prunes once a
+// relist has caught up, see pruneLastSync).
 func (k *Kubelet) forgetPod(uid types.UID, state *PodState) {
 	k.syncMu.Lock()
 	delete(k.waiting, uid)
@@ -512,6 +531,9 @@ func (k *Kubelet) forgetPod(uid types.UID, state *PodState) {
 	k.syncMu.Unlock()
 	k.backoff.forgetPod(uid)
 	k.retries.forget(uid)
+	if k.images != nil {
+		k.images.forgetPod(uid)
+	}
 	k.msgMu.Lock()
 	for _, c := range state.containers() {
 		delete(k.messages, c.ID)

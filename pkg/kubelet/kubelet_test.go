@@ -194,3 +194,21 @@ func TestKubeletKeepsPodsOfUnseenSources(t *testing.T) {
 		t.Errorf("%d stop/remove calls on a pod whose source never spoke", n)
 	}
 }
+
+// lastSync of a removed pod is kept until a relist newer than the removal
+// shows it gone, then forgotten.
+func TestPruneLastSync(t *testing.T) {
+	k := New(Config{NodeName: "n", RootDir: t.TempDir()}, dockertest.NewFakeClient(), seenAll{})
+	removedAt := time.Now()
+	k.lastSync["gone"] = removedAt
+	k.cache.set(map[types.UID]*PodState{}, removedAt.Add(-time.Second)) // older than the removal
+	k.pruneLastSync(k.cache.all())
+	if _, ok := k.lastSync["gone"]; !ok {
+		t.Fatal("forgot lastSync before a relist caught up with the removal")
+	}
+	k.cache.set(map[types.UID]*PodState{}, removedAt.Add(time.Second))
+	k.pruneLastSync(k.cache.all())
+	if _, ok := k.lastSync["gone"]; ok {
+		t.Error("kept lastSync of a pod gone from a newer relist")
+	}
+}
