@@ -5,23 +5,16 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"time"
+
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 
 	docker "github.com/fsouza/go-dockerclient"
 )
 
-// LogOptions selects what Logs streams.
-type LogOptions struct {
-	Follow     bool
-	Timestamps bool
-	TailLines  int64     // < 0: all
-	Since      time.Time // zero: from the start
-}
-
 // Logs streams a container's stdout and stderr (interleaved, as written) to
 // w until the logs end, or, with Follow, until ctx is cancelled. It has no
 // short timeout.
-func (c *Client) Logs(ctx context.Context, id string, o LogOptions, w io.Writer) error {
+func (c *Client) Logs(ctx context.Context, id string, o kubecontainer.LogOptions, w io.Writer) error {
 	tail := "all"
 	if o.TailLines >= 0 {
 		tail = strconv.FormatInt(o.TailLines, 10)

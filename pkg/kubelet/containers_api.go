@@ -1,11 +1,14 @@
 package kubelet
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"time"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -93,3 +96,14 @@ const (
 	// unhealthy (a relist period of 1 s makes it 5 s).
 	relistHealthMin = 5 * time.Second
 )
+
+// Logs streams a container's output. The API reaches the runtime only
+// through the Kubelet, so its calls are measured like the agent's own.
+func (k *Kubelet) Logs(ctx context.Context, id string, o kubecontainer.LogOptions, w io.Writer) error {
+	return k.docker.Logs(ctx, id, o, w)
+}
+
+// Exec runs a command in a running container (see Runtime.Exec).
+func (k *Kubelet) Exec(ctx context.Context, id string, cmd []string, timeout time.Duration) (int, []byte, error) {
+	return k.docker.Exec(ctx, id, cmd, timeout)
+}

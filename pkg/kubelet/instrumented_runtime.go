@@ -5,6 +5,8 @@ import (
 	"io"
 	"time"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 )
@@ -130,7 +132,7 @@ func (i instrumentedRuntime) ImageUser(ctx context.Context, image string) (strin
 	return out, err
 }
 
-func (i instrumentedRuntime) Logs(ctx context.Context, id string, o dockertools.LogOptions, w io.Writer) error {
+func (i instrumentedRuntime) Logs(ctx context.Context, id string, o kubecontainer.LogOptions, w io.Writer) error {
 	start := time.Now()
 	err := i.r.Logs(ctx, id, o, w)
 	i.observe("logs", start, err)

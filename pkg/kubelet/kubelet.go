@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+
 	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,7 +41,7 @@ type Runtime interface {
 	Exec(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (int, []byte, error)
 	ImageUser(ctx context.Context, image string) (string, error)
 	BuildPauseImage(ctx context.Context, tag, binary string) error
-	Logs(ctx context.Context, id string, o dockertools.LogOptions, w io.Writer) error
+	Logs(ctx context.Context, id string, o kubecontainer.LogOptions, w io.Writer) error
 }
 
 var _ Runtime = (*dockertools.Client)(nil)

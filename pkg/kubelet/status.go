@@ -8,6 +8,8 @@ import (
 	"sort"
 	"time"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -212,7 +214,7 @@ func (k *Kubelet) terminationMessage(pod *v1.Pod, c *v1.Container, inst *Contain
 	if msg == "" && inst.ExitCode != 0 && c.TerminationMessagePolicy == v1.TerminationMessageFallbackToLogsOnError {
 		var buf bytes.Buffer
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := k.docker.Logs(ctx, inst.ID, dockertools.LogOptions{TailLines: fallbackLogLines}, &buf); err == nil {
+		if err := k.docker.Logs(ctx, inst.ID, kubecontainer.LogOptions{TailLines: fallbackLogLines}, &buf); err == nil {
 			msg = buf.String()
 			if len(msg) > fallbackLogBytes {
 				msg = msg[len(msg)-fallbackLogBytes:]

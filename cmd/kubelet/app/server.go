@@ -114,7 +114,7 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 	// it runs, and for good if it cannot (no cgroups).
 	stats := cadvisor.New(o.DockerEndpoint, o.HousekeepingInterval)
 	defer stats.Stop()
-	deps := server.Deps{Host: k, Runtime: docker, Pods: apiSource, Sources: merger, Metrics: m.Registry, StatsErr: stats.Err(), Events: recorder}
+	deps := server.Deps{Host: k, Runtime: k, Pods: apiSource, Sources: merger, Metrics: m.Registry, StatsErr: stats.Err(), Events: recorder}
 	if stats.Err() == nil {
 		deps.Stats = stats
 		if col, err := stats.Collector(); err == nil {

@@ -344,7 +344,7 @@ func (f *FakeClient) ImageUser(_ context.Context, image string) (string, error) 
 }
 
 // Logs implements the runtime's Logs: every container logged one line.
-func (f *FakeClient) Logs(_ context.Context, id string, _ dockertools.LogOptions, w io.Writer) error {
+func (f *FakeClient) Logs(_ context.Context, id string, _ kubecontainer.LogOptions, w io.Writer) error {
 	f.mu.Lock()
 	err := f.record("logs", id)
 	f.mu.Unlock()

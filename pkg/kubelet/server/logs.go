@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
 func readAll(r *http.Request) ([]byte, error) { return io.ReadAll(r.Body) }
@@ -46,7 +46,7 @@ func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request, p map[str
 		}
 		return b, nil
 	}
-	opts := dockertools.LogOptions{TailLines: -1}
+	opts := kubecontainer.LogOptions{TailLines: -1}
 	var err error
 	var previous bool
 	for name, dst := range map[string]*bool{"follow": &opts.Follow, "timestamps": &opts.Timestamps, "previous": &previous} {

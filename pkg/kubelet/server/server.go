@@ -19,12 +19,13 @@ import (
 	"strings"
 	"time"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+
 	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/classic-kubelet/kubelet/pkg/config"
-	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/cadvisor"
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,7 +45,7 @@ type HostInterface interface {
 
 // ContainerRuntime runs the container operations the API exposes.
 type ContainerRuntime interface {
-	Logs(ctx context.Context, id string, o dockertools.LogOptions, w io.Writer) error
+	Logs(ctx context.Context, id string, o kubecontainer.LogOptions, w io.Writer) error
 	Exec(ctx context.Context, id string, cmd []string, timeout time.Duration) (int, []byte, error)
 }
 

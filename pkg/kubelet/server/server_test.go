@@ -15,11 +15,12 @@ import (
 	"testing"
 	"time"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/classic-kubelet/kubelet/pkg/config"
-	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet"
 )
 
@@ -42,7 +43,7 @@ func (f *fakeHost) Health() (error, error)              { return nil, f.relist }
 
 type fakeRuntime struct{}
 
-func (fakeRuntime) Logs(_ context.Context, id string, o dockertools.LogOptions, w io.Writer) error {
+func (fakeRuntime) Logs(_ context.Context, id string, o kubecontainer.LogOptions, w io.Writer) error {
 	fmt.Fprintf(w, "logs of %s tail=%d follow=%v\n", id, o.TailLines, o.Follow)
 	return nil
 }
