@@ -9,13 +9,15 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
 const (
 	// namePrefix marks containers the agent names; the classic agent used it too.
 	namePrefix = "k8s"
 	// InfraContainerName is the container name of a pod's infra container.
-	InfraContainerName = "POD"
+	InfraContainerName = kubecontainer.InfraContainerName
 )
 
 // ContainerName is what a Docker container name

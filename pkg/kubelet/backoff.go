@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -55,7 +57,7 @@ func backoffKey(uid types.UID, container, hash string) string {
 // waiting reports whether a container must wait longer before its next
 // attempt, and until when. last is its newest instance with the key's hash,
 // nil if there is none.
-func (b *backoff) waiting(key string, last *ContainerState, now time.Time) (time.Time, bool) {
+func (b *backoff) waiting(key string, last *kubecontainer.ContainerState, now time.Time) (time.Time, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.entries[key]
@@ -72,7 +74,7 @@ func (b *backoff) waiting(key string, last *ContainerState, now time.Time) (time
 		delete(b.entries, key)
 		return time.Time{}, false
 	default:
-		failed = last.exitedAt()
+		failed = last.ExitedAt()
 	}
 	until := failed.Add(e.delay)
 	return until, now.Before(until)

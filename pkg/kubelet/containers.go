@@ -79,16 +79,6 @@ func (k *Kubelet) acquireStart(ctx context.Context) (func(), error) {
 	}
 }
 
-// runningInfra returns the pod's running infra container, or nil.
-func (p *PodState) runningInfra() *ContainerState {
-	for _, c := range p.Infra() {
-		if c.Running {
-			return c
-		}
-	}
-	return nil
-}
-
 func (k *Kubelet) startInfra(ctx context.Context, pod *v1.Pod) (id, ip string, err error) {
 	present, err := k.docker.ImagePresent(ctx, k.cfg.InfraImage)
 	if err != nil {
@@ -329,12 +319,12 @@ func deadlineOr(ctx context.Context, def time.Time) time.Time {
 // killPod stops and removes every container of a pod that is no longer
 // desired, then its directory. pod is its last spec, if known (for preStop
 // hooks). It reports whether it acted on Docker.
-func (k *Kubelet) killPod(ctx context.Context, uid types.UID, pod *v1.Pod, state *PodState) (bool, error) {
+func (k *Kubelet) killPod(ctx context.Context, uid types.UID, pod *v1.Pod, state *kubecontainer.PodState) (bool, error) {
 	k.probes.RemovePod(uid)
 	acted := state != nil && len(state.Containers) > 0
 	if acted {
 		glog.Infof("Killing pod %s/%s (uid %s)", state.Namespace, state.Name, uid)
-		var apps, infra []*ContainerState
+		var apps, infra []*kubecontainer.ContainerState
 		for _, c := range state.Containers {
 			switch {
 			case !c.Running:
@@ -370,7 +360,7 @@ func (k *Kubelet) killPod(ctx context.Context, uid types.UID, pod *v1.Pod, state
 }
 
 // stopAll stops containers in parallel, each with the grace period.
-func (k *Kubelet) stopAll(ctx context.Context, pod *v1.Pod, state *PodState, cs []*ContainerState, grace time.Duration) error {
+func (k *Kubelet) stopAll(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, cs []*kubecontainer.ContainerState, grace time.Duration) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(cs))
 	for i, c := range cs {
@@ -388,7 +378,7 @@ func (k *Kubelet) stopAll(ctx context.Context, pod *v1.Pod, state *PodState, cs 
 // then has Docker send the image's stop signal and kill the container after
 // what remains of the grace period (at least minStopGrace). A grace of 0
 // kills at once, without hooks: for containers whose sandbox is gone.
-func (k *Kubelet) stopContainer(ctx context.Context, pod *v1.Pod, state *PodState, c *ContainerState, grace time.Duration) error {
+func (k *Kubelet) stopContainer(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, c *kubecontainer.ContainerState, grace time.Duration) error {
 	if grace == 0 {
 		return k.docker.Stop(ctx, c.ID, 0)
 	}
@@ -398,7 +388,7 @@ func (k *Kubelet) stopContainer(ctx context.Context, pod *v1.Pod, state *PodStat
 	}
 	if spec := containerSpec(pod, c.Name); spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil {
 		podIP := ""
-		if infra := state.runningInfra(); infra != nil {
+		if infra := state.RunningInfra(); infra != nil {
 			podIP = infra.IP
 		}
 		if pod.Spec.HostNetwork {
@@ -447,7 +437,7 @@ func gracePeriod(pod *v1.Pod) time.Duration {
 
 // labelGrace is the grace period recorded on a pod's containers, for pods
 // whose spec is gone.
-func labelGrace(state *PodState) time.Duration {
+func labelGrace(state *kubecontainer.PodState) time.Duration {
 	for _, c := range state.Containers {
 		var secs int64
 		if _, err := fmt.Sscan(c.Labels[dockertools.LabelGracePeriod], &secs); err == nil {

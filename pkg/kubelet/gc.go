@@ -7,6 +7,8 @@ import (
 	"sort"
 	"time"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+
 	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,14 +33,14 @@ type GCPolicy struct {
 // init containers and the final containers of a finished pod), or anything
 // younger than MinAge. Pods no longer desired are not its business: their
 // worker removes all of their containers.
-func deadContainersToRemove(pods map[types.UID]*PodState, desired func(types.UID) *v1.Pod, p GCPolicy, now time.Time) []*ContainerState {
+func deadContainersToRemove(pods map[types.UID]*kubecontainer.PodState, desired func(types.UID) *v1.Pod, p GCPolicy, now time.Time) []*kubecontainer.ContainerState {
 	perContainer := max(p.MaxPerContainer, 1)
 	type dead struct {
-		c      *ContainerState
+		c      *kubecontainer.ContainerState
 		pinned bool // the newest instance: never removed
 	}
 	var all []dead
-	var out []*ContainerState
+	var out []*kubecontainer.ContainerState
 	for uid, pod := range pods {
 		spec := desired(uid)
 		if spec == nil {
@@ -57,7 +59,7 @@ func deadContainersToRemove(pods map[types.UID]*PodState, desired func(types.UID
 				continue
 			}
 			count[c.Name]++
-			old := now.Sub(c.exitedAt()) >= p.MinAge // a container that never started: since created
+			old := now.Sub(c.ExitedAt()) >= p.MinAge // a container that never started: since created
 			switch {
 			case !inSpec[c.Name] && old:
 				out = append(out, c) // its container is gone from the spec
@@ -71,13 +73,13 @@ func deadContainersToRemove(pods map[types.UID]*PodState, desired func(types.UID
 		}
 	}
 	if p.MaxTotal >= 0 && len(all) > p.MaxTotal {
-		sort.Slice(all, func(i, j int) bool { return all[i].c.exitedAt().Before(all[j].c.exitedAt()) })
+		sort.Slice(all, func(i, j int) bool { return all[i].c.ExitedAt().Before(all[j].c.ExitedAt()) })
 		excess := len(all) - p.MaxTotal
 		for _, d := range all {
 			if excess == 0 {
 				break
 			}
-			if !d.pinned && now.Sub(d.c.exitedAt()) >= p.MinAge {
+			if !d.pinned && now.Sub(d.c.ExitedAt()) >= p.MinAge {
 				out = append(out, d.c)
 				excess--
 			}
@@ -90,9 +92,9 @@ func deadContainersToRemove(pods map[types.UID]*PodState, desired func(types.UID
 // symlinks whose container is gone.
 func (k *Kubelet) garbageCollect(ctx context.Context) {
 	for _, c := range deadContainersToRemove(k.cache.all(), k.desiredPod, k.housekeeping().GC, time.Now()) {
-		glog.V(2).Infof("GC: removing dead container %s", c.DockerName)
+		glog.V(2).Infof("GC: removing dead container %s", c.RuntimeName)
 		if err := k.removeContainer(ctx, c); err != nil {
-			glog.Errorf("GC: remove %s: %v", c.DockerName, err)
+			glog.Errorf("GC: remove %s: %v", c.RuntimeName, err)
 		}
 	}
 	k.logLinks().removeDangling()
@@ -123,7 +125,7 @@ func (k *Kubelet) removeOrphanPodDirs() {
 }
 
 // removeContainer removes a container and its log symlink.
-func (k *Kubelet) removeContainer(ctx context.Context, c *ContainerState) error {
+func (k *Kubelet) removeContainer(ctx context.Context, c *kubecontainer.ContainerState) error {
 	if err := k.docker.Remove(ctx, c.ID); err != nil {
 		return err
 	}

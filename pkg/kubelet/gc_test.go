@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -15,15 +17,15 @@ func TestDeadContainersToRemove(t *testing.T) {
 	pod := testPod(v1.RestartPolicyAlways, "a")
 	pod.Spec.InitContainers = []v1.Container{{Name: "init", Image: "img:1"}}
 	// dead makes a dead container (ID: name-minutes) that finished ago before now.
-	dead := func(name string, ago time.Duration) *ContainerState {
-		return &ContainerState{ID: name + "-" + ago.String(), Name: name, CreatedAt: now.Add(-ago - time.Second), FinishedAt: now.Add(-ago)}
+	dead := func(name string, ago time.Duration) *kubecontainer.ContainerState {
+		return &kubecontainer.ContainerState{ID: name + "-" + ago.String(), Name: name, CreatedAt: now.Add(-ago - time.Second), FinishedAt: now.Add(-ago)}
 	}
-	run := func(name string) *ContainerState {
-		return &ContainerState{ID: name + "-run", Name: name, Running: true, CreatedAt: now}
+	run := func(name string) *kubecontainer.ContainerState {
+		return &kubecontainer.ContainerState{ID: name + "-run", Name: name, Running: true, CreatedAt: now}
 	}
-	mk := func(cs ...*ContainerState) map[types.UID]*PodState {
+	mk := func(cs ...*kubecontainer.ContainerState) map[types.UID]*kubecontainer.PodState {
 		st := state(cs...)
-		return map[types.UID]*PodState{pod.UID: st}
+		return map[types.UID]*kubecontainer.PodState{pod.UID: st}
 	}
 	desired := func(uid types.UID) *v1.Pod {
 		if uid == pod.UID {
@@ -33,7 +35,7 @@ func TestDeadContainersToRemove(t *testing.T) {
 	}
 	cases := []struct {
 		name   string
-		pods   map[types.UID]*PodState
+		pods   map[types.UID]*kubecontainer.PodState
 		policy GCPolicy
 		want   string
 	}{
@@ -47,7 +49,7 @@ func TestDeadContainersToRemove(t *testing.T) {
 		{"gone from the spec", mk(run("a"), dead("old", time.Hour)), GCPolicy{MaxPerContainer: 1, MaxTotal: -1}, "old-1h0m0s"},
 		{"global cap never takes the newest", mk(dead("a", time.Minute), dead("a", 2*time.Minute), dead("init", time.Hour), dead("POD", time.Hour)),
 			GCPolicy{MaxPerContainer: 5, MaxTotal: 1}, "a-2m0s"},
-		{"pods not desired are left to their worker", map[types.UID]*PodState{"other": state(dead("a", time.Hour), dead("a", 2*time.Hour))},
+		{"pods not desired are left to their worker", map[types.UID]*kubecontainer.PodState{"other": state(dead("a", time.Hour), dead("a", 2*time.Hour))},
 			GCPolicy{MaxPerContainer: 1, MaxTotal: 0}, ""},
 	}
 	for _, c := range cases {

@@ -184,7 +184,7 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 	k.relist.metrics = k.metrics
 	// Log links are made from the relist's inspect rather than one of
 	// their own on the start path; a restarted agent remakes them all.
-	k.relist.onLogPath = func(c *ContainerState) {
+	k.relist.onLogPath = func(c *kubecontainer.ContainerState) {
 		if c.Name != infraName {
 			k.logLinks().create(c.Labels[dockertools.LabelPodName], c.Labels[dockertools.LabelPodNamespace], c.Name, c.ID, c.LogPath)
 		}
@@ -333,7 +333,7 @@ func (k *Kubelet) dispatch(workers *podWorkers, uid types.UID) {
 }
 
 // podSource is the source recorded on the pod's containers.
-func podSource(state *PodState) string {
+func podSource(state *kubecontainer.PodState) string {
 	for _, c := range state.Containers {
 		if s := c.Labels[dockertools.LabelSource]; s != "" {
 			return s
@@ -451,7 +451,7 @@ func (k *Kubelet) syncPodWork(ctx context.Context, w podWork) {
 // logSyncError logs a pod's sync error when it appears or changes, and once
 // when a sync that acted succeeds: a pod failing the same way on every
 // back-off retry (and idle between them) does not fill the log.
-func (k *Kubelet) logSyncError(w podWork, state *PodState, acted bool, err error) {
+func (k *Kubelet) logSyncError(w podWork, state *kubecontainer.PodState, acted bool, err error) {
 	msg := ""
 	if err != nil {
 		msg = err.Error()
@@ -492,7 +492,7 @@ func (k *Kubelet) logSyncError(w podWork, state *PodState, acted bool, err error
 // not desired, without containers in a relist newer than that action. The
 // entry is kept until then, so a pod re-added at once still waits for a
 // relist that shows what its removal did.
-func (k *Kubelet) pruneLastSync(cached map[types.UID]*PodState) {
+func (k *Kubelet) pruneLastSync(cached map[types.UID]*kubecontainer.PodState) {
 	relisted := k.cache.lastUpdate()
 	k.syncMu.Lock()
 	defer k.syncMu.Unlock()
@@ -526,7 +526,7 @@ func (k *Kubelet) waitingReason(uid types.UID, name string) *containerError {
 // forgetPod drops what the agent remembers of a pod that is gone: every
 // per-pod map, in one place (but lastSync, which housekeeping prunes once a
 // relist has caught up, see pruneLastSync).
-func (k *Kubelet) forgetPod(uid types.UID, state *PodState) {
+func (k *Kubelet) forgetPod(uid types.UID, state *kubecontainer.PodState) {
 	k.syncMu.Lock()
 	delete(k.waiting, uid)
 	delete(k.lastErr, uid)
@@ -537,7 +537,7 @@ func (k *Kubelet) forgetPod(uid types.UID, state *PodState) {
 		k.images.forgetPod(uid)
 	}
 	k.msgMu.Lock()
-	for _, c := range state.containers() {
+	for _, c := range state.All() {
 		delete(k.messages, c.ID)
 	}
 	k.msgMu.Unlock()

@@ -40,7 +40,7 @@ func TestRelistInspectsOnlyWhatChanged(t *testing.T) {
 	cache := newPodCache()
 	r := newRelister(fake, "n", time.Second, cache, func(uids []types.UID) { dirty = append(dirty, uids...) })
 	var seen []string
-	r.onLogPath = func(c *ContainerState) { seen = append(seen, c.ID) }
+	r.onLogPath = func(c *kubecontainer.ContainerState) { seen = append(seen, c.ID) }
 	steps := []struct {
 		name        string
 		change      func()
@@ -201,12 +201,12 @@ func TestPruneLastSync(t *testing.T) {
 	k := New(Config{NodeName: "n", RootDir: t.TempDir()}, dockertest.NewFakeClient(), seenAll{})
 	removedAt := time.Now()
 	k.lastSync["gone"] = removedAt
-	k.cache.set(map[types.UID]*PodState{}, removedAt.Add(-time.Second)) // older than the removal
+	k.cache.set(map[types.UID]*kubecontainer.PodState{}, removedAt.Add(-time.Second)) // older than the removal
 	k.pruneLastSync(k.cache.all())
 	if _, ok := k.lastSync["gone"]; !ok {
 		t.Fatal("forgot lastSync before a relist caught up with the removal")
 	}
-	k.cache.set(map[types.UID]*PodState{}, removedAt.Add(time.Second))
+	k.cache.set(map[types.UID]*kubecontainer.PodState{}, removedAt.Add(time.Second))
 	k.pruneLastSync(k.cache.all())
 	if _, ok := k.lastSync["gone"]; ok {
 		t.Error("kept lastSync of a pod gone from a newer relist")

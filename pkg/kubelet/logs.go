@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"regexp"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+
 	"github.com/golang/glog"
 
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
@@ -45,7 +47,7 @@ func (l logLinks) create(pod, namespace, container, id, logPath string) {
 }
 
 // remove drops a removed container's link.
-func (l logLinks) remove(c *ContainerState) {
+func (l logLinks) remove(c *kubecontainer.ContainerState) {
 	if l.dir == "" {
 		return
 	}

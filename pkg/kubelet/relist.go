@@ -50,11 +50,11 @@ type relister struct {
 	// onLogPath (optional) gets each container the first time it is seen
 	// with a log file: Docker names it at the start, so a container first
 	// inspected between its create and its start comes back later.
-	onLogPath func(*ContainerState)
+	onLogPath func(*kubecontainer.ContainerState)
 	metrics   *metrics.Metrics // optional
 
-	known    map[string]*ContainerState // by container ID; owned by Run
-	failures int                        // consecutive failed relists; owned by Run
+	known    map[string]*kubecontainer.ContainerState // by container ID; owned by Run
+	failures int                                      // consecutive failed relists; owned by Run
 
 	trigger chan struct{} // cap 1: "relist now"
 
@@ -64,7 +64,7 @@ type relister struct {
 
 func newRelister(docker containerLister, node string, period time.Duration, cache *podCache, onDirty func([]types.UID)) *relister {
 	return &relister{docker: docker, node: node, period: period, cache: cache, onDirty: onDirty,
-		known: map[string]*ContainerState{}, trigger: make(chan struct{}, 1)}
+		known: map[string]*kubecontainer.ContainerState{}, trigger: make(chan struct{}, 1)}
 }
 
 // poke asks for a relist at once; it never blocks.
@@ -189,8 +189,8 @@ func (r *relister) relist(ctx context.Context) error {
 		}
 		return err
 	}
-	pods := map[types.UID]*PodState{}
-	known := make(map[string]*ContainerState, len(list))
+	pods := map[types.UID]*kubecontainer.PodState{}
+	known := make(map[string]*kubecontainer.ContainerState, len(list))
 	dirty := map[types.UID]bool{}
 	fresh, err := r.inspectChanged(ctx, list, evented)
 	if err != nil {
@@ -214,7 +214,7 @@ func (r *relister) relist(ctx context.Context) error {
 		uid := types.UID(st.Labels[dockertools.LabelPodUID])
 		pod := pods[uid]
 		if pod == nil {
-			pod = &PodState{UID: uid, Name: st.Labels[dockertools.LabelPodName], Namespace: st.Labels[dockertools.LabelPodNamespace]}
+			pod = &kubecontainer.PodState{UID: uid, Name: st.Labels[dockertools.LabelPodName], Namespace: st.Labels[dockertools.LabelPodNamespace]}
 			pods[uid] = pod
 		}
 		pod.Containers = append(pod.Containers, st)
@@ -225,7 +225,7 @@ func (r *relister) relist(ctx context.Context) error {
 		}
 	}
 	for _, p := range pods {
-		sortNewestFirst(p.Containers)
+		kubecontainer.SortNewestFirst(p.Containers)
 	}
 	r.known = known
 	r.cache.set(pods, start)
@@ -233,7 +233,7 @@ func (r *relister) relist(ctx context.Context) error {
 		r.metrics.RelistDuration.Observe(time.Since(start).Seconds())
 		runningPods, runningContainers := 0, 0
 		for _, p := range pods {
-			if p.runningInfra() != nil {
+			if p.RunningInfra() != nil {
 				runningPods++
 			}
 			for _, c := range p.Containers {
@@ -264,7 +264,7 @@ const maxParallelInspects = 8
 // inspectChanged inspects the listed containers that are new, changed
 // running state or were named by an event. A container gone since the list
 // maps to nil.
-func (r *relister) inspectChanged(ctx context.Context, list []dockertools.Container, evented map[string]struct{}) (map[string]*ContainerState, error) {
+func (r *relister) inspectChanged(ctx context.Context, list []dockertools.Container, evented map[string]struct{}) (map[string]*kubecontainer.ContainerState, error) {
 	var todo []string
 	for _, c := range list {
 		_, ev := evented[c.ID]
@@ -272,7 +272,7 @@ func (r *relister) inspectChanged(ctx context.Context, list []dockertools.Contai
 			todo = append(todo, c.ID)
 		}
 	}
-	out := make(map[string]*ContainerState, len(todo))
+	out := make(map[string]*kubecontainer.ContainerState, len(todo))
 	var mu sync.Mutex
 	var firstErr error
 	sem := make(chan struct{}, maxParallelInspects)
@@ -283,7 +283,7 @@ func (r *relister) inspectChanged(ctx context.Context, list []dockertools.Contai
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			var st *ContainerState
+			var st *kubecontainer.ContainerState
 			d, err := r.docker.Inspect(ctx, id)
 			switch {
 			case errors.Is(err, kubecontainer.ErrNotFound):
@@ -308,7 +308,7 @@ func (r *relister) inspectChanged(ctx context.Context, list []dockertools.Contai
 
 // containerState converts an inspected container; one without the agent's
 // name or pod labels is not ours to manage.
-func containerState(d *dockertools.ContainerDetail) (*ContainerState, error) {
+func containerState(d *dockertools.ContainerDetail) (*kubecontainer.ContainerState, error) {
 	n, err := dockertools.ParseName(d.Name)
 	if err != nil {
 		return nil, err
@@ -316,9 +316,9 @@ func containerState(d *dockertools.ContainerDetail) (*ContainerState, error) {
 	if d.Labels[dockertools.LabelPodUID] == "" {
 		return nil, errors.New("no pod UID label")
 	}
-	return &ContainerState{
+	return &kubecontainer.ContainerState{
 		ID:           d.ID,
-		DockerName:   d.Name,
+		RuntimeName:  d.Name,
 		Name:         n.Container,
 		Hash:         n.Hash,
 		RestartCount: dockertools.ParseRestartCount(d.Labels),

@@ -51,12 +51,12 @@ func (k *Kubelet) withStatus(p *v1.Pod) *v1.Pod {
 // containers (as of the last relist), the probes, and the reasons recorded
 // when a container could not start. Only the conditions' transition times
 // come from memory (checkpointed), so a restarted agent reports the same.
-func (k *Kubelet) podStatus(pod *v1.Pod, state *PodState) v1.PodStatus {
+func (k *Kubelet) podStatus(pod *v1.Pod, state *kubecontainer.PodState) v1.PodStatus {
 	st := v1.PodStatus{QOSClass: qosClass(pod), HostIP: k.hostIP}
 	if st.HostIP != "" {
 		st.HostIPs = []v1.HostIP{{IP: st.HostIP}}
 	}
-	infra := state.runningInfra()
+	infra := state.RunningInfra()
 	if infra != nil {
 		st.PodIP = infra.IP
 		if pod.Spec.HostNetwork {
@@ -69,12 +69,14 @@ func (k *Kubelet) podStatus(pod *v1.Pod, state *PodState) v1.PodStatus {
 		st.PodIPs = []v1.PodIP{{IP: st.PodIP}}
 	}
 	finished := state != nil && podFinished(pod, state)
-	current := func(c *ContainerState) bool { return infra != nil && !c.CreatedAt.Before(infra.CreatedAt) }
+	current := func(c *kubecontainer.ContainerState) bool {
+		return infra != nil && !c.CreatedAt.Before(infra.CreatedAt)
+	}
 
 	initDone := true
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		var instances []*ContainerState
+		var instances []*kubecontainer.ContainerState
 		for _, inst := range state.Instances(c.Name) {
 			if current(inst) || finished {
 				instances = append(instances, inst)
@@ -140,7 +142,7 @@ func (k *Kubelet) podStatus(pod *v1.Pod, state *PodState) v1.PodStatus {
 // containerStatus describes a container from its instances, newest first.
 // fresh is the waiting reason of a container with no instance yet. An init
 // container that exited 0 has completed, whatever the restart policy.
-func (k *Kubelet) containerStatus(pod *v1.Pod, c *v1.Container, instances []*ContainerState, finished, init bool, fresh string) v1.ContainerStatus {
+func (k *Kubelet) containerStatus(pod *v1.Pod, c *v1.Container, instances []*kubecontainer.ContainerState, finished, init bool, fresh string) v1.ContainerStatus {
 	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
 	started := false
 	cs.Started = &started
@@ -170,7 +172,7 @@ func (k *Kubelet) containerStatus(pod *v1.Pod, c *v1.Container, instances []*Con
 		cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(last.StartedAt)}
 		started = k.probes.Started(c, last.ID)
 		cs.Ready = k.probes.Ready(c, last.ID)
-	case last.Status == "created" && !last.failedToStart():
+	case last.Status == "created" && !last.FailedToStart():
 		cs.State.Waiting = waitingFor(reasonCreating)
 	case !finished && last.Hash == dockertools.HashContainer(pod, c) && shouldRestart(pod.Spec.RestartPolicy, last.ExitCode) &&
 		!(init && last.ExitCode == 0):
@@ -189,8 +191,8 @@ func (k *Kubelet) containerStatus(pod *v1.Pod, c *v1.Container, instances []*Con
 
 // exitMessage is a dead container's message: why Docker could not start it,
 // or what it left as its termination message.
-func (k *Kubelet) exitMessage(pod *v1.Pod, c *v1.Container, inst *ContainerState) string {
-	if inst.failedToStart() {
+func (k *Kubelet) exitMessage(pod *v1.Pod, c *v1.Container, inst *kubecontainer.ContainerState) string {
+	if inst.FailedToStart() {
 		return inst.Error
 	}
 	return k.terminationMessage(pod, c, inst)
@@ -199,7 +201,7 @@ func (k *Kubelet) exitMessage(pod *v1.Pod, c *v1.Container, inst *ContainerState
 // terminationMessage is what a dead container left in its termination
 // message file (or, under FallbackToLogsOnError, the tail of its logs when
 // it failed without one). It is read once per container: it cannot change.
-func (k *Kubelet) terminationMessage(pod *v1.Pod, c *v1.Container, inst *ContainerState) string {
+func (k *Kubelet) terminationMessage(pod *v1.Pod, c *v1.Container, inst *kubecontainer.ContainerState) string {
 	k.msgMu.Lock()
 	msg, ok := k.messages[inst.ID]
 	k.msgMu.Unlock()
@@ -234,10 +236,10 @@ const (
 	fallbackLogBytes = 2048
 )
 
-func terminated(c *ContainerState) v1.ContainerState {
+func terminated(c *kubecontainer.ContainerState) v1.ContainerState {
 	reason := "Completed"
 	switch {
-	case c.failedToStart():
+	case c.FailedToStart():
 		reason = reasonCannotRun
 	case c.OOMKilled:
 		reason = "OOMKilled"

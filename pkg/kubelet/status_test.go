@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -15,29 +17,29 @@ func TestPodStatusPhases(t *testing.T) {
 	cases := []struct {
 		name      string
 		pod       *v1.Pod
-		state     func(b *builder, p *v1.Pod) *PodState
+		state     func(b *builder, p *v1.Pod) *kubecontainer.PodState
 		phase     v1.PodPhase
 		ready     v1.ConditionStatus
 		init      v1.ConditionStatus
 		appReason string // waiting reason of the first app container, or its state
 	}{
-		{"not started", testPod(v1.RestartPolicyAlways, "a"), func(b *builder, p *v1.Pod) *PodState { return nil },
+		{"not started", testPod(v1.RestartPolicyAlways, "a"), func(b *builder, p *v1.Pod) *kubecontainer.PodState { return nil },
 			v1.PodPending, v1.ConditionFalse, v1.ConditionTrue, "ContainerCreating"},
-		{"running", testPod(v1.RestartPolicyAlways, "a"), func(b *builder, p *v1.Pod) *PodState {
+		{"running", testPod(v1.RestartPolicyAlways, "a"), func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, infraName, true, 0, ""), b.c(p, "a", true, 0, ""))
 		}, v1.PodRunning, v1.ConditionTrue, v1.ConditionTrue, "running"},
-		{"crash looping", testPod(v1.RestartPolicyAlways, "a"), func(b *builder, p *v1.Pod) *PodState {
+		{"crash looping", testPod(v1.RestartPolicyAlways, "a"), func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			c := b.c(p, "a", false, 2, "")
 			c.RestartCount = 3
 			return state(b.c(p, infraName, true, 0, ""), c)
 		}, v1.PodRunning, v1.ConditionFalse, v1.ConditionTrue, "CrashLoopBackOff"},
-		{"initializing", withInit(), func(b *builder, p *v1.Pod) *PodState {
+		{"initializing", withInit(), func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, infraName, true, 0, ""), b.c(p, "i1", true, 0, ""))
 		}, v1.PodPending, v1.ConditionFalse, v1.ConditionFalse, "PodInitializing"},
-		{"job succeeded", testPod(v1.RestartPolicyOnFailure, "a"), func(b *builder, p *v1.Pod) *PodState {
+		{"job succeeded", testPod(v1.RestartPolicyOnFailure, "a"), func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, infraName, false, 0, ""), b.c(p, "a", false, 0, ""))
 		}, v1.PodSucceeded, v1.ConditionFalse, v1.ConditionTrue, "terminated"},
-		{"failed under Never", testPod(v1.RestartPolicyNever, "a"), func(b *builder, p *v1.Pod) *PodState {
+		{"failed under Never", testPod(v1.RestartPolicyNever, "a"), func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, infraName, false, 0, ""), b.c(p, "a", false, 1, ""))
 		}, v1.PodFailed, v1.ConditionFalse, v1.ConditionTrue, "terminated"},
 	}
@@ -81,7 +83,7 @@ func TestConditionTimesPersist(t *testing.T) {
 	pod := testPod(v1.RestartPolicyAlways, "a")
 	b := &builder{t0: time.Now().Add(-time.Hour)}
 	running := state(b.c(pod, infraName, true, 0, ""), b.c(pod, "a", true, 0, ""))
-	readyTime := func(k *Kubelet, s *PodState) time.Time {
+	readyTime := func(k *Kubelet, s *kubecontainer.PodState) time.Time {
 		for _, c := range k.podStatus(pod, s).Conditions {
 			if c.Type == v1.PodReady {
 				return c.LastTransitionTime.Time

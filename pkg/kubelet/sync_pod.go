@@ -22,30 +22,30 @@ import (
 // podActions is what syncPod must do to bring a pod to its spec.
 type podActions struct {
 	createInfra bool
-	kill        []*ContainerState // running containers to stop (app or infra)
-	killReasons map[string]string // container ID → why, when not obvious
-	startInit   int               // index into spec.initContainers to start, or -1
-	start       []int             // indexes into spec.containers, in order
-	restarts    map[string]int    // restart count of each container to start, by name
-	crashed     map[string]string // back-off key of each start that retries a failure, by name ("POD": the sandbox)
-	waiting     []string          // containers held back by back-off ("POD": the sandbox)
-	retryAt     time.Time         // when the first of them may restart
-	initFailed  bool              // an init container failed for good: the pod has failed
-	sandboxGone bool              // the infra container stopped: kill the rest without grace
+	kill        []*kubecontainer.ContainerState // running containers to stop (app or infra)
+	killReasons map[string]string               // container ID → why, when not obvious
+	startInit   int                             // index into spec.initContainers to start, or -1
+	start       []int                           // indexes into spec.containers, in order
+	restarts    map[string]int                  // restart count of each container to start, by name
+	crashed     map[string]string               // back-off key of each start that retries a failure, by name ("POD": the sandbox)
+	waiting     []string                        // containers held back by back-off ("POD": the sandbox)
+	retryAt     time.Time                       // when the first of them may restart
+	initFailed  bool                            // an init container failed for good: the pod has failed
+	sandboxGone bool                            // the infra container stopped: kill the rest without grace
 }
 
 // computePodActions compares a pod's spec with its containers. It is pure:
 // every decision is made here, so it is tested without Docker. unhealthy
 // reports running containers that failed their liveness or startup probe.
-func computePodActions(pod *v1.Pod, state *PodState, now time.Time, bo *backoff, unhealthy func(id string) bool) podActions {
+func computePodActions(pod *v1.Pod, state *kubecontainer.PodState, now time.Time, bo *backoff, unhealthy func(id string) bool) podActions {
 	a := podActions{startInit: -1, restarts: map[string]int{}, crashed: map[string]string{}, killReasons: map[string]string{}}
 	if state == nil {
-		state = &PodState{}
+		state = &kubecontainer.PodState{}
 	}
 	if unhealthy == nil {
 		unhealthy = func(string) bool { return false }
 	}
-	if pod.Annotations[api.RestoredAnnotation] != "" && state.runningInfra() == nil {
+	if pod.Annotations[api.RestoredAnnotation] != "" && state.RunningInfra() == nil {
 		// Restored from an old checkpoint generation: it may have been
 		// deleted since. Kept where it runs, never started.
 		return a
@@ -61,7 +61,7 @@ func computePodActions(pod *v1.Pod, state *PodState, now time.Time, bo *backoff,
 		return a
 	}
 	infraHash := dockertools.HashInfra(pod)
-	var infra *ContainerState
+	var infra *kubecontainer.ContainerState
 	for _, c := range state.Infra() {
 		if c.Running && c.Hash == infraHash && infra == nil {
 			infra = c
@@ -77,13 +77,15 @@ func computePodActions(pod *v1.Pod, state *PodState, now time.Time, bo *backoff,
 	// Instances created before the current infra container belong to an
 	// earlier incarnation of the pod: a new infra container means init
 	// containers run again.
-	current := func(c *ContainerState) bool { return infra != nil && !c.CreatedAt.Before(infra.CreatedAt) }
+	current := func(c *kubecontainer.ContainerState) bool {
+		return infra != nil && !c.CreatedAt.Before(infra.CreatedAt)
+	}
 
 	// restartDecision says whether a container whose newest instance is last
 	// (not running) starts again now: "start", "done" or "wait".
 	// A container that never got an instance because creating it failed
 	// (bad config, image never pulled) waits on the same back-off.
-	restartDecision := func(c *v1.Container, hash string, last *ContainerState) string {
+	restartDecision := func(c *v1.Container, hash string, last *kubecontainer.ContainerState) string {
 		if last != nil && last.Hash != hash {
 			last = nil // a changed spec starts afresh
 		}
@@ -100,7 +102,7 @@ func computePodActions(pod *v1.Pod, state *PodState, now time.Time, bo *backoff,
 		}
 		return "start"
 	}
-	restartCount := func(instances []*ContainerState) int {
+	restartCount := func(instances []*kubecontainer.ContainerState) int {
 		if len(instances) == 0 {
 			return 0
 		}
@@ -118,7 +120,7 @@ func computePodActions(pod *v1.Pod, state *PodState, now time.Time, bo *backoff,
 		}
 		hash := dockertools.HashContainer(pod, c)
 		instances := state.Instances(c.Name)
-		var last *ContainerState
+		var last *kubecontainer.ContainerState
 		for _, inst := range instances {
 			if inst.Running && (!current(inst) || inst.Hash != hash) {
 				a.kill = append(a.kill, inst)
@@ -149,7 +151,7 @@ func computePodActions(pod *v1.Pod, state *PodState, now time.Time, bo *backoff,
 		inSpec[c.Name] = true
 		hash := dockertools.HashContainer(pod, c)
 		instances := state.Instances(c.Name)
-		var running *ContainerState
+		var running *kubecontainer.ContainerState
 		failedProbe := false
 		for _, inst := range instances {
 			switch {
@@ -176,7 +178,7 @@ func computePodActions(pod *v1.Pod, state *PodState, now time.Time, bo *backoff,
 		if !initDone {
 			continue // app containers wait for the init containers
 		}
-		var last *ContainerState
+		var last *kubecontainer.ContainerState
 		if len(instances) > 0 && !instances[0].Running {
 			last = instances[0]
 		}
@@ -228,7 +230,7 @@ func (a *podActions) wait(name string, until time.Time) {
 // podFinished reports whether a pod will run nothing again: under
 // OnFailure or Never every app container's last instance exited and is not
 // to be restarted, or under Never an init container failed.
-func podFinished(pod *v1.Pod, state *PodState) bool {
+func podFinished(pod *v1.Pod, state *kubecontainer.PodState) bool {
 	if pod.Spec.RestartPolicy == v1.RestartPolicyAlways || len(pod.Spec.Containers) == 0 {
 		return false
 	}
@@ -269,7 +271,7 @@ func shouldRestart(policy v1.RestartPolicy, exitCode int) bool {
 
 // syncPod brings one desired pod to its spec. It reports whether it acted
 // on Docker: only then must the next sync wait for a fresher relist.
-func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *PodState) (bool, error) {
+func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState) (bool, error) {
 	a := computePodActions(pod, state, time.Now(), k.backoff, func(id string) bool {
 		bad, _ := k.probes.Unhealthy(id)
 		return bad
@@ -283,7 +285,7 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *PodState) (bo
 	return acted, err
 }
 
-func (k *Kubelet) applyActions(ctx context.Context, pod *v1.Pod, state *PodState, a podActions) error {
+func (k *Kubelet) applyActions(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, a podActions) error {
 	key := api.Key(pod)
 	if len(a.waiting) > 0 {
 		glog.V(2).Infof("Pod %s: %s in back-off", key, strings.Join(a.waiting, ", "))
@@ -352,7 +354,7 @@ func (k *Kubelet) applyActions(ctx context.Context, pod *v1.Pod, state *PodState
 // prepareSandbox sets up the pod's volumes and, if asked, its infra
 // container, and returns what its app containers join. A failure is the
 // pod's (shown on every container that waits for it) and backs off.
-func (k *Kubelet) prepareSandbox(ctx context.Context, pod *v1.Pod, state *PodState, a podActions) (infraID, podIP string, hostPaths map[string]string, err error) {
+func (k *Kubelet) prepareSandbox(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, a podActions) (infraID, podIP string, hostPaths map[string]string, err error) {
 	bkey := backoffKey(pod.UID, infraName, dockertools.HashInfra(pod))
 	if _, ok := a.crashed[infraName]; ok {
 		k.backoff.restarted(bkey, time.Now())
@@ -366,7 +368,7 @@ func (k *Kubelet) prepareSandbox(ctx context.Context, pod *v1.Pod, state *PodSta
 	} else if a.createInfra {
 		infraID, podIP, err = k.startInfra(ctx, pod)
 	} else {
-		infra := state.runningInfra()
+		infra := state.RunningInfra()
 		infraID, podIP = infra.ID, infra.IP
 	}
 	if err != nil {
@@ -404,13 +406,13 @@ func retryAtOnce(err error) bool {
 }
 
 // syncProbes points the pod's probe workers at its running app containers.
-func (k *Kubelet) syncProbes(ctx context.Context, pod *v1.Pod, state *PodState, a podActions) {
+func (k *Kubelet) syncProbes(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, a podActions) {
 	killed := map[string]bool{}
 	for _, c := range a.kill {
 		killed[c.ID] = true
 	}
 	podIP := ""
-	if infra := state.runningInfra(); infra != nil {
+	if infra := state.RunningInfra(); infra != nil {
 		podIP = infra.IP
 	}
 	if pod.Spec.HostNetwork {

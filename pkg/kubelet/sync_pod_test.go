@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -26,7 +28,7 @@ type builder struct {
 	n  int
 }
 
-func (b *builder) c(pod *v1.Pod, name string, running bool, exit int, hashOverride string) *ContainerState {
+func (b *builder) c(pod *v1.Pod, name string, running bool, exit int, hashOverride string) *kubecontainer.ContainerState {
 	b.n++
 	hash := hashOverride
 	if hash == "" {
@@ -39,15 +41,15 @@ func (b *builder) c(pod *v1.Pod, name string, running bool, exit int, hashOverri
 		}
 	}
 	created := b.t0.Add(time.Duration(b.n) * time.Second)
-	return &ContainerState{
+	return &kubecontainer.ContainerState{
 		ID: name + "-" + string(rune('0'+b.n)), Name: name, Hash: hash, Running: running, ExitCode: exit,
 		CreatedAt: created, StartedAt: created, FinishedAt: created.Add(time.Second),
 	}
 }
 
-func state(cs ...*ContainerState) *PodState {
-	s := &PodState{UID: "uid1", Name: "p", Namespace: "default", Containers: cs}
-	sortNewestFirst(s.Containers)
+func state(cs ...*kubecontainer.ContainerState) *kubecontainer.PodState {
+	s := &kubecontainer.PodState{UID: "uid1", Name: "p", Namespace: "default", Containers: cs}
+	kubecontainer.SortNewestFirst(s.Containers)
 	return s
 }
 
@@ -85,70 +87,70 @@ func TestComputePodActions(t *testing.T) {
 	cases := []struct {
 		name  string
 		pod   *v1.Pod
-		state func(b *builder, p *v1.Pod) *PodState
+		state func(b *builder, p *v1.Pod) *kubecontainer.PodState
 		want  string
 	}{
-		{"new pod", always, func(b *builder, p *v1.Pod) *PodState { return nil }, "create-infra start:a#0 start:b#0"},
-		{"steady state does nothing", always, func(b *builder, p *v1.Pod) *PodState {
+		{"new pod", always, func(b *builder, p *v1.Pod) *kubecontainer.PodState { return nil }, "create-infra start:a#0 start:b#0"},
+		{"steady state does nothing", always, func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, infraName, true, 0, ""), b.c(p, "a", true, 0, ""), b.c(p, "b", true, 0, ""))
 		}, ""},
-		{"changed spec replaces only that container", always, func(b *builder, p *v1.Pod) *PodState {
+		{"changed spec replaces only that container", always, func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, infraName, true, 0, ""), b.c(p, "a", true, 0, "oldhash"), b.c(p, "b", true, 0, ""))
 		}, "kill:a-2 start:a#1"},
-		{"infra died: whole pod recreated", always, func(b *builder, p *v1.Pod) *PodState {
+		{"infra died: whole pod recreated", always, func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, infraName, false, 0, ""), b.c(p, "a", true, 0, ""), b.c(p, "b", true, 0, ""))
 		}, "create-infra kill:a-2,b-3 start:a#1 start:b#1"},
-		{"infra hash changed (ports): whole pod recreated", always, func(b *builder, p *v1.Pod) *PodState {
+		{"infra hash changed (ports): whole pod recreated", always, func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, infraName, true, 0, "oldports"), b.c(p, "a", true, 0, ""), b.c(p, "b", true, 0, ""))
 		}, "create-infra kill:POD-1,a-2,b-3 start:a#1 start:b#1"},
-		{"two running instances: newest kept", always, func(b *builder, p *v1.Pod) *PodState {
+		{"two running instances: newest kept", always, func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, infraName, true, 0, ""), b.c(p, "a", true, 0, ""), b.c(p, "a", true, 0, ""), b.c(p, "b", true, 0, ""))
 		}, "kill:a-2"},
-		{"exited under Always restarts", always, func(b *builder, p *v1.Pod) *PodState {
+		{"exited under Always restarts", always, func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, infraName, true, 0, ""), b.c(p, "a", false, 0, ""), b.c(p, "b", true, 0, ""))
 		}, "start:a#1"},
-		{"succeeded under OnFailure stays; pod done, infra stopped", onFailure, func(b *builder, p *v1.Pod) *PodState {
+		{"succeeded under OnFailure stays; pod done, infra stopped", onFailure, func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, infraName, true, 0, ""), b.c(p, "a", false, 0, ""))
 		}, "kill:POD-1"},
-		{"failed under OnFailure restarts", onFailure, func(b *builder, p *v1.Pod) *PodState {
+		{"failed under OnFailure restarts", onFailure, func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, infraName, true, 0, ""), b.c(p, "a", false, 1, ""))
 		}, "start:a#1"},
-		{"failed under Never stays", never, func(b *builder, p *v1.Pod) *PodState {
+		{"failed under Never stays", never, func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, infraName, true, 0, ""), b.c(p, "a", false, 1, ""))
 		}, "kill:POD-1"},
-		{"finished pod without infra stays finished", never, func(b *builder, p *v1.Pod) *PodState {
+		{"finished pod without infra stays finished", never, func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, infraName, false, 0, ""), b.c(p, "a", false, 1, ""))
 		}, ""},
-		{"failed liveness: killed now, restarted on a later sync", always, func(b *builder, p *v1.Pod) *PodState {
+		{"failed liveness: killed now, restarted on a later sync", always, func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			sick := b.c(p, "a", true, 0, "")
 			sick.ID = "sick-a"
 			return state(b.c(p, infraName, true, 0, ""), sick, b.c(p, "b", true, 0, ""))
 		}, "kill:sick-a"},
-		{"init: first runs first", withInit(), func(b *builder, p *v1.Pod) *PodState {
+		{"init: first runs first", withInit(), func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, infraName, true, 0, ""))
 		}, "init:i1#0"},
-		{"init: waits for the running one", withInit(), func(b *builder, p *v1.Pod) *PodState {
+		{"init: waits for the running one", withInit(), func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, infraName, true, 0, ""), b.c(p, "i1", true, 0, ""))
 		}, ""},
-		{"init: second after the first succeeded", withInit(), func(b *builder, p *v1.Pod) *PodState {
+		{"init: second after the first succeeded", withInit(), func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, infraName, true, 0, ""), b.c(p, "i1", false, 0, ""))
 		}, "init:i2#0"},
-		{"init: failed one restarts under Always", withInit(), func(b *builder, p *v1.Pod) *PodState {
+		{"init: failed one restarts under Always", withInit(), func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, infraName, true, 0, ""), b.c(p, "i1", false, 1, ""))
 		}, "init:i1#1"},
-		{"init done: apps start", withInit(), func(b *builder, p *v1.Pod) *PodState {
+		{"init done: apps start", withInit(), func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, infraName, true, 0, ""), b.c(p, "i1", false, 0, ""), b.c(p, "i2", false, 0, ""))
 		}, "start:a#0"},
-		{"init done before the agent restarted: nothing re-runs", withInit(), func(b *builder, p *v1.Pod) *PodState {
+		{"init done before the agent restarted: nothing re-runs", withInit(), func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, infraName, true, 0, ""), b.c(p, "i1", false, 0, ""), b.c(p, "i2", false, 0, ""), b.c(p, "a", true, 0, ""))
 		}, ""},
-		{"new infra: init runs again", withInit(), func(b *builder, p *v1.Pod) *PodState {
+		{"new infra: init runs again", withInit(), func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, "i1", false, 0, ""), b.c(p, "i2", false, 0, ""), b.c(p, infraName, false, 0, ""), b.c(p, "a", true, 0, ""))
 		}, "create-infra kill:a-4 init:i1#1"},
-		{"init failed under Never: pod failed, infra stopped", withInit(v1.RestartPolicyNever), func(b *builder, p *v1.Pod) *PodState {
+		{"init failed under Never: pod failed, infra stopped", withInit(v1.RestartPolicyNever), func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, infraName, true, 0, ""), b.c(p, "i1", false, 1, ""))
 		}, "kill:POD-1"},
-		{"container removed from spec is stopped and removed", testPod(v1.RestartPolicyAlways, "a"), func(b *builder, p *v1.Pod) *PodState {
+		{"container removed from spec is stopped and removed", testPod(v1.RestartPolicyAlways, "a"), func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, infraName, true, 0, ""), b.c(p, "a", true, 0, ""), b.c(p, "gone", true, 0, "h"), b.c(p, "gone", false, 0, "h"))
 		}, "kill:gone-3"},
 	}

@@ -1,5 +1,6 @@
-// Package container holds what the kubelet knows of container runtimes
-// without knowing any one of them: for now the errors every runtime
+// Package container holds what the kubelet knows of containers without
+// knowing any one runtime: the state of a pod's containers as the relist
+// sees them, the options of the runtime calls, and the errors every runtime
 // implementation returns and every caller matches with errors.Is, so that
 // no package but the runtime's own reads a runtime's error strings.
 package container
