@@ -219,7 +219,7 @@ func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		// A container that failed to start stays as the record of why.
 		// Docker's list still shows it "created", as before the start:
 		// have the relist inspect it for its exit code and error.
-		k.relist.refresh(id)
+		k.relist.Refresh(id)
 		if errors.Is(err, kubecontainer.ErrRuntimeUnavailable) {
 			return err
 		}

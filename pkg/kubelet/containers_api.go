@@ -43,7 +43,7 @@ func (k *Kubelet) FindContainer(namespace, pod, uid, container string, previous 
 	if containerSpec(p, container) == nil && container != infraName {
 		return ContainerRef{}, fmt.Errorf("%w: container %q in pod %s/%s", ErrNotFound, container, namespace, pod)
 	}
-	instances := k.cache.get(p.UID).Instances(container)
+	instances := k.cache.Get(p.UID).Instances(container)
 	i := 0
 	if previous {
 		i = 1
@@ -62,7 +62,7 @@ func (k *Kubelet) FindContainer(namespace, pod, uid, container string, previous 
 // this agent (so /logs may follow a symlink to it).
 func (k *Kubelet) IsContainerLogFile(path string) bool {
 	clean := filepath.Clean(path)
-	for _, p := range k.cache.all() {
+	for _, p := range k.cache.All() {
 		for _, c := range p.Containers {
 			if c.LogPath != "" && filepath.Clean(c.LogPath) == clean {
 				return true

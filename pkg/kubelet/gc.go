@@ -91,7 +91,7 @@ func deadContainersToRemove(pods map[types.UID]*kubecontainer.PodState, desired 
 // garbageCollect removes the dead containers the policy lets go, and log
 // symlinks whose container is gone.
 func (k *Kubelet) garbageCollect(ctx context.Context) {
-	for _, c := range deadContainersToRemove(k.cache.all(), k.desiredPod, k.housekeeping().GC, time.Now()) {
+	for _, c := range deadContainersToRemove(k.cache.All(), k.desiredPod, k.housekeeping().GC, time.Now()) {
 		glog.V(2).Infof("GC: removing dead container %s", c.RuntimeName)
 		if err := k.removeContainer(ctx, c); err != nil {
 			glog.Errorf("GC: remove %s: %v", c.RuntimeName, err)
@@ -112,7 +112,7 @@ func (k *Kubelet) removeOrphanPodDirs() {
 	if err != nil {
 		return
 	}
-	cached := k.cache.all()
+	cached := k.cache.All()
 	for _, e := range entries {
 		uid := types.UID(e.Name())
 		if !e.IsDir() || k.desiredPod(uid) != nil || cached[uid] != nil {

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/pleg"
+
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 
 	"github.com/golang/glog"
@@ -32,7 +34,7 @@ import (
 
 // Runtime is what the agent needs from Docker.
 type Runtime interface {
-	containerLister
+	pleg.Lister
 	Create(ctx context.Context, spec *dockertools.CreateSpec) (string, error)
 	Start(ctx context.Context, id string) error
 	Stop(ctx context.Context, id string, grace time.Duration) error
@@ -103,8 +105,8 @@ type Kubelet struct {
 	cfg      Config
 	docker   Runtime
 	sources  SourcesSeen
-	cache    *podCache
-	relist   *relister
+	cache    *pleg.Cache
+	relist   *pleg.Relister
 	retries  *retryQueue // pods to wake when their back-off ends
 	backoff  *backoff
 	probes   *prober.Manager
@@ -162,7 +164,7 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		metrics:    cfg.Metrics,
 		docker:     docker,
 		sources:    sources,
-		cache:      newPodCache(),
+		cache:      pleg.NewCache(),
 		backoff:    newBackoff(cfg.BackoffInitial, cfg.BackoffMax),
 		hookHTTP:   probehttp.New(),
 		hostIP:     nodeIP(),
@@ -180,11 +182,11 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		starts:     make(chan struct{}, maxParallelStarts),
 		retries:    newRetryQueue(),
 	}
-	k.relist = newRelister(k.docker, cfg.NodeName, cfg.RelistPeriod, k.cache, k.markDirty)
-	k.relist.metrics = k.metrics
+	k.relist = pleg.NewRelister(k.docker, cfg.NodeName, cfg.RelistPeriod, k.cache, k.markDirty)
+	k.relist.Metrics = k.metrics
 	// Log links are made from the relist's inspect rather than one of
 	// their own on the start path; a restarted agent remakes them all.
-	k.relist.onLogPath = func(c *kubecontainer.ContainerState) {
+	k.relist.OnLogPath = func(c *kubecontainer.ContainerState) {
 		if c.Name != infraName {
 			k.logLinks().create(c.Labels[dockertools.LabelPodName], c.Labels[dockertools.LabelPodNamespace], c.Name, c.ID, c.LogPath)
 		}
@@ -288,7 +290,7 @@ func (k *Kubelet) syncLoopIteration(ctx context.Context, workers *podWorkers, up
 	case <-housekeeping:
 		start = time.Now()
 		k.backoff.gc(time.Now())
-		cached := k.cache.all()
+		cached := k.cache.All()
 		for uid := range cached {
 			if k.desiredPod(uid) == nil && !workers.Busy(uid) {
 				k.dispatch(workers, uid)
@@ -325,7 +327,7 @@ func (k *Kubelet) dispatch(workers *podWorkers, uid types.UID) {
 		workers.Update(podWork{UID: uid, Pod: pod})
 		return
 	}
-	state := k.cache.get(uid)
+	state := k.cache.Get(uid)
 	if state == nil || !k.sources.Seen(podSource(state)) {
 		return
 	}
@@ -403,7 +405,7 @@ func (k *Kubelet) runGC(ctx context.Context) {
 }
 
 // LastRelist is when the last successful relist started.
-func (k *Kubelet) LastRelist() time.Time { return k.cache.lastUpdate() }
+func (k *Kubelet) LastRelist() time.Time { return k.cache.LastUpdate() }
 
 // LastSyncLoop is when the sync loop last woke up.
 func (k *Kubelet) LastSyncLoop() time.Time { return time.Unix(0, k.lastSyncLoop.Load()) }
@@ -415,7 +417,7 @@ func (k *Kubelet) syncPodWork(ctx context.Context, w podWork) {
 	k.syncMu.Lock()
 	since := k.lastSync[w.UID]
 	k.syncMu.Unlock()
-	state, err := k.cache.getNewerThan(ctx, w.UID, since)
+	state, err := k.cache.GetNewerThan(ctx, w.UID, since)
 	if err != nil {
 		return // ctx cancelled
 	}
@@ -493,7 +495,7 @@ func (k *Kubelet) logSyncError(w podWork, state *kubecontainer.PodState, acted b
 // entry is kept until then, so a pod re-added at once still waits for a
 // relist that shows what its removal did.
 func (k *Kubelet) pruneLastSync(cached map[types.UID]*kubecontainer.PodState) {
-	relisted := k.cache.lastUpdate()
+	relisted := k.cache.LastUpdate()
 	k.syncMu.Lock()
 	defer k.syncMu.Unlock()
 	for uid, t := range k.lastSync {

@@ -43,7 +43,7 @@ func (k *Kubelet) GetPod(namespace, name string) (*v1.Pod, bool) {
 
 func (k *Kubelet) withStatus(p *v1.Pod) *v1.Pod {
 	cp := p.DeepCopy()
-	cp.Status = k.podStatus(p, k.cache.get(p.UID))
+	cp.Status = k.podStatus(p, k.cache.Get(p.UID))
 	return cp
 }
 

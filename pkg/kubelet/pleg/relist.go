@@ -1,4 +1,4 @@
-package kubelet
+package pleg
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 )
 
-// containerLister is what the relist needs from Docker.
-type containerLister interface {
+// Lister is what the relist needs from the runtime.
+type Lister interface {
 	List(ctx context.Context, label, value string) ([]dockertools.Container, error)
 	Inspect(ctx context.Context, id string) (*dockertools.ContainerDetail, error)
 	Events(ctx context.Context, label, value string) (<-chan dockertools.Event, error)
@@ -32,7 +32,7 @@ const (
 	relistRetryMax = 5 * time.Second
 )
 
-// relister turns Docker's state into the pod cache: one label-filtered list
+// Relister turns Docker's state into the pod cache: one label-filtered list
 // per period (or at once when Docker reports an event), an inspect only for
 // containers that are new, changed state or named by an event, and the UIDs
 // of pods whose containers changed handed to onDirty. It never blocks on its
@@ -41,17 +41,17 @@ const (
 // Containers named by an event are inspected whatever the list says: Docker
 // reports "die" before its list stops showing the container running, and a
 // relist trusting the list would miss the exit until the next period.
-type relister struct {
-	docker  containerLister
+type Relister struct {
+	docker  Lister
 	node    string
 	period  time.Duration
-	cache   *podCache
+	cache   *Cache
 	onDirty func([]types.UID)
-	// onLogPath (optional) gets each container the first time it is seen
+	// OnLogPath (optional) gets each container the first time it is seen
 	// with a log file: Docker names it at the start, so a container first
 	// inspected between its create and its start comes back later.
-	onLogPath func(*kubecontainer.ContainerState)
-	metrics   *metrics.Metrics // optional
+	OnLogPath func(*kubecontainer.ContainerState)
+	Metrics   *metrics.Metrics // optional
 
 	known    map[string]*kubecontainer.ContainerState // by container ID; owned by Run
 	failures int                                      // consecutive failed relists; owned by Run
@@ -62,29 +62,29 @@ type relister struct {
 	evented map[string]struct{} // IDs named by events since the last relist
 }
 
-func newRelister(docker containerLister, node string, period time.Duration, cache *podCache, onDirty func([]types.UID)) *relister {
-	return &relister{docker: docker, node: node, period: period, cache: cache, onDirty: onDirty,
+func NewRelister(docker Lister, node string, period time.Duration, cache *Cache, onDirty func([]types.UID)) *Relister {
+	return &Relister{docker: docker, node: node, period: period, cache: cache, onDirty: onDirty,
 		known: map[string]*kubecontainer.ContainerState{}, trigger: make(chan struct{}, 1)}
 }
 
 // poke asks for a relist at once; it never blocks.
-func (r *relister) poke() {
+func (r *Relister) poke() {
 	select {
 	case r.trigger <- struct{}{}:
 	default:
 	}
 }
 
-// refresh has the next relist, due at once, inspect a container whatever
+// Refresh has the next relist, due at once, inspect a container whatever
 // the list says of it: its state changed in a way the list does not show
 // (a failed start leaves it "created", as before).
-func (r *relister) refresh(id string) {
+func (r *Relister) Refresh(id string) {
 	r.markEvented(id)
 	r.poke()
 }
 
 // Run relists until ctx is cancelled.
-func (r *relister) Run(ctx context.Context) {
+func (r *Relister) Run(ctx context.Context) {
 	trigger, poke := r.trigger, r.poke
 	done := make(chan struct{})
 	go func() {
@@ -110,7 +110,7 @@ func (r *relister) Run(ctx context.Context) {
 
 // nextDelay is the relist period, backed off while Docker keeps failing (an
 // event from a recovered daemon still triggers a relist at once).
-func (r *relister) nextDelay() time.Duration {
+func (r *Relister) nextDelay() time.Duration {
 	d := r.period
 	for i := 1; i < r.failures && d < relistRetryMax; i++ {
 		d *= 2
@@ -118,7 +118,7 @@ func (r *relister) nextDelay() time.Duration {
 	return min(d, max(r.period, relistRetryMax))
 }
 
-func (r *relister) relistOnce(ctx context.Context) {
+func (r *Relister) relistOnce(ctx context.Context) {
 	err := r.relist(ctx)
 	if err == nil {
 		if r.failures > 0 {
@@ -139,7 +139,7 @@ func (r *relister) relistOnce(ctx context.Context) {
 
 // watchEvents keeps a subscription to Docker's events for this node's
 // containers, poking a relist for each one and after every reconnection.
-func (r *relister) watchEvents(ctx context.Context, poke func()) {
+func (r *Relister) watchEvents(ctx context.Context, poke func()) {
 	backoff := eventsRetryMin
 	for ctx.Err() == nil {
 		events, err := r.docker.Events(ctx, dockertools.LabelOwner, r.node)
@@ -164,7 +164,7 @@ func (r *relister) watchEvents(ctx context.Context, poke func()) {
 	}
 }
 
-func (r *relister) markEvented(id string) {
+func (r *Relister) markEvented(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.evented == nil {
@@ -174,7 +174,7 @@ func (r *relister) markEvented(id string) {
 }
 
 // relist lists this node's containers once and updates the cache.
-func (r *relister) relist(ctx context.Context) error {
+func (r *Relister) relist(ctx context.Context) error {
 	start := time.Now()
 	// Taken before the list: an event arriving during this relist pokes
 	// the next one, which inspects its container.
@@ -206,8 +206,8 @@ func (r *relister) relist(ctx context.Context) error {
 		}
 		if changed {
 			dirty[types.UID(st.Labels[dockertools.LabelPodUID])] = true
-			if prev := r.known[c.ID]; r.onLogPath != nil && st.LogPath != "" && (prev == nil || prev.LogPath == "") {
-				r.onLogPath(st)
+			if prev := r.known[c.ID]; r.OnLogPath != nil && st.LogPath != "" && (prev == nil || prev.LogPath == "") {
+				r.OnLogPath(st)
 			}
 		}
 		known[c.ID] = st
@@ -228,9 +228,9 @@ func (r *relister) relist(ctx context.Context) error {
 		kubecontainer.SortNewestFirst(p.Containers)
 	}
 	r.known = known
-	r.cache.set(pods, start)
-	if r.metrics != nil {
-		r.metrics.RelistDuration.Observe(time.Since(start).Seconds())
+	r.cache.Set(pods, start)
+	if r.Metrics != nil {
+		r.Metrics.RelistDuration.Observe(time.Since(start).Seconds())
 		runningPods, runningContainers := 0, 0
 		for _, p := range pods {
 			if p.RunningInfra() != nil {
@@ -242,8 +242,8 @@ func (r *relister) relist(ctx context.Context) error {
 				}
 			}
 		}
-		r.metrics.RunningPods.Set(float64(runningPods))
-		r.metrics.RunningContainers.Set(float64(runningContainers))
+		r.Metrics.RunningPods.Set(float64(runningPods))
+		r.Metrics.RunningContainers.Set(float64(runningContainers))
 	}
 	if len(dirty) > 0 {
 		glog.V(4).Infof("Relist: %d containers, %d inspected, %d pods changed, in %v", len(list), len(fresh), len(dirty), time.Since(start))
@@ -264,7 +264,7 @@ const maxParallelInspects = 8
 // inspectChanged inspects the listed containers that are new, changed
 // running state or were named by an event. A container gone since the list
 // maps to nil.
-func (r *relister) inspectChanged(ctx context.Context, list []dockertools.Container, evented map[string]struct{}) (map[string]*kubecontainer.ContainerState, error) {
+func (r *Relister) inspectChanged(ctx context.Context, list []dockertools.Container, evented map[string]struct{}) (map[string]*kubecontainer.ContainerState, error) {
 	var todo []string
 	for _, c := range list {
 		_, ev := evented[c.ID]

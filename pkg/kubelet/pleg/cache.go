@@ -1,0 +1,81 @@
+// Package pleg is the kubelet's pod lifecycle event generator: the relist
+// that turns the runtime's containers into the pod cache (one list per
+// period, or at once on an event; inspects only for what changed) and tells
+// the sync loop which pods changed. It never blocks on its consumer.
+package pleg
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Cache holds the result of the last relist. A pod worker that has just
+// acted waits for a relist that started after it finished (GetNewerThan), so
+// it never acts twice on a stale picture.
+type Cache struct {
+	mu        sync.Mutex // guards the fields below
+	pods      map[types.UID]*kubecontainer.PodState
+	timestamp time.Time     // start of the last successful relist
+	updated   chan struct{} // closed and replaced at each update
+}
+
+// NewCache returns an empty cache.
+func NewCache() *Cache {
+	return &Cache{pods: map[types.UID]*kubecontainer.PodState{}, updated: make(chan struct{})}
+}
+
+// Set replaces the cache with a relist that started at ts.
+func (c *Cache) Set(pods map[types.UID]*kubecontainer.PodState, ts time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pods = pods
+	c.timestamp = ts
+	close(c.updated)
+	c.updated = make(chan struct{})
+}
+
+// Get returns the pod's state (nil if it has no containers).
+func (c *Cache) Get(uid types.UID) *kubecontainer.PodState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pods[uid]
+}
+
+// All returns every pod with containers.
+func (c *Cache) All() map[types.UID]*kubecontainer.PodState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pods
+}
+
+// LastUpdate is when the last successful relist started (zero if none).
+func (c *Cache) LastUpdate() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.timestamp
+}
+
+// GetNewerThan waits for a relist that started after t, then returns the
+// pod's state from it.
+func (c *Cache) GetNewerThan(ctx context.Context, uid types.UID, t time.Time) (*kubecontainer.PodState, error) {
+	for {
+		c.mu.Lock()
+		if c.timestamp.After(t) {
+			s := c.pods[uid]
+			c.mu.Unlock()
+			return s, nil
+		}
+		ch := c.updated
+		c.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
