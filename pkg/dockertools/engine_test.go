@@ -1,0 +1,403 @@
+package dockertools
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	docker "github.com/fsouza/go-dockerclient"
+
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+)
+
+// engine is a stand-in for the Docker Engine API, over a real HTTP server:
+// the handful of endpoints the client wrapper calls, with state (containers
+// and images), Docker's status codes and messages, and the raw-stream
+// framing of logs and exec. It tests the wrapper's translation of the API,
+// not Docker.
+type engine struct {
+	t   *testing.T
+	srv *httptest.Server
+
+	mu         sync.Mutex
+	containers map[string]*docker.Container
+	images     map[string]*docker.Image // by reference and by ID
+	execs      map[string]int           // exec ID → exit code
+	pulls      []string
+	nextID     int
+}
+
+func newEngine(t *testing.T) (*engine, *Client) {
+	t.Helper()
+	e := &engine{t: t, containers: map[string]*docker.Container{}, images: map[string]*docker.Image{}, execs: map[string]int{}}
+	e.addImage("img:1", "sha256:img1", "app")
+	e.srv = httptest.NewServer(http.HandlerFunc(e.serve))
+	t.Cleanup(e.srv.Close)
+	c, err := NewClient("tcp://" + strings.TrimPrefix(e.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, c
+}
+
+func (e *engine) addImage(ref, id, user string) {
+	img := &docker.Image{ID: id, Config: &docker.Config{User: user}, RepoTags: []string{ref}}
+	e.images[ref], e.images[id] = img, img
+}
+
+var (
+	rxContainer = regexp.MustCompile(`^/containers/([^/]+)(/json|/start|/stop|/logs|/exec)?$`)
+	rxImage     = regexp.MustCompile(`^/images/(.+?)(/json)?$`)
+	rxExec      = regexp.MustCompile(`^/exec/([^/]+)/(start|json)$`)
+)
+
+func (e *engine) fail(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"message": msg})
+}
+
+func (e *engine) reply(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	if v != nil {
+		_ = json.NewEncoder(w).Encode(v)
+	}
+}
+
+func (e *engine) serve(w http.ResponseWriter, r *http.Request) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	path := regexp.MustCompile(`^/v[0-9.]+`).ReplaceAllString(r.URL.Path, "")
+	switch {
+	case path == "/version":
+		e.reply(w, 200, map[string]string{"ApiVersion": "1.41", "Version": "20.10.24"})
+	case path == "/info":
+		e.reply(w, 200, map[string]string{"DockerRootDir": "/"})
+	case path == "/containers/json":
+		e.list(w, r)
+	case path == "/containers/create":
+		e.create(w, r)
+	case path == "/images/create":
+		e.pull(w, r)
+	case path == "/build":
+		_, _ = io.Copy(io.Discard, r.Body)
+		e.addImage(r.URL.Query().Get("t"), "sha256:built", "")
+		e.reply(w, 200, map[string]string{"stream": "Successfully built\n"})
+	case rxExec.MatchString(path):
+		m := rxExec.FindStringSubmatch(path)
+		if m[2] == "json" {
+			e.reply(w, 200, map[string]any{"ExitCode": e.execs[m[1]], "Running": false})
+			return
+		}
+		e.rawStream(w, r, "exec output\n")
+	case rxContainer.MatchString(path):
+		m := rxContainer.FindStringSubmatch(path)
+		e.container(w, r, m[1], m[2])
+	case rxImage.MatchString(path):
+		m := rxImage.FindStringSubmatch(path)
+		img := e.images[m[1]]
+		switch {
+		case img == nil:
+			e.fail(w, 404, "No such image: "+m[1])
+		case r.Method == http.MethodDelete:
+			delete(e.images, m[1])
+			e.reply(w, 200, []map[string]string{{"Deleted": img.ID}})
+		default:
+			e.reply(w, 200, img)
+		}
+	default:
+		e.fail(w, 404, "page not found")
+	}
+}
+
+func (e *engine) list(w http.ResponseWriter, r *http.Request) {
+	var filters map[string][]string
+	_ = json.Unmarshal([]byte(r.URL.Query().Get("filters")), &filters)
+	out := []docker.APIContainers{}
+	for _, c := range e.containers {
+		keep := true
+		for _, l := range filters["label"] {
+			k, v, _ := strings.Cut(l, "=")
+			keep = keep && c.Config.Labels[k] == v
+		}
+		if keep {
+			state := "created"
+			if c.State.Running {
+				state = "running"
+			} else if !c.State.FinishedAt.IsZero() {
+				state = "exited"
+			}
+			out = append(out, docker.APIContainers{ID: c.ID, Names: []string{"/" + c.Name}, Labels: c.Config.Labels,
+				State: state, Image: c.Config.Image, Created: c.Created.Unix()})
+		}
+	}
+	e.reply(w, 200, out)
+}
+
+func (e *engine) create(w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Query().Get("name")
+	var body struct {
+		docker.Config
+		HostConfig *docker.HostConfig
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		e.fail(w, 400, err.Error())
+		return
+	}
+	for _, c := range e.containers {
+		if c.Name == name {
+			e.fail(w, 409, fmt.Sprintf(`Conflict. The container name "/%s" is already in use by container "%s".`, name, c.ID))
+			return
+		}
+	}
+	if e.images[body.Image] == nil {
+		e.fail(w, 404, "No such image: "+body.Image)
+		return
+	}
+	e.nextID++
+	id := fmt.Sprintf("%064x", e.nextID)
+	cfg := body.Config
+	e.containers[id] = &docker.Container{ID: id, Name: name, Config: &cfg, HostConfig: body.HostConfig, Created: time.Now(),
+		Image: e.images[body.Image].ID, LogPath: "/var/lib/docker/containers/" + id + "/" + id + "-json.log",
+		State: docker.State{Status: "created"}}
+	e.reply(w, 201, map[string]string{"Id": id})
+}
+
+func (e *engine) pull(w http.ResponseWriter, r *http.Request) {
+	ref := r.URL.Query().Get("fromImage") + ":" + r.URL.Query().Get("tag")
+	e.pulls = append(e.pulls, ref+" auth="+r.Header.Get("X-Registry-Auth"))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	if strings.Contains(ref, "private") {
+		fmt.Fprintln(w, `{"errorDetail":{"message":"pull access denied for private, repository does not exist or may require 'docker login'"},"error":"pull access denied"}`)
+		return
+	}
+	fmt.Fprintln(w, `{"status":"Pulling from library"}`)
+	e.addImage(ref, "sha256:"+strings.ReplaceAll(ref, ":", "-"), "")
+}
+
+func (e *engine) container(w http.ResponseWriter, r *http.Request, id, verb string) {
+	c := e.containers[id]
+	if c == nil {
+		for _, cc := range e.containers {
+			if cc.Name == id {
+				c = cc
+			}
+		}
+	}
+	if c == nil {
+		e.fail(w, 404, "No such container: "+id)
+		return
+	}
+	switch {
+	case verb == "/json":
+		e.reply(w, 200, c)
+	case verb == "/start":
+		switch {
+		case c.State.Running:
+			w.WriteHeader(304)
+		case len(c.Config.Cmd) > 0 && c.Config.Cmd[0] == "/no/such/binary":
+			c.State.ExitCode, c.State.Error = 127, `exec: "/no/such/binary": stat /no/such/binary: no such file or directory`
+			e.fail(w, 400, "failed to create shim task: OCI runtime create failed: "+c.State.Error)
+		default:
+			c.State.Running, c.State.Status, c.State.StartedAt, c.State.Pid = true, "running", time.Now(), 4242
+			w.WriteHeader(204)
+		}
+	case verb == "/stop":
+		if !c.State.Running {
+			w.WriteHeader(304)
+			return
+		}
+		c.State.Running, c.State.Status, c.State.FinishedAt, c.State.ExitCode = false, "exited", time.Now(), 143
+		w.WriteHeader(204)
+	case verb == "/logs":
+		e.rawStream(w, r, "line one\nline two\n")
+	case verb == "/exec":
+		var body docker.CreateExecOptions
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		execID := fmt.Sprintf("exec%d", len(e.execs)+1)
+		e.execs[execID] = len(body.Cmd) // a recognisable exit code
+		e.reply(w, 201, map[string]string{"Id": execID})
+	case r.Method == http.MethodDelete:
+		delete(e.containers, c.ID)
+		w.WriteHeader(204)
+	default:
+		e.fail(w, 404, "page not found")
+	}
+}
+
+// rawStream writes Docker's multiplexed stream: an 8-byte header (stream 1,
+// big-endian length) before each stdout frame. A request asking for an
+// upgrade (exec start) gets it on the hijacked connection, as from Docker.
+func (e *engine) rawStream(w http.ResponseWriter, r *http.Request, payload string) {
+	frame := make([]byte, 8, 8+len(payload))
+	frame[0] = 1
+	binary.BigEndian.PutUint32(frame[4:], uint32(len(payload)))
+	frame = append(frame, payload...)
+	if r.Header.Get("Upgrade") != "" {
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			e.t.Errorf("hijack: %v", err)
+			return
+		}
+		defer conn.Close()
+		fmt.Fprint(buf, "HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
+		_, _ = buf.Write(frame)
+		_ = buf.Flush()
+		return
+	}
+	w.Header().Set("Content-Type", "application/vnd.docker.raw-stream")
+	w.WriteHeader(200)
+	_, _ = w.Write(frame)
+}
+
+// TestClientAgainstEngine drives the wrapper through a container's life
+// against the stand-in: each call's translation of the API (labels, names,
+// states, Docker's errors into the runtime's) is what is asserted.
+func TestClientAgainstEngine(t *testing.T) {
+	_, c := newEngine(t)
+	ctx := context.Background()
+
+	spec := &CreateSpec{Name: "k8s_app.1_p_ns_u_0001", Image: "img:1", Cmd: []string{"sleep"},
+		Labels: map[string]string{LabelOwner: "n", LabelPodUID: "u", "io.kubernetes.container.restartCount": "2"}}
+	id, err := c.Create(ctx, spec)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if _, err := c.Create(ctx, spec); !errors.Is(err, ErrNameConflict) {
+		t.Errorf("second Create with the name: %v, want ErrNameConflict", err)
+	}
+	if err := c.Start(ctx, id); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	if err := c.Start(ctx, id); err != nil {
+		t.Errorf("Start of a running container: %v, want success", err)
+	}
+	list, err := c.List(ctx, LabelOwner, "n")
+	if err != nil || len(list) != 1 || list[0].ID != id || !list[0].Running || list[0].Name != spec.Name {
+		t.Fatalf("List = %+v, %v", list, err)
+	}
+	if other, _ := c.List(ctx, LabelOwner, "someone-else"); len(other) != 0 {
+		t.Errorf("List of another owner = %+v", other)
+	}
+	d, err := c.Inspect(ctx, id)
+	if err != nil || !d.Running || d.Labels[LabelPodUID] != "u" || d.ImageID != "sha256:img1" || d.LogPath == "" {
+		t.Fatalf("Inspect = %+v, %v", d, err)
+	}
+	if n := ParseRestartCount(d.Labels); n != 2 {
+		t.Errorf("restart count %d, want 2", n)
+	}
+	code, out, err := c.Exec(ctx, id, []string{"a", "b", "c"}, time.Minute)
+	if err != nil || code != 3 || string(out) != "exec output\n" {
+		t.Errorf("Exec = %d %q %v, want 3 and the output", code, out, err)
+	}
+	var logs strings.Builder
+	if err := c.Logs(ctx, id, kubecontainer.LogOptions{TailLines: 10}, &logs); err != nil || logs.String() != "line one\nline two\n" {
+		t.Errorf("Logs = %q, %v", logs.String(), err)
+	}
+	if err := c.Stop(ctx, id, time.Second); err != nil {
+		t.Errorf("Stop: %v", err)
+	}
+	if err := c.Stop(ctx, id, time.Second); err != nil {
+		t.Errorf("Stop of a stopped container: %v, want success", err)
+	}
+	if d, _ := c.Inspect(ctx, id); d.Running || d.ExitCode != 143 {
+		t.Errorf("after Stop: %+v", d)
+	}
+	if err := c.Remove(ctx, id); err != nil {
+		t.Errorf("Remove: %v", err)
+	}
+	if err := c.Remove(ctx, id); err != nil {
+		t.Errorf("Remove of a removed container: %v, want success", err)
+	}
+	if _, err := c.Inspect(ctx, id); !errors.Is(err, kubecontainer.ErrNotFound) {
+		t.Errorf("Inspect of a removed container: %v, want ErrNotFound", err)
+	}
+	if err := c.Start(ctx, id); !errors.Is(err, kubecontainer.ErrNotFound) {
+		t.Errorf("Start of a removed container: %v, want ErrNotFound", err)
+	}
+
+	// A command Docker cannot run: the start fails with Docker's reason,
+	// and the container keeps its exit code.
+	bad := *spec
+	bad.Name, bad.Cmd = "k8s_bad.1_p_ns_u_0002", []string{"/no/such/binary"}
+	badID, err := c.Create(ctx, &bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx, badID); err == nil || !strings.Contains(err.Error(), "no such file or directory") {
+		t.Errorf("Start of a missing binary: %v", err)
+	}
+	if d, _ := c.Inspect(ctx, badID); d.ExitCode != 127 || d.Status != "created" || d.Error == "" {
+		t.Errorf("after a failed start: %+v", d)
+	}
+	if _, err := c.Create(ctx, &CreateSpec{Name: "k8s_x.1_p_ns_u_0003", Image: "absent:1"}); !errors.Is(err, kubecontainer.ErrImageNotFound) {
+		t.Errorf("Create from an absent image: %v, want ErrImageNotFound", err)
+	}
+}
+
+func TestImagesAgainstEngine(t *testing.T) {
+	e, c := newEngine(t)
+	ctx := context.Background()
+	if ok, err := c.ImagePresent(ctx, "img:1"); !ok || err != nil {
+		t.Errorf("ImagePresent(img:1) = %v %v", ok, err)
+	}
+	if ok, err := c.ImagePresent(ctx, "absent:1"); ok || err != nil {
+		t.Errorf("ImagePresent(absent:1) = %v %v, want false without error", ok, err)
+	}
+	if u, err := c.ImageUser(ctx, "img:1"); u != "app" || err != nil {
+		t.Errorf("ImageUser = %q %v", u, err)
+	}
+	if err := c.PullAuth(ctx, "reg.test/app:2", &Auth{Username: "u", Password: "p"}, time.Minute); err != nil {
+		t.Fatalf("PullAuth: %v", err)
+	}
+	if len(e.pulls) != 1 || !strings.HasPrefix(e.pulls[0], "reg.test/app:2 auth=") || strings.HasSuffix(e.pulls[0], "auth=") {
+		t.Errorf("pulls %v, want one with credentials", e.pulls)
+	}
+	if err := c.PullAuth(ctx, "reg.test/private:1", nil, time.Minute); err == nil || !strings.Contains(err.Error(), "pull access denied") {
+		t.Errorf("PullAuth of a denied image: %v", err)
+	}
+	id, err := c.ImageID(ctx, "reg.test/app:2")
+	if err != nil || id == "" {
+		t.Fatalf("ImageID = %q %v", id, err)
+	}
+	if err := c.RemoveImage(ctx, id); err != nil {
+		t.Errorf("RemoveImage: %v", err)
+	}
+	inUse, err := c.ImagesInUse(ctx)
+	if err != nil || len(inUse) != 0 {
+		t.Errorf("ImagesInUse = %v %v", inUse, err)
+	}
+	if pct, err := c.ImageFsUsage(ctx); err != nil || pct < 0 || pct > 100 {
+		t.Errorf("ImageFsUsage = %d %v", pct, err)
+	}
+}
+
+// A daemon that does not answer is ErrRuntimeUnavailable, whatever the call.
+func TestUnavailableEngine(t *testing.T) {
+	e, c := newEngine(t)
+	e.srv.Close()
+	ctx := context.Background()
+	for name, call := range map[string]func() error{
+		"list":    func() error { _, err := c.List(ctx, LabelOwner, "n"); return err },
+		"inspect": func() error { _, err := c.Inspect(ctx, "x"); return err },
+		"start":   func() error { return c.Start(ctx, "x") },
+		"image":   func() error { _, err := c.ImagePresent(ctx, "img:1"); return err },
+		"events":  func() error { _, err := c.Events(ctx, LabelOwner, "n"); return err },
+	} {
+		if err := call(); !errors.Is(err, kubecontainer.ErrRuntimeUnavailable) {
+			t.Errorf("%s against a closed daemon: %v, want ErrRuntimeUnavailable", name, err)
+		}
+	}
+}
