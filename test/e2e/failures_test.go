@@ -497,3 +497,109 @@ func TestOverflowingQuantitiesRefused(t *testing.T) {
 		}
 	}
 }
+
+// The manifest directory replaced by an invalid file, or removed, keeps
+// every file pod (before: the file in its place killed them all).
+func TestManifestDirReplacedKeepsPods(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		replace    func(dir string) error
+	}{
+		{"replaced by a file", "no longer a directory", func(dir string) error {
+			if err := os.RemoveAll(dir); err != nil {
+				return err
+			}
+			return os.WriteFile(dir, []byte("not: a pod\n"), 0o644)
+		}},
+		{"removed", "no such file or directory", os.RemoveAll},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := startAgent(t)
+			a.writeManifest("kept.yaml", lifecyclePod("kept", "Always", `  containers:
+  - {name: app, image: `+testImage+`, command: [sleep, "100000"]}
+`))
+			before := ids(a.waitRunning("kept", "app"))
+			if err := tc.replace(a.manifestDir); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 10*time.Second, func() (bool, string) {
+				_, sources := httpGet(a.api(true) + "/sources")
+				return strings.Contains(sources, tc.want), "/sources: " + sources
+			})
+			time.Sleep(3 * time.Second) // housekeeping (every 2 s) would have killed an unwanted pod
+			if now := ids(a.running("kept")); fmt.Sprint(now) != fmt.Sprint(before) {
+				t.Errorf("containers %v, were %v", now, before)
+			}
+			if !strings.Contains(a.log(), "keeping the 1 pod it last produced") {
+				t.Errorf("the log does not say the pod is kept")
+			}
+		})
+	}
+}
+
+// A FIFO swapped in for the manifest file, or served under /logs, never
+// blocks the agent: refused as not a regular file, and the next good
+// manifest still applies (before: the file source hung for good, and GETs
+// of a FIFO pinned a thread each).
+func TestFIFOsNeverBlock(t *testing.T) {
+	logDir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(logDir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	single := filepath.Join(t.TempDir(), "pod.yaml")
+	a := startAgent(t, "--pod-manifest-path", single, "--node-log-dir", logDir)
+	write := func(value string) {
+		tmp := single + ".new"
+		if err := os.WriteFile(tmp, []byte(twoContainerPod("single", value)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, single); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("one")
+	a.waitRunning("single", "server", "sidecar")
+	fifo := single + ".fifo"
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(fifo, single); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		_, sources := httpGet(a.api(true) + "/sources")
+		return strings.Contains(sources, "not a regular file"), "/sources: " + sources
+	})
+	for range 20 {
+		if code, body := httpGet(a.api(false) + "/logs/fifo"); code != http.StatusForbidden {
+			t.Fatalf("GET /logs/fifo = %d %s, want 403 at once", code, body)
+		}
+	}
+	sidecar := a.running("single")["sidecar"].ID
+	write("two")
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		c := a.running("single")["sidecar"]
+		return c.ID != "" && c.ID != sidecar, "the manifest written after the FIFO was not applied"
+	})
+}
+
+// Against the real binary: HEAD works on GET endpoints, and a query the
+// standard parser would silently cut is refused.
+func TestAPIQueriesAndHEAD(t *testing.T) {
+	a := startAgent(t)
+	a.waitAPI()
+	for _, path := range []string{"/pods", "/healthz", "/sources", "/metrics"} {
+		req, _ := http.NewRequest(http.MethodHead, a.api(true)+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("HEAD %s = %d, want 200", path, resp.StatusCode)
+		}
+	}
+	if code, body := request(t, "POST", a.api(false)+"/exec/default/nope/c?command=a;b", ""); code != 400 || !strings.Contains(body, "malformed query") {
+		t.Errorf("POST /exec?command=a;b = %d %s, want 400", code, body)
+	}
+}
