@@ -432,6 +432,9 @@ func (k *Kubelet) syncPodWork(ctx context.Context, w podWork) {
 		acted, err = k.killPod(ctx, w.UID, w.Pod, state)
 	} else {
 		acted, err = k.syncPod(ctx, w.Pod, state)
+		// The status is produced here, once per sync, with the reasons
+		// this sync recorded; GET /pods only reads it.
+		k.status.Set(w.Pod.UID, k.podStatus(w.Pod, state))
 	}
 	// A sync that changed nothing leaves the cache as true as it was: the
 	// next one need not wait for another relist.

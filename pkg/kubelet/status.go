@@ -20,7 +20,7 @@ import (
 )
 
 // GetPods returns the desired pods, sorted by namespace/name, each a copy
-// carrying the status known from the last relist and the probes.
+// carrying the status its worker produced after its last sync.
 func (k *Kubelet) GetPods() []*v1.Pod {
 	pods := k.desiredPods()
 	sort.Slice(pods, func(i, j int) bool { return api.Key(pods[i]) < api.Key(pods[j]) })
@@ -41,9 +41,15 @@ func (k *Kubelet) GetPod(namespace, name string) (*v1.Pod, bool) {
 	return nil, false
 }
 
+// withStatus is a copy of the pod with its status as its worker last
+// produced it (computed here only for a pod whose worker has not run yet).
 func (k *Kubelet) withStatus(p *v1.Pod) *v1.Pod {
 	cp := p.DeepCopy()
-	cp.Status = k.podStatus(p, k.cache.Get(p.UID))
+	st, ok := k.status.Get(p.UID)
+	if !ok {
+		st = k.podStatus(p, k.cache.Get(p.UID))
+	}
+	cp.Status = st
 	return cp
 }
 

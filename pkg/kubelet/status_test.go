@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -105,5 +106,31 @@ func TestConditionTimesPersist(t *testing.T) {
 	k2.status.SetClock(func() time.Time { return first.Add(time.Hour) })
 	if moved := readyTime(k2, nil); !moved.After(first) {
 		t.Errorf("a changed condition kept its time %v", moved)
+	}
+}
+
+// A pod's status is produced by its worker's sync, and its condition times
+// are stamped then: a GET only reads it (before, the status was computed on
+// each GET, and a transition was dated by the first GET that saw it).
+func TestStatusProducedBySync(t *testing.T) {
+	k := New(Config{NodeName: "n", RootDir: t.TempDir(), InfraImage: "pause:1"}, dockertest.NewFakeClient(), seenAll{})
+	pod := testPod(v1.RestartPolicyAlways, "a")
+	k.pods[pod.UID] = pod
+	b := &builder{t0: time.Now()}
+	k.cache.Set(map[types.UID]*kubecontainer.PodState{pod.UID: state(b.c(pod, infraName, true, 0, ""), b.c(pod, "a", true, 0, ""))}, time.Now())
+	synced := time.Now().Add(-time.Hour).Truncate(time.Second)
+	k.status.SetClock(func() time.Time { return synced })
+	k.syncPodWork(context.Background(), podWork{UID: pod.UID, Pod: pod})
+	k.probes.RemovePod(pod.UID)
+
+	k.status.SetClock(func() time.Time { return synced.Add(time.Hour) })
+	got, ok := k.GetPod(pod.Namespace, pod.Name)
+	if !ok || got.Status.Phase != v1.PodRunning {
+		t.Fatalf("GET after a sync: %v %+v", ok, got)
+	}
+	for _, c := range got.Status.Conditions {
+		if !c.LastTransitionTime.Time.Equal(synced) {
+			t.Errorf("condition %s dated %v, want the sync's time %v", c.Type, c.LastTransitionTime.Time, synced)
+		}
 	}
 }

@@ -1,6 +1,8 @@
-// Package status keeps what a pod's status cannot recompute from Docker:
-// when each pod condition last changed. The times are checkpointed, so an
-// agent restart rebuilds the same status instead of resetting them.
+// Package status keeps the pods' statuses as their workers produced them
+// (a GET of every pod reads them, computing nothing), and what a status
+// cannot recompute from the runtime: when each pod condition last changed.
+// The times are checkpointed, so an agent restart rebuilds the same status
+// instead of resetting them.
 package status
 
 import (
@@ -31,14 +33,16 @@ type Manager struct {
 
 	saveMu sync.Mutex // serializes saves, so an older snapshot never overwrites a newer one
 
-	mu    sync.Mutex       // guards now and conds
-	now   func() time.Time // the clock; replaced in tests
-	conds map[types.UID]map[v1.PodConditionType]entry
+	mu       sync.Mutex       // guards now, conds and statuses
+	now      func() time.Time // the clock; replaced in tests
+	conds    map[types.UID]map[v1.PodConditionType]entry
+	statuses map[types.UID]v1.PodStatus
 }
 
 // NewManager returns a manager checkpointing to path (loaded now if there).
 func NewManager(path string) *Manager {
-	m := &Manager{path: path, now: time.Now, dirty: make(chan struct{}, 1), conds: map[types.UID]map[v1.PodConditionType]entry{}}
+	m := &Manager{path: path, now: time.Now, dirty: make(chan struct{}, 1),
+		conds: map[types.UID]map[v1.PodConditionType]entry{}, statuses: map[types.UID]v1.PodStatus{}}
 	data, err := os.ReadFile(path)
 	if err == nil {
 		if err := json.Unmarshal(data, &m.conds); err != nil {
@@ -82,10 +86,26 @@ func (m *Manager) SetClock(now func() time.Time) {
 	m.now = now
 }
 
+// Set keeps a pod's status, as its worker produced it after a sync.
+func (m *Manager) Set(uid types.UID, st v1.PodStatus) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.statuses[uid] = st
+}
+
+// Get returns a pod's last status, if its worker produced one.
+func (m *Manager) Get(uid types.UID) (v1.PodStatus, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st, ok := m.statuses[uid]
+	return st, ok
+}
+
 // Forget drops a pod that is gone.
 func (m *Manager) Forget(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	delete(m.statuses, uid)
 	if _, ok := m.conds[uid]; ok {
 		delete(m.conds, uid)
 		m.save()
