@@ -227,7 +227,15 @@ func TestMergerCheckpointsSnapshots(t *testing.T) {
 	}()
 	// Until the consumer has the restored pods, the sources do not count
 	// as seen: their silence must not remove what is about to be kept.
-	time.Sleep(50 * time.Millisecond)
+	// Evidence that the load got as far as sending: the snapshot is in
+	// force (and no one receives yet).
+	deadline := time.Now().Add(5 * time.Second)
+	for len(m2.Snapshot("etcd")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the checkpoint was not loaded")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	if m2.Seen("etcd") {
 		t.Error("source seen before its restored pods were consumed")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,9 +30,11 @@ type seenAll struct{}
 
 func (seenAll) Seen(string) bool { return true }
 
-type seenNone struct{}
+// seenNone is a config whose sources have never spoken; it counts how
+// often the kubelet asked, the evidence that it considered a pod.
+type seenNone struct{ asked atomic.Int32 }
 
-func (seenNone) Seen(string) bool { return false }
+func (s *seenNone) Seen(string) bool { s.asked.Add(1); return false }
 
 func newTestKubelet(t *testing.T, fake *dockertest.FakeClient, sources SourcesSeen) (*Kubelet, chan api.PodUpdate, func()) {
 	t.Helper()
@@ -118,8 +121,18 @@ func TestKubeletKeepsPodsOfUnseenSources(t *testing.T) {
 		Name: dockertools.InfraSpec(pod, "pause:1", "n", "http", dockertools.InfraOptions{}).Name, Image: "pause:1", Running: true,
 		Labels: dockertools.InfraSpec(pod, "pause:1", "n", "http", dockertools.InfraOptions{}).Labels,
 	})
-	_, _, stop := newTestKubelet(t, fake, seenNone{})
-	time.Sleep(2500 * time.Millisecond) // past a housekeeping round
+	sources := &seenNone{}
+	_, _, stop := newTestKubelet(t, fake, sources)
+	// Evidence, not a sleep: the pod was weighed for removal twice (once
+	// when the relist found it, once by housekeeping).
+	deadline := time.Now().Add(10 * time.Second)
+	for sources.asked.Load() < 2 {
+		if time.Now().After(deadline) {
+			stop()
+			t.Fatalf("the kubelet asked about the pod's source %d times in 10 s, want 2", sources.asked.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	stop()
 	if n := fake.CountCalls("stop") + fake.CountCalls("remove"); n != 0 {
 		t.Errorf("%d stop/remove calls on a pod whose source never spoke", n)
