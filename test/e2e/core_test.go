@@ -210,7 +210,11 @@ spec:
 
 	// Corrupting the good file keeps its last good version running.
 	a.writeManifest("good.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: good\n")
-	time.Sleep(3 * time.Second)
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		_, sources := httpGet(a.api(true) + "/sources")
+		return strings.Contains(sources, "good.yaml: document 1"), "/sources does not report the corrupted file: " + sources
+	})
+	a.waitRounds(3)
 	now := a.running("good")
 	for name, c := range running {
 		if now[name].ID != c.ID {
@@ -219,7 +223,10 @@ spec:
 	}
 	// An empty file is "not written yet", not "no pods".
 	a.writeManifest("good.yaml", "")
-	time.Sleep(3 * time.Second)
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		return strings.Contains(a.log(), "good.yaml is empty"), "the agent has not read the emptied file"
+	})
+	a.waitRounds(3)
 	if n := len(a.running("good")); n != 3 {
 		t.Errorf("after emptying the file %d containers run, want 3", n)
 	}
@@ -232,8 +239,8 @@ func TestKill9RestartAdoptsEverything(t *testing.T) {
 
 	a.stop(syscall.SIGKILL)
 	a.start()
-	// Give the new agent several relist and sync rounds to (wrongly) act.
-	time.Sleep(5 * time.Second)
+	// Evidence that the new agent had several rounds to (wrongly) act.
+	a.waitRounds(4)
 	all := a.containers("adopt")
 	if len(all) != 3 {
 		t.Errorf("after restart there are %d containers, want the same 3", len(all))
@@ -282,7 +289,7 @@ func TestForeignContainersLeftAlone(t *testing.T) {
 	waitFor(t, 30*time.Second, func() (bool, string) {
 		return len(a.containers("mine")) == 0, "own pod not removed"
 	})
-	time.Sleep(2 * time.Second)
+	a.waitRounds(3)
 	for _, id := range ids {
 		c := inspect(t, id)
 		if !c.State.Running {
@@ -324,7 +331,7 @@ spec:
 		t.Fatal(err)
 	}
 	a.start()
-	time.Sleep(4 * time.Second)
+	a.waitRounds(4)
 	if n := len(a.running("first")); n != 2 {
 		t.Errorf("after restart pod first runs %d containers, want 2", n)
 	}

@@ -173,12 +173,20 @@ func TestPrivateRegistryCredentials(t *testing.T) {
 	reg := startRegistry(t, true)
 	img := reg.push("private")
 	a := startAgent(t, "--docker-config", filepath.Join(t.TempDir(), "none.json"))
-	_ = a
-	// --docker-config naming a missing file is refused at start.
-	time.Sleep(500 * time.Millisecond)
-	if !strings.Contains(a.log(), "--docker-config") {
-		t.Errorf("a missing --docker-config was not refused: %s", tail(a.log(), 5))
+	// --docker-config naming a missing file is refused at start: the agent
+	// exits, naming the flag.
+	a.mu.Lock()
+	exited := a.exited
+	a.mu.Unlock()
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the agent kept running with a missing --docker-config")
 	}
+	if a.mu.Lock(); a.exitErr == nil || !strings.Contains(a.log(), "--docker-config") {
+		t.Errorf("a missing --docker-config was not refused (exit %v): %s", a.exitErr, tail(a.log(), 5))
+	}
+	a.mu.Unlock()
 
 	empty := filepath.Join(t.TempDir(), "config.json")
 	os.WriteFile(empty, []byte(`{"auths": {}}`), 0o600)

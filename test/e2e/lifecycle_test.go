@@ -206,7 +206,7 @@ func TestRestartPolicies(t *testing.T) {
 	if len(st.ContainerStatuses) != 1 || st.ContainerStatuses[0].State.Terminated == nil || st.ContainerStatuses[0].State.Terminated.ExitCode != 1 {
 		t.Errorf("Never pod container status %+v, want terminated with exit code 1", st.ContainerStatuses)
 	}
-	time.Sleep(3 * time.Second)
+	a.waitRounds(3)
 	if n := len(a.instances("never", "job")); n != 1 {
 		t.Errorf("Never pod restarted: %d instances", n)
 	}
@@ -250,7 +250,7 @@ func TestInitContainersRunInOrderOnce(t *testing.T) {
 
 	a.stop(syscall.SIGKILL)
 	a.start()
-	time.Sleep(5 * time.Second)
+	a.waitRounds(4)
 	if data, _ := os.ReadFile(logPath); string(data) != want {
 		t.Errorf("after an agent restart the log is %q: init containers ran again", data)
 	}
@@ -313,7 +313,11 @@ func TestHungExecProbeIsKilled(t *testing.T) {
       failureThreshold: 100
 `))
 	app := a.waitRunning("hung", "app")["app"].ID
-	time.Sleep(8 * time.Second) // four probes, each hung
+	// Evidence, not a sleep: four probes ran and timed out.
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		n := a.metric("kubelet_prober_probe_total", map[string]string{"probe_type": "liveness", "result": "failure"})
+		return n >= 4, fmt.Sprintf("%v liveness probes failed", n)
+	})
 	top, err := dockerc.TopContainer(app, "")
 	if err != nil {
 		t.Fatal(err)
@@ -473,7 +477,7 @@ func TestDockerConnectionCutAndRestored(t *testing.T) {
 		return code == 200, fmt.Sprintf("/healthz = %d %s", code, body)
 	})
 	now := a.waitRunning("survivor", "server", "sidecar")
-	time.Sleep(3 * time.Second) // would a duplicate appear?
+	a.waitRounds(3) // would a duplicate appear?
 	now2 := a.running("survivor")
 	if len(now2) != 3 || now2["server"].ID != now["server"].ID {
 		t.Errorf("after reconnecting: running %v", keys(now2))

@@ -295,6 +295,23 @@ func keys(m map[string]docker.APIContainers) []string {
 	return out
 }
 
+// waitRounds waits for evidence that the agent has seen the node as it is
+// now and had the chance to act on it: n more successful relists (one a
+// second by default, so n ≥ 3 spans a housekeeping round) and its sync
+// loop having run since. Tests that check nothing changed wait for this,
+// not for a guessed time.
+func (a *agent) waitRounds(n int) {
+	a.t.Helper()
+	a.waitAPI()
+	relists := a.metric("kubelet_relist_duration_seconds", nil)
+	loops := a.metric("kubelet_sync_loop_iteration_duration_seconds", nil)
+	waitFor(a.t, 30*time.Second, func() (bool, string) {
+		r := a.metric("kubelet_relist_duration_seconds", nil)
+		l := a.metric("kubelet_sync_loop_iteration_duration_seconds", nil)
+		return r >= relists+float64(n) && l > loops, fmt.Sprintf("%v of %d relists, %v sync loop rounds since", r-relists, n, l-loops)
+	})
+}
+
 // waitFor polls cond until it holds or the timeout passes.
 func waitFor(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()

@@ -91,6 +91,7 @@ type manifestServer struct {
 	mu     sync.Mutex
 	status int
 	body   string
+	served int // answers given since the last set
 	*httptest.Server
 }
 
@@ -99,6 +100,7 @@ func newManifestServer(t *testing.T, body string) *manifestServer {
 	m.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
+		m.served++
 		w.WriteHeader(m.status)
 		fmt.Fprint(w, m.body)
 	}))
@@ -109,7 +111,17 @@ func newManifestServer(t *testing.T, body string) *manifestServer {
 func (m *manifestServer) set(status int, body string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.status, m.body = status, body
+	m.status, m.body, m.served = status, body, 0
+}
+
+// waitServed waits until the current answer was served n times.
+func (m *manifestServer) waitServed(t *testing.T, n int) {
+	t.Helper()
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.served >= n, fmt.Sprintf("served %d times, want %d", m.served, n)
+	})
 }
 
 func simplePod(name, value string) string {
@@ -215,7 +227,11 @@ func TestEtcdSource(t *testing.T) {
 
 	// An empty value is an error, not "zero pods".
 	etcd.put(a.etcdKey(), "")
-	time.Sleep(2 * time.Second)
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		_, sources := httpGet(a.api(true) + "/sources")
+		return strings.Contains(sources, "empty"), "/sources does not report the empty value: " + sources
+	})
+	a.waitRounds(3)
 	if now := a.running("e"); now["server"].ID != running["server"].ID {
 		t.Fatal("an empty etcd value changed the pod")
 	}
@@ -223,7 +239,11 @@ func TestEtcdSource(t *testing.T) {
 	// etcd down for a while: pods keep running; a change made after it
 	// returns applies.
 	etcd.stop()
-	time.Sleep(4 * time.Second)
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		_, sources := httpGet(a.api(true) + "/sources")
+		return strings.Contains(sources, `"name": "etcd"`) && strings.Contains(sources, "lastError"), "/sources does not report etcd down: " + sources
+	})
+	a.waitRounds(3)
 	if now := a.running("e"); len(now) != 2 || now["server"].ID != running["server"].ID {
 		t.Fatalf("pods changed while etcd was down: %v", keys(now))
 	}
@@ -252,7 +272,8 @@ func TestURLSourceFailuresKeepPods(t *testing.T) {
 		body   string
 	}{{500, "oops"}, {200, ""}, {404, "gone"}} {
 		web.set(answer.status, answer.body)
-		time.Sleep(2 * time.Second)
+		web.waitServed(t, 2) // the agent has polled the new answer (at least once after it was set)
+		a.waitRounds(3)
 		now := a.running("u")
 		if len(now) != 2 || now["server"].ID != before["server"].ID {
 			t.Fatalf("after HTTP %d %q the pod changed: %v", answer.status, answer.body, keys(now))
@@ -319,8 +340,7 @@ func TestRestartWithPostedPodsAndEtcdDown(t *testing.T) {
 	etcd.stop()
 	a.stop(syscall.SIGKILL)
 	a.start()
-	a.waitAPI()
-	time.Sleep(4 * time.Second)
+	a.waitRounds(4)
 	for pod, before := range map[string]map[string]string{"remote": ids(remote), "posted": ids(posted)} {
 		now := a.running(pod)
 		for name, id := range before {
