@@ -14,9 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
-
 	docker "github.com/fsouza/go-dockerclient"
+
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
 // Errors of this package callers can test for with errors.Is; Docker's own

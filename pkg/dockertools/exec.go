@@ -13,10 +13,10 @@ import (
 	"syscall"
 	"time"
 
-	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
-
 	docker "github.com/fsouza/go-dockerclient"
 	"github.com/golang/glog"
+
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
 // maxExecOutput caps what Exec keeps of a command's output.

@@ -6,9 +6,9 @@ import (
 	"io"
 	"strconv"
 
-	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
-
 	docker "github.com/fsouza/go-dockerclient"
+
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
 // Logs streams a container's stdout and stderr (interleaved, as written) to

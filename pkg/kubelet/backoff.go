@@ -5,9 +5,9 @@ import (
 	"sync"
 	"time"
 
-	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
-
 	"k8s.io/apimachinery/pkg/types"
+
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
 const (

@@ -8,8 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
-	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	v1 "k8s.io/api/core/v1"
+
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
 // ErrNotFound is returned when a pod or container the API asks for is not

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
-
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
 func TestDeadContainersToRemove(t *testing.T) {

@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
-
 	"github.com/golang/glog"
 	"golang.org/x/sync/singleflight"
 	"golang.org/x/time/rate"
@@ -21,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
 

@@ -14,18 +14,16 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/pleg"
-
-	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
-
 	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/pleg"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/prober"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/status"
 	"github.com/classic-kubelet/kubelet/pkg/probe"

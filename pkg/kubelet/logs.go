@@ -6,11 +6,10 @@ import (
 	"path/filepath"
 	"regexp"
 
-	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
-
 	"github.com/golang/glog"
 
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
 // logLinks keeps <dir>/<pod>_<namespace>_<container>-<id>.log symlinks to

@@ -8,14 +8,13 @@ import (
 	"sort"
 	"time"
 
-	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
-
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
 

@@ -9,12 +9,11 @@ import (
 	"testing"
 	"time"
 
-	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
-
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/probe"
 	probeexec "github.com/classic-kubelet/kubelet/pkg/probe/exec"
 	probegrpc "github.com/classic-kubelet/kubelet/pkg/probe/grpc"

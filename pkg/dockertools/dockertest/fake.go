@@ -13,9 +13,8 @@ import (
 	"sync"
 	"time"
 
-	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
-
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
 // FakeClient is an in-memory Docker daemon.

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
-
 	"k8s.io/apimachinery/pkg/types"
+
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
 // Cache holds the result of the last relist. A pod worker that has just

@@ -19,16 +19,15 @@ import (
 	"strings"
 	"time"
 
-	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
-
 	"github.com/golang/glog"
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/cadvisor"
-	"github.com/prometheus/client_golang/prometheus"
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
 // MaxBodyBytes bounds request bodies (1 MiB): larger answers 413.

@@ -12,11 +12,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/classic-kubelet/kubelet/pkg/safefile"
 	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
 
 type entry struct {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
-
 	"github.com/classic-kubelet/kubelet/pkg/probe"
 )
 

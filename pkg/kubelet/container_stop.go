@@ -1,0 +1,149 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/golang/glog"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/classic-kubelet/kubelet/pkg/api"
+	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
+)
+
+// killPod stops and removes every container of a pod that is no longer
+// desired, then its directory. pod is its last spec, if known (for preStop
+// hooks). It reports whether it acted on Docker.
+func (k *Kubelet) killPod(ctx context.Context, uid types.UID, pod *v1.Pod, state *kubecontainer.PodState) (bool, error) {
+	k.probes.RemovePod(uid)
+	acted := state != nil && len(state.Containers) > 0
+	if acted {
+		glog.Infof("Killing pod %s/%s (uid %s)", state.Namespace, state.Name, uid)
+		var apps, infra []*kubecontainer.ContainerState
+		for _, c := range state.Containers {
+			switch {
+			case !c.Running:
+			case c.Name == infraName:
+				infra = append(infra, c)
+			default:
+				apps = append(apps, c)
+			}
+		}
+		grace := labelGrace(state)
+		if pod != nil {
+			grace = gracePeriod(pod)
+		}
+		// Apps first: the infra container holds the network they may still
+		// use while shutting down.
+		if err := k.stopAll(ctx, pod, state, apps, grace); err != nil {
+			return true, err
+		}
+		if err := k.stopAll(ctx, pod, state, infra, grace); err != nil {
+			return true, err
+		}
+		for _, c := range state.Containers {
+			if err := k.removeContainer(ctx, c); err != nil {
+				return true, err
+			}
+		}
+	}
+	k.forgetPod(uid, state)
+	if err := cleanupPodDir(k.podDir(uid)); err != nil {
+		return acted, fmt.Errorf("remove pod directory: %w", err)
+	}
+	return acted, nil
+}
+
+// stopAll stops containers in parallel, each with the grace period.
+func (k *Kubelet) stopAll(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, cs []*kubecontainer.ContainerState, grace time.Duration) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(cs))
+	for i, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = k.stopContainer(ctx, pod, state, c, grace)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// stopContainer runs the container's preStop hook (when its spec is known),
+// then has Docker send the image's stop signal and kill the container after
+// what remains of the grace period (at least minStopGrace). A grace of 0
+// kills at once, without hooks: for containers whose sandbox is gone.
+func (k *Kubelet) stopContainer(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, c *kubecontainer.ContainerState, grace time.Duration) error {
+	if grace == 0 {
+		return k.docker.Stop(ctx, c.ID, 0)
+	}
+	deadline := time.Now().Add(grace)
+	if pod != nil && c.Name != infraName {
+		k.cfg.Events.Event(events.PodRef(pod, c.Name), false, "Killing", "Stopping container %s", c.Name)
+	}
+	if spec := containerSpec(pod, c.Name); spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil {
+		podIP := ""
+		if infra := state.RunningInfra(); infra != nil {
+			podIP = infra.IP
+		}
+		if pod.Spec.HostNetwork {
+			podIP = hostNetworkIP
+		}
+		hctx, cancel := context.WithDeadline(ctx, deadline)
+		if err := k.runHook(hctx, pod, spec, c.ID, podIP, spec.Lifecycle.PreStop); err != nil {
+			glog.Errorf("Pod %s: preStop hook of %s: %v", api.Key(pod), c.Name, err)
+		}
+		cancel()
+	}
+	return k.docker.Stop(ctx, c.ID, max(time.Until(deadline), minStopGrace))
+}
+
+// containerSpec finds a container (app or init) of the pod by name.
+func containerSpec(pod *v1.Pod, name string) *v1.Container {
+	if pod == nil {
+		return nil
+	}
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	return nil
+}
+
+func (k *Kubelet) removeQuietly(ctx context.Context, id string) {
+	if err := k.docker.Remove(ctx, id); err != nil {
+		glog.V(2).Infof("Remove container %s: %v", dockertools.ShortID(id), err)
+	}
+}
+
+func gracePeriod(pod *v1.Pod) time.Duration {
+	g := time.Duration(api.DefaultTerminationGracePeriod) * time.Second
+	if p := pod.Spec.TerminationGracePeriodSeconds; p != nil {
+		g = time.Duration(*p) * time.Second
+	}
+	return max(g, minStopGrace)
+}
+
+// labelGrace is the grace period recorded on a pod's containers, for pods
+// whose spec is gone.
+func labelGrace(state *kubecontainer.PodState) time.Duration {
+	for _, c := range state.Containers {
+		var secs int64
+		if _, err := fmt.Sscan(c.Labels[dockertools.LabelGracePeriod], &secs); err == nil {
+			return max(time.Duration(secs)*time.Second, minStopGrace)
+		}
+	}
+	return time.Duration(api.DefaultTerminationGracePeriod) * time.Second
+}
