@@ -36,9 +36,9 @@ const (
 	reasonInitializing     = "PodInitializing"
 	reasonCreateError      = "CreateContainerError"
 	reasonRunError         = "RunContainerError"
-	reasonImagePull        = "ErrImagePull"
-	reasonImageNeverPull   = "ErrImageNeverPull"
-	reasonImagePullBackOff = "ImagePullBackOff"
+	reasonImagePull        = kubecontainer.ReasonErrImagePull
+	reasonImageNeverPull   = kubecontainer.ReasonErrImageNeverPull
+	reasonImagePullBackOff = kubecontainer.ReasonImagePullBackOff
 	reasonPostStartFailed  = "PostStartHookError"
 	reasonInfraImageAbsent = "InfraImageMissing"
 	reasonCreateSandbox    = "CreatePodSandboxError"
@@ -48,18 +48,11 @@ const (
 	reasonCannotRun = "ContainerCannotRun"
 )
 
-// containerError is a failure to start a container, kept for its status.
-type containerError struct {
-	reason, message string
-}
-
-func (e *containerError) Error() string { return e.reason + ": " + e.message }
-
 // containerMade reports whether the failure left a container behind (it
 // failed to start, or its postStart hook failed): that instance is the
 // record of the failure.
-func (e *containerError) containerMade() bool {
-	return e.reason == reasonRunError || e.reason == reasonPostStartFailed
+func containerMade(e *kubecontainer.StartError) bool {
+	return e.Reason == reasonRunError || e.Reason == reasonPostStartFailed
 }
 
 // acquireStart takes one of the maxParallelStarts slots; call the returned
@@ -88,7 +81,7 @@ func (k *Kubelet) startInfra(ctx context.Context, pod *v1.Pod) (id, ip string, e
 		present = true
 	}
 	if !present {
-		return "", "", &containerError{reasonInfraImageAbsent, fmt.Sprintf("infra image %s is not present (build it with `make images`, or install the pause program beside the agent)", k.cfg.InfraImage)}
+		return "", "", &kubecontainer.StartError{Reason: reasonInfraImageAbsent, Message: fmt.Sprintf("infra image %s is not present (build it with `make images`, or install the pause program beside the agent)", k.cfg.InfraImage)}
 	}
 	opts, err := k.infraOptions(pod)
 	if err != nil {
@@ -148,16 +141,16 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	}
 	k.metrics.StartedContainers.WithLabelValues(typ).Inc()
 	err := k.createAndStart(ctx, pod, c, infraID, podIP, hostPaths, restartCount)
-	var ce *containerError
+	var ce *kubecontainer.StartError
 	if errors.As(err, &ce) {
-		k.metrics.StartedContainerErrors.WithLabelValues(typ, ce.reason).Inc()
-		if ce.containerMade() {
+		k.metrics.StartedContainerErrors.WithLabelValues(typ, ce.Reason).Inc()
+		if containerMade(ce) {
 			k.setWaiting(pod.UID, c.Name, nil) // the dead instance says why
 		} else {
 			k.setWaiting(pod.UID, c.Name, ce)
 		}
-		if ce.reason != reasonImagePull && ce.reason != reasonImagePullBackOff {
-			k.cfg.Events.Event(events.PodRef(pod, c.Name), true, "Failed", "Error: %s", ce.message)
+		if ce.Reason != reasonImagePull && ce.Reason != reasonImagePullBackOff {
+			k.cfg.Events.Event(events.PodRef(pod, c.Name), true, "Failed", "Error: %s", ce.Message)
 		}
 	} else if err != nil {
 		k.metrics.StartedContainerErrors.WithLabelValues(typ, "Unknown").Inc()
@@ -203,7 +196,7 @@ func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		if inner := errors.Unwrap(err); inner != nil {
 			err = inner // Docker's reason, without the random container name
 		}
-		return &containerError{reasonCreateError, err.Error()}
+		return &kubecontainer.StartError{Reason: reasonCreateError, Message: err.Error()}
 	}
 	ref := events.PodRef(pod, c.Name)
 	k.cfg.Events.Event(ref, false, "Created", "Created container %s", c.Name)
@@ -222,7 +215,7 @@ func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		if inner := errors.Unwrap(err); inner != nil {
 			err = inner
 		}
-		return &containerError{reasonRunError, err.Error()}
+		return &kubecontainer.StartError{Reason: reasonRunError, Message: err.Error()}
 	}
 	glog.Infof("Pod %s: started container %s (restart %d)", api.Key(pod), spec.Name, restartCount)
 	k.cfg.Events.Event(ref, false, "Started", "Started container %s", c.Name)
@@ -237,7 +230,7 @@ func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			if serr := k.docker.Stop(ctx, id, 0); serr != nil {
 				glog.Errorf("Pod %s: kill %s: %v", api.Key(pod), c.Name, serr)
 			}
-			return &containerError{reasonPostStartFailed, err.Error()}
+			return &kubecontainer.StartError{Reason: reasonPostStartFailed, Message: err.Error()}
 		}
 	}
 	return nil
@@ -250,7 +243,7 @@ func (k *Kubelet) appOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	o := dockertools.AppOptions{HostPID: pod.Spec.HostPID, HostIPC: pod.Spec.HostIPC}
 	env, vars, err := k.containerEnv(pod, c, podIP)
 	if err != nil {
-		return o, &containerError{reasonConfigError, err.Error()}
+		return o, &kubecontainer.StartError{Reason: reasonConfigError, Message: err.Error()}
 	}
 	o.Env = env
 	lookup := func(n string) (string, bool) { v, ok := vars[n]; return v, ok }

@@ -122,7 +122,7 @@ func (m *imageManager) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container)
 			return err
 		}
 		if policy == v1.PullNever {
-			return &containerError{reasonImageNeverPull, fmt.Sprintf("image %s is not present and imagePullPolicy is Never", c.Image)}
+			return &kubecontainer.StartError{Reason: reasonImageNeverPull, Message: fmt.Sprintf("image %s is not present and imagePullPolicy is Never", c.Image)}
 		}
 	}
 	key := string(pod.UID) + "/" + c.Name + "/" + c.Image
@@ -131,7 +131,7 @@ func (m *imageManager) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container)
 	m.mu.Unlock()
 	if f != nil && time.Now().Before(f.until) {
 		m.events(pod, c.Name, "BackOff", fmt.Sprintf("Back-off pulling image %q", c.Image), false)
-		return &containerError{reasonImagePullBackOff, fmt.Sprintf("Back-off pulling image %q: %s", c.Image, f.msg)}
+		return &kubecontainer.StartError{Reason: reasonImagePullBackOff, Message: fmt.Sprintf("Back-off pulling image %q: %s", c.Image, f.msg)}
 	}
 	m.events(pod, c.Name, "Pulling", fmt.Sprintf("Pulling image %q", c.Image), false)
 	start := time.Now()
@@ -149,7 +149,7 @@ func (m *imageManager) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container)
 		m.mu.Unlock()
 		m.retry(pod.UID, until)
 		m.events(pod, c.Name, "Failed", msg, true)
-		return &containerError{reasonImagePull, msg}
+		return &kubecontainer.StartError{Reason: reasonImagePull, Message: msg}
 	}
 	m.mu.Lock()
 	delete(m.failures, key)

@@ -141,8 +141,8 @@ type Kubelet struct {
 
 	syncMu   sync.Mutex // guards lastSync, waiting and lastErr
 	lastSync map[types.UID]time.Time
-	waiting  map[types.UID]map[string]*containerError // why a container (or "POD", the sandbox) could not start
-	lastErr  map[types.UID]string                     // the pod's last sync error, logged once
+	waiting  map[types.UID]map[string]*kubecontainer.StartError // why a container (or "POD", the sandbox) could not start
+	lastErr  map[types.UID]string                               // the pod's last sync error, logged once
 }
 
 // New returns a Kubelet; Run starts it.
@@ -175,7 +175,7 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		dirty:      map[types.UID]bool{},
 		dirtyCh:    make(chan struct{}, 1),
 		lastSync:   map[types.UID]time.Time{},
-		waiting:    map[types.UID]map[string]*containerError{},
+		waiting:    map[types.UID]map[string]*kubecontainer.StartError{},
 		lastErr:    map[types.UID]string{},
 		starts:     make(chan struct{}, maxParallelStarts),
 		retries:    newRetryQueue(),
@@ -507,7 +507,7 @@ func (k *Kubelet) pruneLastSync(cached map[types.UID]*kubecontainer.PodState) {
 }
 
 // setWaiting records why a container could not start (nil: it started).
-func (k *Kubelet) setWaiting(uid types.UID, name string, e *containerError) {
+func (k *Kubelet) setWaiting(uid types.UID, name string, e *kubecontainer.StartError) {
 	k.syncMu.Lock()
 	defer k.syncMu.Unlock()
 	if e == nil {
@@ -515,12 +515,12 @@ func (k *Kubelet) setWaiting(uid types.UID, name string, e *containerError) {
 		return
 	}
 	if k.waiting[uid] == nil {
-		k.waiting[uid] = map[string]*containerError{}
+		k.waiting[uid] = map[string]*kubecontainer.StartError{}
 	}
 	k.waiting[uid][name] = e
 }
 
-func (k *Kubelet) waitingReason(uid types.UID, name string) *containerError {
+func (k *Kubelet) waitingReason(uid types.UID, name string) *kubecontainer.StartError {
 	k.syncMu.Lock()
 	defer k.syncMu.Unlock()
 	return k.waiting[uid][name]

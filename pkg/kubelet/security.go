@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
 const reasonConfigError = "CreateContainerConfigError"
@@ -41,7 +42,7 @@ func (k *Kubelet) securityOptions(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		}
 		if sc.Privileged != nil && *sc.Privileged {
 			if !k.cfg.AllowPrivileged {
-				return &containerError{reasonConfigError, "privileged containers are not allowed: start the agent with --allow-privileged"}
+				return &kubecontainer.StartError{Reason: reasonConfigError, Message: "privileged containers are not allowed: start the agent with --allow-privileged"}
 			}
 			o.Privileged = true
 		}
@@ -78,16 +79,16 @@ func (k *Kubelet) securityOptions(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if nonRoot != nil && *nonRoot {
 		if user != nil {
 			if *user == 0 {
-				return &containerError{reasonConfigError, "container's runAsUser breaks non-root policy (runAsNonRoot and runAsUser 0)"}
+				return &kubecontainer.StartError{Reason: reasonConfigError, Message: "container's runAsUser breaks non-root policy (runAsNonRoot and runAsUser 0)"}
 			}
 			return nil
 		}
 		u, _, _ := strings.Cut(imageUser, ":")
 		switch uid, err := strconv.Atoi(u); {
 		case u == "" || u == "root" || (err == nil && uid == 0):
-			return &containerError{reasonConfigError, fmt.Sprintf("container has runAsNonRoot and image %s will run as root", c.Image)}
+			return &kubecontainer.StartError{Reason: reasonConfigError, Message: fmt.Sprintf("container has runAsNonRoot and image %s will run as root", c.Image)}
 		case err != nil:
-			return &containerError{reasonConfigError, fmt.Sprintf("container has runAsNonRoot and image %s has non-numeric user (%s): cannot verify user is non-root", c.Image, u)}
+			return &kubecontainer.StartError{Reason: reasonConfigError, Message: fmt.Sprintf("container has runAsNonRoot and image %s has non-numeric user (%s): cannot verify user is non-root", c.Image, u)}
 		}
 	}
 	return nil
@@ -117,7 +118,7 @@ func (k *Kubelet) infraOptions(pod *v1.Pod) (dockertools.InfraOptions, error) {
 	}
 	base, err := parseResolvConf(k.cfg.ResolvConf)
 	if err != nil {
-		return o, &containerError{reasonConfigError, fmt.Sprintf("--resolv-conf: %v", err)}
+		return o, &kubecontainer.StartError{Reason: reasonConfigError, Message: fmt.Sprintf("--resolv-conf: %v", err)}
 	}
 	if dc != nil {
 		base.Nameservers = append(base.Nameservers, dc.Nameservers...)

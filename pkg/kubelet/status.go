@@ -157,7 +157,7 @@ func (k *Kubelet) containerStatus(pod *v1.Pod, c *v1.Container, instances []*kub
 	}
 	waitingFor := func(reason string) *v1.ContainerStateWaiting {
 		if waitErr != nil {
-			return &v1.ContainerStateWaiting{Reason: waitErr.reason, Message: waitErr.message}
+			return &v1.ContainerStateWaiting{Reason: waitErr.Reason, Message: waitErr.Message}
 		}
 		return &v1.ContainerStateWaiting{Reason: reason}
 	}

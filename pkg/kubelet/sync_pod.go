@@ -328,9 +328,9 @@ func (k *Kubelet) applyActions(ctx context.Context, pod *v1.Pod, state *kubecont
 			k.metrics.ContainerRestarts.Inc()
 		}
 		err := k.startContainer(ctx, pod, c, infraID, podIP, hostPaths, a.restarts[c.Name])
-		var ce *containerError
+		var ce *kubecontainer.StartError
 		switch {
-		case err == nil || (errors.As(err, &ce) && ce.containerMade()):
+		case err == nil || (errors.As(err, &ce) && containerMade(ce)):
 			k.backoff.created(bkey) // a failed start or hook: the instance dates the failure
 		case retryAtOnce(err):
 		default:
@@ -363,7 +363,7 @@ func (k *Kubelet) prepareSandbox(ctx context.Context, pod *v1.Pod, state *kubeco
 	}
 	hostPaths, err = k.setupVolumes(pod)
 	if err != nil {
-		err = &containerError{reasonVolumeSetup, err.Error()}
+		err = &kubecontainer.StartError{Reason: reasonVolumeSetup, Message: err.Error()}
 	} else if a.createInfra {
 		infraID, podIP, err = k.startInfra(ctx, pod)
 	} else {
@@ -371,9 +371,9 @@ func (k *Kubelet) prepareSandbox(ctx context.Context, pod *v1.Pod, state *kubeco
 		infraID, podIP = infra.ID, infra.IP
 	}
 	if err != nil {
-		var ce *containerError
+		var ce *kubecontainer.StartError
 		if !errors.As(err, &ce) {
-			ce = &containerError{reasonCreateSandbox, err.Error()}
+			ce = &kubecontainer.StartError{Reason: reasonCreateSandbox, Message: err.Error()}
 		}
 		k.setWaiting(pod.UID, infraName, ce)
 		if a.createInfra {
@@ -397,8 +397,8 @@ func (k *Kubelet) prepareSandbox(ctx context.Context, pod *v1.Pod, state *kubeco
 // every pod is retried once it answers) and image pulls (the image manager
 // backs off per image).
 func retryAtOnce(err error) bool {
-	var ce *containerError
-	if errors.As(err, &ce) && (ce.reason == reasonImagePull || ce.reason == reasonImagePullBackOff) {
+	var ce *kubecontainer.StartError
+	if errors.As(err, &ce) && (ce.Reason == reasonImagePull || ce.Reason == reasonImagePullBackOff) {
 		return true
 	}
 	return errors.Is(err, kubecontainer.ErrRuntimeUnavailable) || errors.Is(err, context.Canceled)

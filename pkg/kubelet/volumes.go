@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
 
@@ -225,7 +226,7 @@ func (k *Kubelet) containerBinds(pod *v1.Pod, c *v1.Container, hostPaths map[str
 		if sub != "" {
 			var err error
 			if src, err = k.bindSubPath(pod, c.Name, i, src, sub); err != nil {
-				return nil, &containerError{reasonConfigError, fmt.Sprintf("volumeMounts[%d] subPath %q: %v", i, sub, err)}
+				return nil, &kubecontainer.StartError{Reason: reasonConfigError, Message: fmt.Sprintf("volumeMounts[%d] subPath %q: %v", i, sub, err)}
 			}
 		}
 		b := src + ":" + m.MountPath

@@ -19,3 +19,19 @@ var (
 	// and was killed.
 	ErrExecTimeout = errors.New("container: exec timed out")
 )
+
+// StartError is why a container, or a pod's sandbox, could not start: the
+// reason Kubernetes shows in the waiting state (ErrImagePull,
+// CreateContainerConfigError, ...) and a one-line message.
+type StartError struct {
+	Reason, Message string
+}
+
+func (e *StartError) Error() string { return e.Reason + ": " + e.Message }
+
+// Waiting reasons of image failures, as Kubernetes reports them.
+const (
+	ReasonErrImagePull      = "ErrImagePull"
+	ReasonImagePullBackOff  = "ImagePullBackOff"
+	ReasonErrImageNeverPull = "ErrImageNeverPull"
+)
