@@ -20,8 +20,6 @@ const (
 	// minStopGrace is the shortest stop grace period: even a pod asking for
 	// 0 gets a moment to exit cleanly, as Kubernetes does.
 	minStopGrace = 2 * time.Second
-	// pullInactivity cancels a pull that makes no progress for this long.
-	pullInactivity = time.Minute
 	// postStartTimeout bounds a postStart hook (Kubernetes sets none; a
 	// hook hanging forever would hold the pod's worker forever).
 	postStartTimeout = 2 * time.Minute
@@ -172,7 +170,7 @@ func isInitContainer(pod *v1.Pod, name string) bool {
 }
 
 func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Container, infraID, podIP string, hostPaths map[string]string, restartCount int) error {
-	if err := k.images.ensure(ctx, pod, c); err != nil {
+	if err := k.images.Ensure(ctx, pod, c); err != nil {
 		return err
 	}
 	opts, err := k.appOptions(ctx, pod, c, podIP, hostPaths, restartCount)

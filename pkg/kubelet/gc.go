@@ -100,7 +100,7 @@ func (k *Kubelet) garbageCollect(ctx context.Context) {
 	k.logLinks().removeDangling()
 	k.removeOrphanPodDirs()
 	if k.images != nil {
-		k.images.collect(ctx)
+		k.images.Collect(ctx)
 	}
 }
 

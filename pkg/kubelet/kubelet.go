@@ -22,6 +22,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/images"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/pleg"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/prober"
@@ -37,7 +38,7 @@ type Runtime interface {
 	Start(ctx context.Context, id string) error
 	Stop(ctx context.Context, id string, grace time.Duration) error
 	Remove(ctx context.Context, id string) error
-	imageRuntime
+	images.Runtime
 	Exec(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (int, []byte, error)
 	ImageUser(ctx context.Context, image string) (string, error)
 	BuildPauseImage(ctx context.Context, tag, binary string) error
@@ -77,7 +78,7 @@ type Config struct {
 	LogMaxSize  int64
 	LogMaxFiles int
 	// Images configures pulls and image GC.
-	Images ImagePolicy
+	Images images.Policy
 	// Events records what happens to pods (nil: nothing is recorded).
 	Events *events.Recorder
 	// GCPeriod is how often garbage is collected (default a minute).
@@ -116,7 +117,7 @@ type Kubelet struct {
 	nodeCPUs   int   // capacity: a missing CPU limit in the downward API
 	nodeMemory int64 // bytes: a missing memory limit; Memory emptyDir default size
 
-	images *imageManager // nil: images are never collected
+	images *images.Manager
 
 	// starts bounds the container creations and starts in flight across all
 	// pods: the daemon serializes much of that work, and a burst of pods
@@ -193,11 +194,11 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		cfg.Images.BackoffInitial, cfg.Images.BackoffMax = k.backoff.initial, k.backoff.max
 	}
 	k.cfg.Images = cfg.Images
-	k.images = newImageManager(docker, cfg.Images, cfg.InfraImage, filepath.Join(cfg.RootDir, "images.json"))
-	k.images.events = func(pod *v1.Pod, container, reason, msg string, warning bool) {
+	k.images = images.NewManager(docker, cfg.Images, cfg.InfraImage, filepath.Join(cfg.RootDir, "images.json"))
+	k.images.Events = func(pod *v1.Pod, container, reason, msg string, warning bool) {
 		cfg.Events.Event(events.PodRef(pod, container), warning, reason, "%s", msg)
 	}
-	k.images.retry = k.retries.add
+	k.images.Retry = k.retries.add
 	k.probes = prober.NewManager(docker, func(uid types.UID) { k.markDirty([]types.UID{uid}) },
 		func(t prober.Target, typ prober.Type, r probe.Result, out string) {
 			k.metrics.ProbeResults.WithLabelValues(typ.String(), r.String()).Inc()
@@ -536,9 +537,7 @@ func (k *Kubelet) forgetPod(uid types.UID, state *kubecontainer.PodState) {
 	k.syncMu.Unlock()
 	k.backoff.forgetPod(uid)
 	k.retries.forget(uid)
-	if k.images != nil {
-		k.images.forgetPod(uid)
-	}
+	k.images.ForgetPod(uid)
 	k.msgMu.Lock()
 	for _, c := range state.All() {
 		delete(k.messages, c.ID)

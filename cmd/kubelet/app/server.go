@@ -23,6 +23,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/cadvisor"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/images"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/server"
 	"github.com/classic-kubelet/kubelet/pkg/systemd"
@@ -83,7 +84,7 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 		LogMaxSize:      logMax.Value(),
 		LogMaxFiles:     o.ContainerLogMaxFiles,
 		Events:          recorder,
-		Images: kubelet.ImagePolicy{Keyring: keyring, QPS: o.RegistryQPS, Burst: o.RegistryBurst,
+		Images: images.Policy{Keyring: keyring, QPS: o.RegistryQPS, Burst: o.RegistryBurst,
 			HighThreshold: o.ImageGCHighThreshold, LowThreshold: o.ImageGCLowThreshold, MinAge: o.MinimumImageTTLDuration},
 	}, docker, merger)
 

@@ -29,6 +29,10 @@ type FakeClient struct {
 	events     []chan dockertools.Event
 	execCode   int
 	execOut    string
+	// imageFsUsage is the image file system's use in percent; each
+	// image removed frees imageFsPerImage of it.
+	imageFsUsage, imageFsPerImage int
+	pullable                      map[string]bool
 }
 
 // NewFakeClient returns a fake with the given images present.
@@ -38,6 +42,9 @@ func NewFakeClient(images ...string) *FakeClient {
 		images:     map[string]bool{},
 		errors:     map[string]error{},
 		now:        time.Now,
+		pullable:   map[string]bool{},
+
+		imageFsUsage: 50,
 	}
 	for _, img := range images {
 		f.images[img] = true
@@ -233,15 +240,36 @@ func (f *FakeClient) ImagePresent(_ context.Context, image string) (bool, error)
 	return f.images[image], nil
 }
 
-// PullAuth implements the runtime's PullAuth: it fails, as nothing can be
-// pulled.
+// SetPullable makes images pullable (others fail to pull).
+func (f *FakeClient) SetPullable(images ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, img := range images {
+		f.pullable[img] = true
+	}
+}
+
+// SetImageFsUsage sets the image file system's use, in percent, and how
+// much each removed image frees.
+func (f *FakeClient) SetImageFsUsage(percent, perImage int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.imageFsUsage, f.imageFsPerImage = percent, perImage
+}
+
+// PullAuth implements the runtime's PullAuth: images made pullable arrive,
+// others fail.
 func (f *FakeClient) PullAuth(_ context.Context, image string, _ *dockertools.Auth, _ time.Duration) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("pull", image); err != nil {
 		return err
 	}
-	return fmt.Errorf("pull image %s: no registry in the fake", image)
+	if !f.pullable[image] {
+		return fmt.Errorf("pull image %s: unauthorized: authentication required", image)
+	}
+	f.images[image] = true
+	return nil
 }
 
 // ImageID implements the runtime's ImageID.
@@ -262,6 +290,7 @@ func (f *FakeClient) RemoveImage(_ context.Context, id string) error {
 		return err
 	}
 	delete(f.images, strings.TrimPrefix(id, "sha256:"))
+	f.imageFsUsage -= f.imageFsPerImage
 	return nil
 }
 
@@ -276,8 +305,12 @@ func (f *FakeClient) ImagesInUse(context.Context) (map[string]bool, error) {
 	return used, nil
 }
 
-// ImageFsUsage implements the runtime's ImageFsUsage: always half full.
-func (f *FakeClient) ImageFsUsage(context.Context) (int, error) { return 50, nil }
+// ImageFsUsage implements the runtime's ImageFsUsage (half full unless set).
+func (f *FakeClient) ImageFsUsage(context.Context) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.imageFsUsage, nil
+}
 
 // Events implements the runtime's Events: the stream stays open, silent,
 // until ctx ends.

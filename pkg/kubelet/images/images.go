@@ -1,4 +1,8 @@
-package kubelet
+// Package images makes a container's image present as its pull policy
+// says (throttled, with the node's registry credentials, concurrent pulls
+// of one image collapsed into one, failures backed off per pod and image)
+// and collects the unused images this agent pulled.
+package images
 
 import (
 	"context"
@@ -23,8 +27,11 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
 
-// imageRuntime is what the image manager needs from Docker.
-type imageRuntime interface {
+// pullInactivity cancels a pull that makes no progress for this long.
+const pullInactivity = time.Minute
+
+// Runtime is what the image manager needs from the container runtime.
+type Runtime interface {
 	ImagePresent(ctx context.Context, image string) (bool, error)
 	PullAuth(ctx context.Context, image string, auth *dockertools.Auth, inactivity time.Duration) error
 	ImageID(ctx context.Context, image string) (string, error)
@@ -33,8 +40,8 @@ type imageRuntime interface {
 	ImageFsUsage(ctx context.Context) (int, error)
 }
 
-// ImagePolicy configures pulls and image garbage collection.
-type ImagePolicy struct {
+// Policy configures pulls and image garbage collection.
+type Policy struct {
 	Keyring        *dockertools.Keyring
 	QPS            float64 // pulls per second; 0: unlimited
 	Burst          int
@@ -59,32 +66,36 @@ type pullFailure struct {
 	msg   string
 }
 
-// imageManager pulls images as pull policies say (throttled, with the
+// Manager pulls images as pull policies say (throttled, with the
 // node's registry credentials, concurrent pulls of one image collapsed into
 // one, failures backed off) and collects unused pulled images.
-type imageManager struct {
-	docker     imageRuntime
-	policy     ImagePolicy
+type Manager struct {
+	docker     Runtime
+	policy     Policy
 	infraImage string
 	limiter    *rate.Limiter
 	group      singleflight.Group
 	recordPath string
-	retry      func(types.UID, time.Time) // come back to a pod when its back-off ends
-	events     func(pod *v1.Pod, container, reason, msg string, warning bool)
+	// Retry (set before use) is told when a pod's pull back-off ends.
+	Retry func(types.UID, time.Time)
+	// Events (set before use) records what happens to a pod's images.
+	Events func(pod *v1.Pod, container, reason, msg string, warning bool)
 
 	mu       sync.Mutex // guards pulled and failures
 	pulled   map[string]pulledImage
 	failures map[string]*pullFailure
 }
 
-func newImageManager(d imageRuntime, p ImagePolicy, infraImage, recordPath string) *imageManager {
+// NewManager returns a manager that records the images it pulls in
+// recordPath (loaded now if there) and never collects infraImage.
+func NewManager(d Runtime, p Policy, infraImage, recordPath string) *Manager {
 	limit := rate.Inf
 	if p.QPS > 0 {
 		limit = rate.Limit(p.QPS)
 	}
-	m := &imageManager{docker: d, policy: p, infraImage: infraImage, limiter: rate.NewLimiter(limit, max(p.Burst, 1)),
+	m := &Manager{docker: d, policy: p, infraImage: infraImage, limiter: rate.NewLimiter(limit, max(p.Burst, 1)),
 		recordPath: recordPath, pulled: map[string]pulledImage{}, failures: map[string]*pullFailure{},
-		retry: func(types.UID, time.Time) {}, events: func(*v1.Pod, string, string, string, bool) {}}
+		Retry: func(types.UID, time.Time) {}, Events: func(*v1.Pod, string, string, string, bool) {}}
 	if data, err := os.ReadFile(recordPath); err == nil {
 		if err := json.Unmarshal(data, &m.pulled); err != nil {
 			glog.Errorf("Ignoring corrupt record of pulled images %s: %v", recordPath, err)
@@ -93,8 +104,8 @@ func newImageManager(d imageRuntime, p ImagePolicy, infraImage, recordPath strin
 	return m
 }
 
-// forgetPod drops the pull failures of a pod that is gone.
-func (m *imageManager) forgetPod(uid types.UID) {
+// ForgetPod drops the pull failures of a pod that is gone.
+func (m *Manager) ForgetPod(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	prefix := string(uid) + "/"
@@ -105,10 +116,10 @@ func (m *imageManager) forgetPod(uid types.UID) {
 	}
 }
 
-// ensure makes a container's image present as its pull policy says:
+// Ensure makes a container's image present as its pull policy says:
 // Always pulls, IfNotPresent pulls when absent, Never never pulls. Without a
 // policy, ":latest" or no tag means Always, as in Kubernetes.
-func (m *imageManager) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container) error {
+func (m *Manager) Ensure(ctx context.Context, pod *v1.Pod, c *v1.Container) error {
 	policy := c.ImagePullPolicy
 	if policy == "" {
 		policy = v1.PullIfNotPresent
@@ -122,7 +133,7 @@ func (m *imageManager) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container)
 			return err
 		}
 		if policy == v1.PullNever {
-			return &kubecontainer.StartError{Reason: reasonImageNeverPull, Message: fmt.Sprintf("image %s is not present and imagePullPolicy is Never", c.Image)}
+			return &kubecontainer.StartError{Reason: kubecontainer.ReasonErrImageNeverPull, Message: fmt.Sprintf("image %s is not present and imagePullPolicy is Never", c.Image)}
 		}
 	}
 	key := string(pod.UID) + "/" + c.Name + "/" + c.Image
@@ -130,10 +141,10 @@ func (m *imageManager) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container)
 	f := m.failures[key]
 	m.mu.Unlock()
 	if f != nil && time.Now().Before(f.until) {
-		m.events(pod, c.Name, "BackOff", fmt.Sprintf("Back-off pulling image %q", c.Image), false)
-		return &kubecontainer.StartError{Reason: reasonImagePullBackOff, Message: fmt.Sprintf("Back-off pulling image %q: %s", c.Image, f.msg)}
+		m.Events(pod, c.Name, "BackOff", fmt.Sprintf("Back-off pulling image %q", c.Image), false)
+		return &kubecontainer.StartError{Reason: kubecontainer.ReasonImagePullBackOff, Message: fmt.Sprintf("Back-off pulling image %q: %s", c.Image, f.msg)}
 	}
-	m.events(pod, c.Name, "Pulling", fmt.Sprintf("Pulling image %q", c.Image), false)
+	m.Events(pod, c.Name, "Pulling", fmt.Sprintf("Pulling image %q", c.Image), false)
 	start := time.Now()
 	if err := m.pull(ctx, c.Image); err != nil {
 		msg := summarizePullError(c.Image, err, len(m.policy.Keyring.Lookup(c.Image)) > 0)
@@ -147,21 +158,21 @@ func (m *imageManager) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container)
 		f.until, f.msg = time.Now().Add(f.delay), msg
 		until := f.until
 		m.mu.Unlock()
-		m.retry(pod.UID, until)
-		m.events(pod, c.Name, "Failed", msg, true)
-		return &kubecontainer.StartError{Reason: reasonImagePull, Message: msg}
+		m.Retry(pod.UID, until)
+		m.Events(pod, c.Name, "Failed", msg, true)
+		return &kubecontainer.StartError{Reason: kubecontainer.ReasonErrImagePull, Message: msg}
 	}
 	m.mu.Lock()
 	delete(m.failures, key)
 	m.mu.Unlock()
-	m.events(pod, c.Name, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v", c.Image, time.Since(start).Round(time.Millisecond)), false)
+	m.Events(pod, c.Name, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v", c.Image, time.Since(start).Round(time.Millisecond)), false)
 	return nil
 }
 
 // pull pulls one image: concurrent pulls of the same image wait for one
 // registry fetch; each pull waits for the rate limiter; each matching
 // credential is tried in turn.
-func (m *imageManager) pull(ctx context.Context, image string) error {
+func (m *Manager) pull(ctx context.Context, image string) error {
 	_, err, _ := m.group.Do(image, func() (any, error) {
 		if err := m.limiter.Wait(ctx); err != nil {
 			return nil, err
@@ -186,7 +197,7 @@ func (m *imageManager) pull(ctx context.Context, image string) error {
 }
 
 // record notes that the agent pulled image, so image GC may collect it.
-func (m *imageManager) record(ctx context.Context, image string) {
+func (m *Manager) record(ctx context.Context, image string) {
 	id, err := m.docker.ImageID(ctx, image)
 	if err != nil {
 		glog.Errorf("Record pulled image %s: %v", image, err)
@@ -198,7 +209,7 @@ func (m *imageManager) record(ctx context.Context, image string) {
 	m.saveLocked()
 }
 
-func (m *imageManager) saveLocked() {
+func (m *Manager) saveLocked() {
 	data, err := json.Marshal(m.pulled)
 	if err == nil {
 		err = safefile.WriteAtomic(m.recordPath, data)
@@ -208,10 +219,10 @@ func (m *imageManager) saveLocked() {
 	}
 }
 
-// collect removes unused images this agent pulled, oldest first, while the
+// Collect removes unused images this agent pulled, oldest first, while the
 // image file system is above the high threshold, until it is below the low
 // one. Never the infra image, an image in use, or one younger than MinAge.
-func (m *imageManager) collect(ctx context.Context) {
+func (m *Manager) Collect(ctx context.Context) {
 	usage, err := m.docker.ImageFsUsage(ctx)
 	if err != nil {
 		glog.Errorf("Image GC: %v", err)
