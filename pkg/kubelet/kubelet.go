@@ -22,6 +22,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/gc"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/images"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/pleg"
@@ -71,7 +72,7 @@ type Config struct {
 	// ResolvConf is the resolver configuration of dnsPolicy Default.
 	ResolvConf string
 	// GC bounds the dead containers kept.
-	GC GCPolicy
+	GC gc.Policy
 	// ContainerLogDir holds the containers' log symlinks ("" for none).
 	ContainerLogDir string
 	// LogMaxSize (bytes) and LogMaxFiles bound each container's json-file log.
@@ -558,7 +559,7 @@ func nodeMemory() int64 {
 // Housekeeping are the settings a running agent can change (on SIGHUP):
 // garbage collection and container logs.
 type Housekeeping struct {
-	GC              GCPolicy
+	GC              gc.Policy
 	ContainerLogDir string
 	LogMaxSize      int64
 	LogMaxFiles     int

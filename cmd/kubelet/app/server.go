@@ -23,6 +23,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/cadvisor"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/gc"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/images"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/server"
@@ -76,7 +77,7 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 		AllowPrivileged: o.AllowPrivileged,
 		ClusterDomain:   o.ClusterDomain,
 		ResolvConf:      o.ResolvConf,
-		GC: kubelet.GCPolicy{MinAge: o.MinimumContainerTTLDuration, MaxPerContainer: o.MaximumDeadContainersPerContainer,
+		GC: gc.Policy{MinAge: o.MinimumContainerTTLDuration, MaxPerContainer: o.MaximumDeadContainersPerContainer,
 			MaxTotal: o.MaximumDeadContainers},
 		ContainerLogDir: o.ContainerLogDir,
 		GCPeriod:        o.GCPeriod,

@@ -13,6 +13,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/gc"
 )
 
 // configuredSources names the sources o enables.
@@ -139,7 +140,7 @@ func reload(ctx context.Context, o *Options, reparse func() (*Options, error), k
 	}
 	logMax := resource.MustParse(n.ContainerLogMaxSize) // validated
 	k.SetHousekeeping(kubelet.Housekeeping{
-		GC: kubelet.GCPolicy{MinAge: n.MinimumContainerTTLDuration, MaxPerContainer: n.MaximumDeadContainersPerContainer,
+		GC: gc.Policy{MinAge: n.MinimumContainerTTLDuration, MaxPerContainer: n.MaximumDeadContainersPerContainer,
 			MaxTotal: n.MaximumDeadContainers},
 		ContainerLogDir: n.ContainerLogDir, LogMaxSize: logMax.Value(), LogMaxFiles: n.ContainerLogMaxFiles,
 	})

@@ -1,4 +1,4 @@
-package kubelet
+package gc
 
 import (
 	"sort"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
@@ -14,8 +15,10 @@ import (
 
 func TestDeadContainersToRemove(t *testing.T) {
 	now := time.Now()
-	pod := testPod(v1.RestartPolicyAlways, "a")
-	pod.Spec.InitContainers = []v1.Container{{Name: "init", Image: "img:1"}}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "uid1"}, Spec: v1.PodSpec{
+		InitContainers: []v1.Container{{Name: "init", Image: "img:1"}},
+		Containers:     []v1.Container{{Name: "a", Image: "img:1"}},
+	}}
 	// dead makes a dead container (ID: name-minutes) that finished ago before now.
 	dead := func(name string, ago time.Duration) *kubecontainer.ContainerState {
 		return &kubecontainer.ContainerState{ID: name + "-" + ago.String(), Name: name, CreatedAt: now.Add(-ago - time.Second), FinishedAt: now.Add(-ago)}
@@ -24,8 +27,8 @@ func TestDeadContainersToRemove(t *testing.T) {
 		return &kubecontainer.ContainerState{ID: name + "-run", Name: name, Running: true, CreatedAt: now}
 	}
 	mk := func(cs ...*kubecontainer.ContainerState) map[types.UID]*kubecontainer.PodState {
-		st := state(cs...)
-		return map[types.UID]*kubecontainer.PodState{pod.UID: st}
+		kubecontainer.SortNewestFirst(cs)
+		return map[types.UID]*kubecontainer.PodState{pod.UID: {UID: pod.UID, Containers: cs}}
 	}
 	desired := func(uid types.UID) *v1.Pod {
 		if uid == pod.UID {
@@ -36,26 +39,26 @@ func TestDeadContainersToRemove(t *testing.T) {
 	cases := []struct {
 		name   string
 		pods   map[types.UID]*kubecontainer.PodState
-		policy GCPolicy
+		policy Policy
 		want   string
 	}{
 		{"newest dead kept, older removed", mk(run("a"), dead("a", time.Minute), dead("a", 2*time.Minute), dead("a", 3*time.Minute)),
-			GCPolicy{MaxPerContainer: 1, MaxTotal: -1}, "a-2m0s,a-3m0s"},
+			Policy{MaxPerContainer: 1, MaxTotal: -1}, "a-2m0s,a-3m0s"},
 		{"keep three", mk(dead("a", time.Minute), dead("a", 2*time.Minute), dead("a", 3*time.Minute), dead("a", 4*time.Minute)),
-			GCPolicy{MaxPerContainer: 3, MaxTotal: -1}, "a-4m0s"},
+			Policy{MaxPerContainer: 3, MaxTotal: -1}, "a-4m0s"},
 		{"min age protects the young", mk(dead("a", time.Second), dead("a", 2*time.Second), dead("a", time.Hour)),
-			GCPolicy{MinAge: 10 * time.Second, MaxPerContainer: 1, MaxTotal: -1}, "a-1h0m0s"},
-		{"completed init container kept", mk(run("a"), dead("init", time.Hour)), GCPolicy{MaxPerContainer: 1, MaxTotal: -1}, ""},
-		{"gone from the spec", mk(run("a"), dead("old", time.Hour)), GCPolicy{MaxPerContainer: 1, MaxTotal: -1}, "old-1h0m0s"},
+			Policy{MinAge: 10 * time.Second, MaxPerContainer: 1, MaxTotal: -1}, "a-1h0m0s"},
+		{"completed init container kept", mk(run("a"), dead("init", time.Hour)), Policy{MaxPerContainer: 1, MaxTotal: -1}, ""},
+		{"gone from the spec", mk(run("a"), dead("old", time.Hour)), Policy{MaxPerContainer: 1, MaxTotal: -1}, "old-1h0m0s"},
 		{"global cap never takes the newest", mk(dead("a", time.Minute), dead("a", 2*time.Minute), dead("init", time.Hour), dead("POD", time.Hour)),
-			GCPolicy{MaxPerContainer: 5, MaxTotal: 1}, "a-2m0s"},
-		{"pods not desired are left to their worker", map[types.UID]*kubecontainer.PodState{"other": state(dead("a", time.Hour), dead("a", 2*time.Hour))},
-			GCPolicy{MaxPerContainer: 1, MaxTotal: 0}, ""},
+			Policy{MaxPerContainer: 5, MaxTotal: 1}, "a-2m0s"},
+		{"pods not desired are left to their worker", map[types.UID]*kubecontainer.PodState{"other": {UID: "other", Containers: []*kubecontainer.ContainerState{dead("a", time.Hour), dead("a", 2*time.Hour)}}},
+			Policy{MaxPerContainer: 1, MaxTotal: 0}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var ids []string
-			for _, x := range deadContainersToRemove(c.pods, desired, c.policy, now) {
+			for _, x := range DeadContainersToRemove(c.pods, desired, c.policy, now) {
 				ids = append(ids, x.ID)
 			}
 			sort.Strings(ids)
