@@ -251,7 +251,7 @@ func (k *Kubelet) appOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	for _, a := range c.Args {
 		o.Args = append(o.Args, expand(a, lookup))
 	}
-	if o.Binds, err = k.containerBinds(pod, c, hostPaths, vars, restartCount); err != nil {
+	if o.Binds, err = k.volumes.Binds(pod, c, hostPaths, func(s string) string { return expand(s, lookup) }, restartCount); err != nil {
 		return o, err
 	}
 	return o, k.securityOptions(ctx, pod, c, &o)

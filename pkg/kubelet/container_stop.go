@@ -15,6 +15,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
 )
 
 // killPod stops and removes every container of a pod that is no longer
@@ -54,7 +55,7 @@ func (k *Kubelet) killPod(ctx context.Context, uid types.UID, pod *v1.Pod, state
 		}
 	}
 	k.forgetPod(uid, state)
-	if err := cleanupPodDir(k.podDir(uid)); err != nil {
+	if err := volumes.CleanupPodDir(k.podDir(uid)); err != nil {
 		return acted, fmt.Errorf("remove pod directory: %w", err)
 	}
 	return acted, nil

@@ -155,3 +155,15 @@ func (k *Kubelet) containerEnv(pod *v1.Pod, c *v1.Container, podIP string) ([]st
 	}
 	return env, vars, nil
 }
+
+// downwardValues gives the volume manager the pod's downward API values
+// (volume files have no container of their own, nor the pod IP).
+type downwardValues struct{ k *Kubelet }
+
+func (d downwardValues) FieldValue(pod *v1.Pod, path string) (string, error) {
+	return d.k.fieldValue(pod, path, "")
+}
+
+func (d downwardValues) ResourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector) (string, error) {
+	return d.k.resourceValue(pod, ref, "")
+}

@@ -2,11 +2,9 @@ package kubelet
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -106,52 +104,3 @@ func TestSecurityOptions(t *testing.T) {
 		})
 	}
 }
-
-// A subPath is opened one component at a time: a symlink anywhere in it
-// is refused, whatever it points at.
-func TestOpenBeneath(t *testing.T) {
-	root := t.TempDir()
-	mustMkdir(t, root+"/a/b")
-	mustSymlink(t, "/etc", root+"/link")
-	mustSymlink(t, "b", root+"/a/rel")
-	cases := []struct {
-		sub     string
-		wantErr string
-	}{
-		{"a/b", ""},
-		{"a/new/dir", ""}, // created, as Kubernetes does
-		{"link", "symlink"},
-		{"link/passwd", "symlink"},
-		{"a/rel", "symlink"},
-		{"../x", "'..'"},
-		{"/etc", "relative"},
-	}
-	for _, c := range cases {
-		fd, _, err := openBeneath(root, c.sub)
-		if err == nil {
-			closeFD(fd)
-		}
-		switch {
-		case c.wantErr == "" && err != nil:
-			t.Errorf("%s: %v", c.sub, err)
-		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
-			t.Errorf("%s: err %v, want %q", c.sub, err, c.wantErr)
-		}
-	}
-}
-
-func mustMkdir(t *testing.T, p string) {
-	t.Helper()
-	if err := os.MkdirAll(p, 0o755); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func mustSymlink(t *testing.T, target, p string) {
-	t.Helper()
-	if err := os.Symlink(target, p); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func closeFD(fd int) { _ = unix.Close(fd) }

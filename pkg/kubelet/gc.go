@@ -11,6 +11,7 @@ import (
 
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/gc"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
 )
 
 // garbageCollect removes the dead containers the policy lets go, and log
@@ -43,7 +44,7 @@ func (k *Kubelet) removeOrphanPodDirs() {
 		if !e.IsDir() || k.desiredPod(uid) != nil || cached[uid] != nil {
 			continue
 		}
-		if err := cleanupPodDir(k.podDir(uid)); err != nil {
+		if err := volumes.CleanupPodDir(k.podDir(uid)); err != nil {
 			glog.Errorf("GC: orphaned pod directory: %v", err)
 		}
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/pleg"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/prober"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/status"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
 	"github.com/classic-kubelet/kubelet/pkg/probe"
 	probehttp "github.com/classic-kubelet/kubelet/pkg/probe/http"
 )
@@ -118,7 +119,8 @@ type Kubelet struct {
 	nodeCPUs   int   // capacity: a missing CPU limit in the downward API
 	nodeMemory int64 // bytes: a missing memory limit; Memory emptyDir default size
 
-	images *images.Manager
+	images  *images.Manager
+	volumes *volumes.Manager
 
 	// starts bounds the container creations and starts in flight across all
 	// pods: the daemon serializes much of that work, and a burst of pods
@@ -182,6 +184,7 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		starts:     make(chan struct{}, maxParallelStarts),
 		retries:    newRetryQueue(),
 	}
+	k.volumes = &volumes.Manager{RootDir: cfg.RootDir, NodeMemory: k.nodeMemory, Downward: downwardValues{k}}
 	k.relist = pleg.NewRelister(k.docker, cfg.NodeName, cfg.RelistPeriod, k.cache, k.markDirty)
 	k.relist.Metrics = k.metrics
 	// Log links are made from the relist's inspect rather than one of

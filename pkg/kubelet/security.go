@@ -15,7 +15,7 @@ import (
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
-const reasonConfigError = "CreateContainerConfigError"
+const reasonConfigError = kubecontainer.ReasonCreateContainerConfigError
 
 // securityOptions applies a container's security context over the pod's
 // (the container's settings win) to o. It refuses what must not run: a

@@ -15,6 +15,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
 
@@ -213,8 +214,8 @@ func (k *Kubelet) terminationMessage(pod *v1.Pod, c *v1.Container, inst *kubecon
 	if ok {
 		return msg
 	}
-	if f, err := safefile.OpenBeneath(k.podDir(pod.UID), terminationMessageFile(c.Name, inst.RestartCount), unix.O_RDONLY|unix.O_NONBLOCK, 0); err == nil {
-		data, _ := io.ReadAll(io.LimitReader(f, maxTerminationMessage))
+	if f, err := safefile.OpenBeneath(k.podDir(pod.UID), volumes.TerminationMessageFile(c.Name, inst.RestartCount), unix.O_RDONLY|unix.O_NONBLOCK, 0); err == nil {
+		data, _ := io.ReadAll(io.LimitReader(f, volumes.MaxTerminationMessage))
 		f.Close()
 		msg = string(data)
 	}

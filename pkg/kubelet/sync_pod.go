@@ -3,7 +3,6 @@ package kubelet
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -361,7 +360,7 @@ func (k *Kubelet) prepareSandbox(ctx context.Context, pod *v1.Pod, state *kubeco
 	if a.createInfra {
 		k.metrics.StartedPods.Inc()
 	}
-	hostPaths, err = k.setupVolumes(pod)
+	hostPaths, err = k.volumes.Setup(pod)
 	if err != nil {
 		err = &kubecontainer.StartError{Reason: reasonVolumeSetup, Message: err.Error()}
 	} else if a.createInfra {
@@ -430,6 +429,4 @@ func (k *Kubelet) syncProbes(ctx context.Context, pod *v1.Pod, state *kubecontai
 }
 
 // podDir is the pod's directory under the root dir.
-func (k *Kubelet) podDir(uid types.UID) string {
-	return filepath.Join(k.cfg.RootDir, "pods", string(uid))
-}
+func (k *Kubelet) podDir(uid types.UID) string { return k.volumes.PodDir(uid) }

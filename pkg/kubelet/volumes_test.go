@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/classic-kubelet/kubelet/pkg/dockertools/dockertest"
@@ -34,11 +33,11 @@ func TestVolumeWritersRefuseLinks(t *testing.T) {
 		plant string // path below the pod's directory swapped for a link to outside
 		run   func(k *Kubelet) error
 	}{
-		{"downwardAPI directory", "volumes/kubernetes.io~downward-api/info/dir", func(k *Kubelet) error { _, err := k.setupVolumes(pod); return err }},
-		{"downwardAPI volume", "volumes/kubernetes.io~downward-api/info", func(k *Kubelet) error { _, err := k.setupVolumes(pod); return err }},
-		{"emptyDir volume", "volumes/kubernetes.io~empty-dir/scratch", func(k *Kubelet) error { _, err := k.setupVolumes(pod); return err }},
+		{"downwardAPI directory", "volumes/kubernetes.io~downward-api/info/dir", func(k *Kubelet) error { _, err := k.volumes.Setup(pod); return err }},
+		{"downwardAPI volume", "volumes/kubernetes.io~downward-api/info", func(k *Kubelet) error { _, err := k.volumes.Setup(pod); return err }},
+		{"emptyDir volume", "volumes/kubernetes.io~empty-dir/scratch", func(k *Kubelet) error { _, err := k.volumes.Setup(pod); return err }},
 		{"termination message directory", "containers/c", func(k *Kubelet) error {
-			_, err := k.containerBinds(pod, &pod.Spec.Containers[0], nil, nil, 0)
+			_, err := k.volumes.Binds(pod, &pod.Spec.Containers[0], nil, nil, 0)
 			return err
 		}},
 	} {
@@ -65,42 +64,5 @@ func TestVolumeWritersRefuseLinks(t *testing.T) {
 				t.Errorf("outside now holds %d entries with mode %v: the writer followed the link", len(entries), fi.Mode().Perm())
 			}
 		})
-	}
-}
-
-func TestMemoryVolumeSize(t *testing.T) {
-	q := func(s string) *resource.Quantity { v := resource.MustParse(s); return &v }
-	for _, tc := range []struct {
-		name           string
-		node, podLimit int64
-		sizeLimit      *resource.Quantity
-		want           int64
-	}{
-		{"node only", 8 << 30, 0, nil, 8 << 30},
-		{"pod limit below node", 8 << 30, 256 << 20, nil, 256 << 20},
-		{"sizeLimit smallest", 8 << 30, 256 << 20, q("64Mi"), 64 << 20},
-		{"sizeLimit above pod limit", 8 << 30, 256 << 20, q("1Gi"), 256 << 20},
-		{"sizeLimit above node", 1 << 30, 0, q("1Ti"), 1 << 30},
-		{"zero sizeLimit means unset", 1 << 30, 0, q("0"), 1 << 30},
-		{"node unknown, pod limit", 0, 128 << 20, nil, 128 << 20},
-		{"nothing known", 0, 0, nil, 0},
-	} {
-		if got := memoryVolumeSize(tc.node, tc.podLimit, tc.sizeLimit); got != tc.want {
-			t.Errorf("%s: size %d, want %d", tc.name, got, tc.want)
-		}
-	}
-	limits := func(mem string) v1.ResourceRequirements {
-		return v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse(mem)}}
-	}
-	pod := &v1.Pod{Spec: v1.PodSpec{
-		InitContainers: []v1.Container{{Name: "i", Resources: limits("300Mi")}},
-		Containers:     []v1.Container{{Name: "a", Resources: limits("100Mi")}, {Name: "b", Resources: limits("150Mi")}},
-	}}
-	if got := podMemoryLimit(pod); got != 300<<20 {
-		t.Errorf("pod limit %d, want the init container's 300Mi", got)
-	}
-	pod.Spec.Containers[1].Resources = v1.ResourceRequirements{}
-	if got := podMemoryLimit(pod); got != 0 {
-		t.Errorf("pod limit %d with a container unlimited, want none", got)
 	}
 }

@@ -34,4 +34,7 @@ const (
 	ReasonErrImagePull      = "ErrImagePull"
 	ReasonImagePullBackOff  = "ImagePullBackOff"
 	ReasonErrImageNeverPull = "ErrImageNeverPull"
+	// ReasonCreateContainerConfigError: the container's configuration
+	// cannot be made (a bad subPath, an env value that cannot be resolved).
+	ReasonCreateContainerConfigError = "CreateContainerConfigError"
 )

@@ -1,4 +1,10 @@
-package kubelet
+// Package volumes sets up a pod's volumes on the host (emptyDir, Memory
+// emptyDir as a bounded tmpfs, downwardAPI files, hostPath checks), the
+// binds of its containers (subPaths resolved fd by fd, the termination
+// message file), and tears the pod directory down. Every write below a pod
+// directory goes through safefile: a container may have planted links in
+// whatever it can write.
+package volumes
 
 import (
 	"bufio"
@@ -13,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
@@ -23,18 +30,34 @@ import (
 const (
 	emptyDirPlugin    = "kubernetes.io~empty-dir"
 	downwardAPIPlugin = "kubernetes.io~downward-api"
-	// maxTerminationMessage is what is read of a termination message.
-	maxTerminationMessage = 4096
+	// MaxTerminationMessage is what is read of a termination message.
+	MaxTerminationMessage = 4096
 	// defaultTerminationMessagePath is Kubernetes' default.
 	defaultTerminationMessagePath = "/dev/termination-log"
 )
 
-// setupVolumes prepares the pod's volumes on the host and returns the host
-// path of each, by volume name. It is idempotent. Every write below the
-// pod's directory goes through safefile: a container may have planted
-// links in whatever it can write.
-func (k *Kubelet) setupVolumes(pod *v1.Pod) (map[string]string, error) {
-	if err := os.MkdirAll(k.podDir(pod.UID), 0o750); err != nil {
+// DownwardValues resolves the downward API values of volume files.
+type DownwardValues interface {
+	FieldValue(pod *v1.Pod, path string) (string, error)
+	ResourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector) (string, error)
+}
+
+// Manager sets up the volumes of pods under RootDir/pods/<uid>.
+type Manager struct {
+	RootDir    string
+	NodeMemory int64 // bytes: the bound of a Memory emptyDir
+	Downward   DownwardValues
+}
+
+// PodDir is the pod's directory under the root dir.
+func (m *Manager) PodDir(uid types.UID) string {
+	return filepath.Join(m.RootDir, "pods", string(uid))
+}
+
+// Setup prepares the pod's volumes on the host and returns the host
+// path of each, by volume name. It is idempotent.
+func (m *Manager) Setup(pod *v1.Pod) (map[string]string, error) {
+	if err := os.MkdirAll(m.PodDir(pod.UID), 0o750); err != nil {
 		return nil, fmt.Errorf("pod directory: %w", err)
 	}
 	paths := make(map[string]string, len(pod.Spec.Volumes))
@@ -43,15 +66,15 @@ func (k *Kubelet) setupVolumes(pod *v1.Pod) (map[string]string, error) {
 		switch {
 		case vol.EmptyDir != nil:
 			rel := filepath.Join("volumes", emptyDirPlugin, vol.Name)
-			err = k.setupEmptyDir(pod, rel, vol.EmptyDir)
-			paths[vol.Name] = filepath.Join(k.podDir(pod.UID), rel)
+			err = m.setupEmptyDir(pod, rel, vol.EmptyDir)
+			paths[vol.Name] = filepath.Join(m.PodDir(pod.UID), rel)
 		case vol.HostPath != nil:
 			err = checkHostPath(vol.HostPath)
 			paths[vol.Name] = vol.HostPath.Path
 		case vol.DownwardAPI != nil:
 			rel := filepath.Join("volumes", downwardAPIPlugin, vol.Name)
-			err = k.writeDownwardAPI(pod, k.podDir(pod.UID), rel, vol.DownwardAPI)
-			paths[vol.Name] = filepath.Join(k.podDir(pod.UID), rel)
+			err = m.writeDownwardAPI(pod, m.PodDir(pod.UID), rel, vol.DownwardAPI)
+			paths[vol.Name] = filepath.Join(m.PodDir(pod.UID), rel)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("volume %s: %w", vol.Name, err)
@@ -63,8 +86,8 @@ func (k *Kubelet) setupVolumes(pod *v1.Pod) (map[string]string, error) {
 // setupEmptyDir makes the directory; a Memory emptyDir is a tmpfs mounted
 // on it (once), never unbounded: the smallest of its sizeLimit, the pod's
 // memory limit and the node's memory, as Kubernetes sizes it.
-func (k *Kubelet) setupEmptyDir(pod *v1.Pod, rel string, ed *v1.EmptyDirVolumeSource) error {
-	podDir := k.podDir(pod.UID)
+func (m *Manager) setupEmptyDir(pod *v1.Pod, rel string, ed *v1.EmptyDirVolumeSource) error {
+	podDir := m.PodDir(pod.UID)
 	// World-writable as in Kubernetes: containers may run as any user.
 	fd, err := safefile.MkdirBeneath(podDir, rel, 0o777)
 	if err != nil {
@@ -83,7 +106,7 @@ func (k *Kubelet) setupEmptyDir(pod *v1.Pod, rel string, ed *v1.EmptyDirVolumeSo
 	if err != nil || mounted {
 		return err
 	}
-	size := memoryVolumeSize(k.nodeMemory, podMemoryLimit(pod), ed.SizeLimit)
+	size := memoryVolumeSize(m.NodeMemory, podMemoryLimit(pod), ed.SizeLimit)
 	if size <= 0 {
 		return errors.New("cannot size a Memory emptyDir: the node's memory is unknown") // size=0 would be unlimited
 	}
@@ -132,7 +155,7 @@ func podMemoryLimit(pod *v1.Pod) int64 {
 // writeDownwardAPI writes the volume's files, each atomically. The volume
 // is mounted read-only, and its files are written beneath it without
 // following links all the same.
-func (k *Kubelet) writeDownwardAPI(pod *v1.Pod, podDir, rel string, src *v1.DownwardAPIVolumeSource) error {
+func (m *Manager) writeDownwardAPI(pod *v1.Pod, podDir, rel string, src *v1.DownwardAPIVolumeSource) error {
 	mode := os.FileMode(0o644)
 	if src.DefaultMode != nil {
 		mode = os.FileMode(*src.DefaultMode)
@@ -147,9 +170,9 @@ func (k *Kubelet) writeDownwardAPI(pod *v1.Pod, podDir, rel string, src *v1.Down
 		var v string
 		var err error
 		if item.FieldRef != nil {
-			v, err = k.fieldValue(pod, item.FieldRef.FieldPath, "")
+			v, err = m.Downward.FieldValue(pod, item.FieldRef.FieldPath)
 		} else {
-			v, err = k.resourceValue(pod, item.ResourceFieldRef, "")
+			v, err = m.Downward.ResourceValue(pod, item.ResourceFieldRef)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", item.Path, err)
@@ -213,27 +236,28 @@ func checkHostPath(hp *v1.HostPathVolumeSource) error {
 	return nil
 }
 
-// containerBinds returns the Docker binds of a container's volume mounts and
-// termination message file. A subPath is resolved safely (see bindSubPath).
-func (k *Kubelet) containerBinds(pod *v1.Pod, c *v1.Container, hostPaths map[string]string, env map[string]string, restartCount int) ([]string, error) {
+// Binds returns the Docker binds of a container's volume mounts and
+// termination message file. A subPath is resolved safely (see bindSubPath);
+// a subPathExpr is expanded by expand first.
+func (m *Manager) Binds(pod *v1.Pod, c *v1.Container, hostPaths map[string]string, expand func(string) string, restartCount int) ([]string, error) {
 	var binds []string
-	for i, m := range c.VolumeMounts {
-		src := hostPaths[m.Name]
-		sub := m.SubPath
-		if m.SubPathExpr != "" {
-			sub = expand(m.SubPathExpr, func(n string) (string, bool) { v, ok := env[n]; return v, ok })
+	for i, vm := range c.VolumeMounts {
+		src := hostPaths[vm.Name]
+		sub := vm.SubPath
+		if vm.SubPathExpr != "" {
+			sub = expand(vm.SubPathExpr)
 		}
 		if sub != "" {
 			var err error
-			if src, err = k.bindSubPath(pod, c.Name, i, src, sub); err != nil {
-				return nil, &kubecontainer.StartError{Reason: reasonConfigError, Message: fmt.Sprintf("volumeMounts[%d] subPath %q: %v", i, sub, err)}
+			if src, err = m.bindSubPath(pod, c.Name, i, src, sub); err != nil {
+				return nil, &kubecontainer.StartError{Reason: kubecontainer.ReasonCreateContainerConfigError, Message: fmt.Sprintf("volumeMounts[%d] subPath %q: %v", i, sub, err)}
 			}
 		}
-		b := src + ":" + m.MountPath
+		b := src + ":" + vm.MountPath
 		// The agent writes downwardAPI volumes; containers only read
 		// them (as in Kubernetes), so none can plant a link the agent's
 		// next write would follow.
-		if m.ReadOnly || isDownwardAPI(pod, m.Name) {
+		if vm.ReadOnly || isDownwardAPI(pod, vm.Name) {
 			b += ":ro"
 		}
 		binds = append(binds, b)
@@ -244,13 +268,13 @@ func (k *Kubelet) containerBinds(pod *v1.Pod, c *v1.Container, hostPaths map[str
 	if path == "" {
 		path = defaultTerminationMessagePath
 	}
-	rel := terminationMessageFile(c.Name, restartCount)
-	fd, err := safefile.MkdirBeneath(k.podDir(pod.UID), filepath.Dir(rel), 0o755)
+	rel := TerminationMessageFile(c.Name, restartCount)
+	fd, err := safefile.MkdirBeneath(m.PodDir(pod.UID), filepath.Dir(rel), 0o755)
 	if err != nil {
 		return nil, err
 	}
 	unix.Close(fd)
-	f, err := safefile.OpenBeneath(k.podDir(pod.UID), rel, unix.O_CREAT|unix.O_TRUNC|unix.O_WRONLY, 0o666)
+	f, err := safefile.OpenBeneath(m.PodDir(pod.UID), rel, unix.O_CREAT|unix.O_TRUNC|unix.O_WRONLY, 0o666)
 	if err != nil {
 		return nil, err
 	}
@@ -259,12 +283,12 @@ func (k *Kubelet) containerBinds(pod *v1.Pod, c *v1.Container, hostPaths map[str
 	if err != nil {
 		return nil, err
 	}
-	return append(binds, filepath.Join(k.podDir(pod.UID), rel)+":"+path), nil
+	return append(binds, filepath.Join(m.PodDir(pod.UID), rel)+":"+path), nil
 }
 
-// terminationMessageFile is where one instance of a container writes its
+// TerminationMessageFile is where one instance of a container writes its
 // termination message, relative to the pod's directory.
-func terminationMessageFile(container string, restartCount int) string {
+func TerminationMessageFile(container string, restartCount int) string {
 	return filepath.Join("containers", container, strconv.Itoa(restartCount)+"-termination-log")
 }
 
@@ -273,13 +297,13 @@ func terminationMessageFile(container string, restartCount int) string {
 // closed by opening the path one component at a time without following
 // symlinks (a symlink anywhere is refused), and by binding the opened file
 // descriptor itself, so nothing can be swapped between check and mount.
-func (k *Kubelet) bindSubPath(pod *v1.Pod, container string, index int, root, sub string) (string, error) {
+func (m *Manager) bindSubPath(pod *v1.Pod, container string, index int, root, sub string) (string, error) {
 	fd, isDir, err := openBeneath(root, sub)
 	if err != nil {
 		return "", err
 	}
 	defer unix.Close(fd)
-	target := filepath.Join(k.podDir(pod.UID), "volume-subpaths", container, strconv.Itoa(index))
+	target := filepath.Join(m.PodDir(pod.UID), "volume-subpaths", container, strconv.Itoa(index))
 	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
 		return "", err
 	}
@@ -357,10 +381,10 @@ func openBeneath(root, sub string) (int, bool, error) {
 	return fd, st.Mode&unix.S_IFMT == unix.S_IFDIR, nil
 }
 
-// cleanupPodDir unmounts everything mounted under a pod's directory (tmpfs
+// CleanupPodDir unmounts everything mounted under a pod's directory (tmpfs
 // volumes, subPath binds), deepest first, then removes it. If a mount cannot
 // be undone the directory is left: removal never crosses a mount point.
-func cleanupPodDir(dir string) error {
+func CleanupPodDir(dir string) error {
 	mounts, err := mountsUnder(dir)
 	if err != nil {
 		return err
