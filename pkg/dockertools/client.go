@@ -45,43 +45,6 @@ func DefaultEndpoint() string {
 	return "unix:///var/run/docker.sock"
 }
 
-// Container is one entry of a container list.
-type Container struct {
-	ID      string
-	Name    string // without Docker's leading "/"
-	Labels  map[string]string
-	Running bool
-	Created time.Time
-}
-
-// ContainerDetail is what inspect says of one container.
-type ContainerDetail struct {
-	ID         string
-	Name       string
-	Image      string // as requested at create time
-	ImageID    string
-	Labels     map[string]string
-	Status     string // created, running, exited, ...
-	Running    bool
-	ExitCode   int
-	Error      string
-	OOMKilled  bool
-	CreatedAt  time.Time
-	StartedAt  time.Time
-	FinishedAt time.Time
-	IP         string
-	Pid        int
-	LogPath    string
-	// Resources as Docker applied them (for tests and status).
-	CPUShares, CPUQuota, CPUPeriod, Memory int64
-}
-
-// Event is a container event from Docker's event stream.
-type Event struct {
-	ContainerID string
-	Action      string
-}
-
 // Client is the agent's Docker client. It is safe for concurrent use.
 type Client struct {
 	c *docker.Client
@@ -124,7 +87,7 @@ func short(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // List lists every container (running or not) carrying label=value.
-func (c *Client) List(ctx context.Context, label, value string) ([]Container, error) {
+func (c *Client) List(ctx context.Context, label, value string) ([]kubecontainer.Container, error) {
 	ctx, cancel := short(ctx)
 	defer cancel()
 	list, err := c.c.ListContainers(docker.ListContainersOptions{
@@ -135,13 +98,13 @@ func (c *Client) List(ctx context.Context, label, value string) ([]Container, er
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", translate(err))
 	}
-	out := make([]Container, 0, len(list))
+	out := make([]kubecontainer.Container, 0, len(list))
 	for _, l := range list {
 		name := ""
 		if len(l.Names) > 0 {
 			name = strings.TrimPrefix(l.Names[0], "/")
 		}
-		out = append(out, Container{
+		out = append(out, kubecontainer.Container{
 			ID:      l.ID,
 			Name:    name,
 			Labels:  l.Labels,
@@ -153,14 +116,14 @@ func (c *Client) List(ctx context.Context, label, value string) ([]Container, er
 }
 
 // Inspect returns the details of one container.
-func (c *Client) Inspect(ctx context.Context, id string) (*ContainerDetail, error) {
+func (c *Client) Inspect(ctx context.Context, id string) (*kubecontainer.ContainerDetail, error) {
 	ctx, cancel := short(ctx)
 	defer cancel()
 	ct, err := c.c.InspectContainerWithOptions(docker.InspectContainerOptions{ID: id, Context: ctx})
 	if err != nil {
 		return nil, fmt.Errorf("inspect container %s: %w", ShortID(id), translate(err))
 	}
-	d := &ContainerDetail{
+	d := &kubecontainer.ContainerDetail{
 		ID:         ct.ID,
 		Name:       strings.TrimPrefix(ct.Name, "/"),
 		Image:      ct.Config.Image,
@@ -195,10 +158,10 @@ func (c *Client) Inspect(ctx context.Context, id string) (*ContainerDetail, erro
 }
 
 // Create creates a container from spec and returns its ID.
-func (c *Client) Create(ctx context.Context, spec *CreateSpec) (string, error) {
+func (c *Client) Create(ctx context.Context, spec *kubecontainer.CreateSpec) (string, error) {
 	ctx, cancel := short(ctx)
 	defer cancel()
-	opts := spec.dockerOptions()
+	opts := dockerOptions(spec)
 	opts.Context = ctx
 	ct, err := c.c.CreateContainer(opts)
 	if err != nil {
@@ -297,7 +260,7 @@ var stateEvents = []string{"create", "start", "die", "destroy", "oom", "pause", 
 // removed listener's channel, and removing the last one blocks until Docker
 // sends another event. Here cancelling ctx ends the request, and with it
 // the one goroutine reading it.
-func (c *Client) Events(ctx context.Context, label, value string) (<-chan Event, error) {
+func (c *Client) Events(ctx context.Context, label, value string) (<-chan kubecontainer.Event, error) {
 	filters, err := json.Marshal(map[string][]string{"type": {"container"}, "label": {label + "=" + value}, "event": stateEvents})
 	if err != nil {
 		return nil, err
@@ -314,7 +277,7 @@ func (c *Client) Events(ctx context.Context, label, value string) (<-chan Event,
 		resp.Body.Close()
 		return nil, fmt.Errorf("subscribe to docker events: %w", translate(&docker.Error{Status: resp.StatusCode, Message: resp.Status}))
 	}
-	out := make(chan Event)
+	out := make(chan kubecontainer.Event)
 	go func() {
 		defer close(out)
 		defer resp.Body.Close()
@@ -328,7 +291,7 @@ func (c *Client) Events(ctx context.Context, label, value string) (<-chan Event,
 				return // cancelled, or the stream broke: the caller resubscribes
 			}
 			select {
-			case out <- Event{ContainerID: ev.Actor.ID, Action: ev.Action}:
+			case out <- kubecontainer.Event{ContainerID: ev.Actor.ID, Action: ev.Action}:
 			case <-ctx.Done():
 				return
 			}

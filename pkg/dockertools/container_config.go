@@ -6,56 +6,18 @@ import (
 
 	docker "github.com/fsouza/go-dockerclient"
 	v1 "k8s.io/api/core/v1"
+
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
 // maxHostnameLen is the kernel's limit on a UTS hostname.
 const maxHostnameLen = 63
 
-// CreateSpec is everything the agent sets on a container it creates.
-type CreateSpec struct {
-	Name        string
-	Image       string
-	Entrypoint  []string
-	Cmd         []string
-	Env         []string
-	WorkingDir  string
-	Labels      map[string]string
-	Hostname    string
-	Domainname  string
-	NetworkMode string
-	IpcMode     string
-	PidMode     string
-	Ports       []PortMapping
-	Binds       []string
-	Resources   Resources
-	DNS         DNSSettings
-	ExtraHosts  []string // "host:ip"
-
-	User            string
-	GroupAdd        []string
-	CapAdd, CapDrop []string
-	Privileged      bool
-	ReadOnlyRootfs  bool
-	NoNewPrivileges bool
-	Tty             bool
-	OpenStdin       bool
-	StdinOnce       bool
-	// LogMaxSize (bytes) and LogMaxFiles rotate the json-file log; 0: Docker's default.
-	LogMaxSize  int64
-	LogMaxFiles int
-}
-
-// DNSSettings are explicit resolver settings; all empty means Docker's
-// default (derived from the node's resolv.conf).
-type DNSSettings struct {
-	Nameservers, Searches, Options []string
-}
-
 // InfraOptions are what the agent resolved for a pod's infra container.
 type InfraOptions struct {
 	Hostname   string
 	Domainname string
-	DNS        DNSSettings
+	DNS        kubecontainer.DNSSettings
 	ExtraHosts []string // "host:ip"
 	HostIPC    bool
 }
@@ -74,14 +36,6 @@ type AppOptions struct {
 	NoNewPrivileges bool
 	HostPID         bool
 	HostIPC         bool
-}
-
-// PortMapping publishes ContainerPort on the node's HostIP:HostPort.
-type PortMapping struct {
-	ContainerPort int32
-	HostPort      int32
-	HostIP        string
-	Protocol      string // "tcp" or "udp"
 }
 
 func baseLabels(pod *v1.Pod, node, container, hash, kind string, restartCount int) map[string]string {
@@ -105,17 +59,17 @@ func baseLabels(pod *v1.Pod, node, container, hash, kind string, restartCount in
 // InfraSpec is the pod's infra container: it holds the network and IPC
 // namespaces, the hostname, DNS settings and the published ports; app
 // containers join it.
-func InfraSpec(pod *v1.Pod, image, node, source string, o InfraOptions) *CreateSpec {
+func InfraSpec(pod *v1.Pod, image, node, source string, o InfraOptions) *kubecontainer.CreateSpec {
 	hash := HashInfra(pod)
 	labels := baseLabels(pod, node, InfraContainerName, hash, TypeSandbox, 0)
 	labels[LabelSource] = source
-	spec := &CreateSpec{
+	spec := &kubecontainer.CreateSpec{
 		Name:   BuildName(ContainerName{Container: InfraContainerName, Hash: hash, Pod: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID)}),
 		Image:  image,
 		Labels: labels,
 		// Shareable so app containers can join its IPC namespace.
 		IpcMode:   "shareable",
-		Resources: Resources{CPUShares: minShares},
+		Resources: kubecontainer.Resources{CPUShares: minShares},
 	}
 	if o.HostIPC {
 		spec.IpcMode = "host"
@@ -136,7 +90,7 @@ func InfraSpec(pod *v1.Pod, image, node, source string, o InfraOptions) *CreateS
 			if p.Protocol == v1.ProtocolUDP {
 				proto = "udp"
 			}
-			spec.Ports = append(spec.Ports, PortMapping{ContainerPort: p.ContainerPort, HostPort: p.HostPort, HostIP: p.HostIP, Protocol: proto})
+			spec.Ports = append(spec.Ports, kubecontainer.PortMapping{ContainerPort: p.ContainerPort, HostPort: p.HostPort, HostIP: p.HostIP, Protocol: proto})
 		}
 	}
 	return spec
@@ -166,9 +120,9 @@ func podHostname(name string) string {
 
 // AppSpec is an app (or init) container of the pod, joining the infra
 // container's namespaces, with what the agent resolved for it in o.
-func AppSpec(pod *v1.Pod, c *v1.Container, infraID, node string, o AppOptions, restartCount int) *CreateSpec {
+func AppSpec(pod *v1.Pod, c *v1.Container, infraID, node string, o AppOptions, restartCount int) *kubecontainer.CreateSpec {
 	hash := HashContainer(pod, c)
-	spec := &CreateSpec{
+	spec := &kubecontainer.CreateSpec{
 		Name:            BuildName(ContainerName{Container: c.Name, Hash: hash, Pod: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID)}),
 		Image:           c.Image,
 		Entrypoint:      o.Command,
@@ -200,7 +154,8 @@ func AppSpec(pod *v1.Pod, c *v1.Container, infraID, node string, o AppOptions, r
 	return spec
 }
 
-func (s *CreateSpec) dockerOptions() docker.CreateContainerOptions {
+// dockerOptions translates a create spec into Docker's create options.
+func dockerOptions(s *kubecontainer.CreateSpec) docker.CreateContainerOptions {
 	cfg := &docker.Config{
 		Image:      s.Image,
 		Entrypoint: s.Entrypoint,
@@ -244,6 +199,22 @@ func (s *CreateSpec) dockerOptions() docker.CreateContainerOptions {
 	}
 	if s.NoNewPrivileges {
 		hc.SecurityOpt = append(hc.SecurityOpt, "no-new-privileges")
+	}
+	switch s.Seccomp.Kind {
+	case kubecontainer.SeccompUnconfined:
+		hc.SecurityOpt = append(hc.SecurityOpt, "seccomp=unconfined")
+	case kubecontainer.SeccompLocalhost:
+		hc.SecurityOpt = append(hc.SecurityOpt, "seccomp="+string(s.Seccomp.Content))
+	}
+	if s.AppArmorProfile != "" {
+		hc.SecurityOpt = append(hc.SecurityOpt, "apparmor="+s.AppArmorProfile)
+	}
+	hc.CgroupParent = s.CgroupParent
+	if s.OOMScoreAdj != nil {
+		hc.OomScoreAdj = *s.OOMScoreAdj
+	}
+	for _, m := range s.Mounts {
+		hc.Mounts = append(hc.Mounts, docker.HostMount{Type: "bind", Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
 	}
 	if s.Resources.Memory > 0 {
 		// No swap beyond the limit, as Kubernetes.

@@ -269,7 +269,7 @@ func TestClientAgainstEngine(t *testing.T) {
 	_, c := newEngine(t)
 	ctx := context.Background()
 
-	spec := &CreateSpec{Name: "k8s_app.1_p_ns_u_0001", Image: "img:1", Cmd: []string{"sleep"},
+	spec := &kubecontainer.CreateSpec{Name: "k8s_app.1_p_ns_u_0001", Image: "img:1", Cmd: []string{"sleep"},
 		Labels: map[string]string{LabelOwner: "n", LabelPodUID: "u", "io.kubernetes.container.restartCount": "2"}}
 	id, err := c.Create(ctx, spec)
 	if err != nil {
@@ -342,7 +342,7 @@ func TestClientAgainstEngine(t *testing.T) {
 	if d, _ := c.Inspect(ctx, badID); d.ExitCode != 127 || d.Status != "created" || d.Error == "" {
 		t.Errorf("after a failed start: %+v", d)
 	}
-	if _, err := c.Create(ctx, &CreateSpec{Name: "k8s_x.1_p_ns_u_0003", Image: "absent:1"}); !errors.Is(err, kubecontainer.ErrImageNotFound) {
+	if _, err := c.Create(ctx, &kubecontainer.CreateSpec{Name: "k8s_x.1_p_ns_u_0003", Image: "absent:1"}); !errors.Is(err, kubecontainer.ErrImageNotFound) {
 		t.Errorf("Create from an absent image: %v, want ErrImageNotFound", err)
 	}
 }
@@ -359,7 +359,7 @@ func TestImagesAgainstEngine(t *testing.T) {
 	if u, err := c.ImageUser(ctx, "img:1"); u != "app" || err != nil {
 		t.Errorf("ImageUser = %q %v", u, err)
 	}
-	if err := c.PullAuth(ctx, "reg.test/app:2", &Auth{Username: "u", Password: "p"}, time.Minute); err != nil {
+	if err := c.PullAuth(ctx, "reg.test/app:2", &kubecontainer.Auth{Username: "u", Password: "p"}, time.Minute); err != nil {
 		t.Fatalf("PullAuth: %v", err)
 	}
 	if len(e.pulls) != 1 || !strings.HasPrefix(e.pulls[0], "reg.test/app:2 auth=") || strings.HasSuffix(e.pulls[0], "auth=") {
@@ -399,5 +399,51 @@ func TestUnavailableEngine(t *testing.T) {
 		if err := call(); !errors.Is(err, kubecontainer.ErrRuntimeUnavailable) {
 			t.Errorf("%s against a closed daemon: %v, want ErrRuntimeUnavailable", name, err)
 		}
+	}
+}
+
+// The runtime-neutral options Docker has no field of its own for reach its
+// HostConfig: seccomp and AppArmor as security options (a Localhost seccomp
+// profile by content), the cgroup parent, oom_score_adj, structured mounts
+// (a ':' in a path is fine there).
+func TestCreateOptionsReachDocker(t *testing.T) {
+	e, c := newEngine(t)
+	adj := -997
+	for _, tc := range []struct {
+		name string
+		spec kubecontainer.CreateSpec
+		want func(hc *docker.HostConfig) bool
+	}{
+		{"seccomp unconfined", kubecontainer.CreateSpec{Seccomp: kubecontainer.SeccompProfile{Kind: kubecontainer.SeccompUnconfined}},
+			func(hc *docker.HostConfig) bool { return strings.Join(hc.SecurityOpt, ",") == "seccomp=unconfined" }},
+		{"seccomp localhost", kubecontainer.CreateSpec{Seccomp: kubecontainer.SeccompProfile{Kind: kubecontainer.SeccompLocalhost, Content: []byte(`{"defaultAction":"SCMP_ACT_ALLOW"}`)}},
+			func(hc *docker.HostConfig) bool {
+				return strings.Join(hc.SecurityOpt, ",") == `seccomp={"defaultAction":"SCMP_ACT_ALLOW"}`
+			}},
+		{"runtime default", kubecontainer.CreateSpec{Seccomp: kubecontainer.SeccompProfile{Kind: kubecontainer.SeccompRuntimeDefault}},
+			func(hc *docker.HostConfig) bool { return len(hc.SecurityOpt) == 0 }},
+		{"apparmor", kubecontainer.CreateSpec{AppArmorProfile: "k8s-deny-write"},
+			func(hc *docker.HostConfig) bool { return strings.Join(hc.SecurityOpt, ",") == "apparmor=k8s-deny-write" }},
+		{"cgroup parent and oom score", kubecontainer.CreateSpec{CgroupParent: "/kubepods/podu1", OOMScoreAdj: &adj},
+			func(hc *docker.HostConfig) bool { return hc.CgroupParent == "/kubepods/podu1" && hc.OomScoreAdj == -997 }},
+		{"mounts", kubecontainer.CreateSpec{Mounts: []kubecontainer.Mount{{Source: "/srv/a:b", Target: "/data", ReadOnly: true}}},
+			func(hc *docker.HostConfig) bool {
+				return len(hc.Mounts) == 1 && hc.Mounts[0].Source == "/srv/a:b" && hc.Mounts[0].Type == "bind" && hc.Mounts[0].ReadOnly
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := tc.spec
+			spec.Name, spec.Image = "k8s_"+strings.ReplaceAll(tc.name, " ", "-")+".1_p_ns_u_0001", "img:1"
+			id, err := c.Create(context.Background(), &spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.mu.Lock()
+			hc := e.containers[id].HostConfig
+			e.mu.Unlock()
+			if !tc.want(hc) {
+				t.Errorf("HostConfig security %v, cgroup %q, oom %d, mounts %+v", hc.SecurityOpt, hc.CgroupParent, hc.OomScoreAdj, hc.Mounts)
+			}
+		})
 	}
 }

@@ -13,16 +13,13 @@ import (
 	"time"
 
 	docker "github.com/fsouza/go-dockerclient"
-)
 
-// Auth is one registry credential.
-type Auth struct {
-	Username, Password, ServerAddress string
-}
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+)
 
 // Keyring holds the registry credentials of Docker config files.
 type Keyring struct {
-	entries map[string][]Auth // by normalized registry key
+	entries map[string][]kubecontainer.Auth // by normalized registry key
 }
 
 // dockerHub is the key of Docker Hub credentials, as Docker writes them.
@@ -31,7 +28,7 @@ const dockerHub = "index.docker.io"
 // LoadKeyring reads Docker config files: config.json ({"auths": {...}}) or
 // the legacy .dockercfg ({registry: {...}}). Missing files are skipped.
 func LoadKeyring(paths ...string) (*Keyring, error) {
-	k := &Keyring{entries: map[string][]Auth{}}
+	k := &Keyring{entries: map[string][]kubecontainer.Auth{}}
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
 		if errors.Is(err, os.ErrNotExist) {
@@ -54,7 +51,7 @@ func LoadKeyring(paths ...string) (*Keyring, error) {
 			if err := json.Unmarshal(raw, &e); err != nil {
 				continue
 			}
-			a := Auth{Username: e.Username, Password: e.Password, ServerAddress: host}
+			a := kubecontainer.Auth{Username: e.Username, Password: e.Password, ServerAddress: host}
 			if e.Auth != "" {
 				dec, err := base64.StdEncoding.DecodeString(e.Auth)
 				if err != nil {
@@ -97,7 +94,7 @@ func RegistryHost(image string) string {
 
 // Lookup returns the credentials matching image, most specific first (a key
 // with a path before the bare host), as Docker matches them.
-func (k *Keyring) Lookup(image string) []Auth {
+func (k *Keyring) Lookup(image string) []kubecontainer.Auth {
 	if k == nil {
 		return nil
 	}
@@ -106,7 +103,7 @@ func (k *Keyring) Lookup(image string) []Auth {
 	if host == dockerHub && !strings.HasPrefix(image, "docker.io/") {
 		repo = dockerHub + "/" + image
 	}
-	var specific, general []Auth
+	var specific, general []kubecontainer.Auth
 	for key, auths := range k.entries {
 		switch {
 		case key == host:
@@ -119,7 +116,7 @@ func (k *Keyring) Lookup(image string) []Auth {
 }
 
 // PullAuth pulls an image with one credential (nil: anonymously).
-func (c *Client) PullAuth(ctx context.Context, image string, auth *Auth, inactivity time.Duration) error {
+func (c *Client) PullAuth(ctx context.Context, image string, auth *kubecontainer.Auth, inactivity time.Duration) error {
 	repo, tag := SplitImage(image)
 	var a docker.AuthConfiguration
 	if auth != nil {

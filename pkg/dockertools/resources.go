@@ -2,6 +2,8 @@ package dockertools
 
 import (
 	v1 "k8s.io/api/core/v1"
+
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
 const (
@@ -42,19 +44,11 @@ func CPUQuota(milliCPU int64) int64 {
 	return quota
 }
 
-// Resources is what Docker enforces for one container.
-type Resources struct {
-	CPUShares int64
-	CPUQuota  int64 // 0: unlimited
-	CPUPeriod int64 // set with CPUQuota
-	Memory    int64 // bytes; 0: unlimited
-}
-
 // ContainerResources computes a container's Docker resources as Kubernetes
 // does: requests default to limits when only a limit is written; shares come
 // from the CPU request, the quota only from the CPU limit.
-func ContainerResources(c *v1.Container) Resources {
-	var r Resources
+func ContainerResources(c *v1.Container) kubecontainer.Resources {
+	var r kubecontainer.Resources
 	cpuReq, hasReq := c.Resources.Requests[v1.ResourceCPU]
 	cpuLim, hasLim := c.Resources.Limits[v1.ResourceCPU]
 	switch {

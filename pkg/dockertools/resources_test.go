@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
 func TestCPUSharesAndQuota(t *testing.T) {
@@ -39,15 +41,15 @@ func TestContainerResources(t *testing.T) {
 	cases := []struct {
 		name string
 		res  v1.ResourceRequirements
-		want Resources
+		want kubecontainer.Resources
 	}{
-		{"none", v1.ResourceRequirements{}, Resources{CPUShares: 2}},
-		{"request only", v1.ResourceRequirements{Requests: v1.ResourceList{"cpu": q("500m")}}, Resources{CPUShares: 512}},
+		{"none", v1.ResourceRequirements{}, kubecontainer.Resources{CPUShares: 2}},
+		{"request only", v1.ResourceRequirements{Requests: v1.ResourceList{"cpu": q("500m")}}, kubecontainer.Resources{CPUShares: 512}},
 		{"limit only: request defaults to it", v1.ResourceRequirements{Limits: v1.ResourceList{"cpu": q("2")}},
-			Resources{CPUShares: 2048, CPUQuota: 200000, CPUPeriod: QuotaPeriod}},
+			kubecontainer.Resources{CPUShares: 2048, CPUQuota: 200000, CPUPeriod: QuotaPeriod}},
 		{"both", v1.ResourceRequirements{Requests: v1.ResourceList{"cpu": q("100m")}, Limits: v1.ResourceList{"cpu": q("300m"), "memory": q("64Mi")}},
-			Resources{CPUShares: 102, CPUQuota: 30000, CPUPeriod: QuotaPeriod, Memory: 64 << 20}},
-		{"memory only", v1.ResourceRequirements{Limits: v1.ResourceList{"memory": q("1Gi")}}, Resources{CPUShares: 2, Memory: 1 << 30}},
+			kubecontainer.Resources{CPUShares: 102, CPUQuota: 30000, CPUPeriod: QuotaPeriod, Memory: 64 << 20}},
+		{"memory only", v1.ResourceRequirements{Limits: v1.ResourceList{"memory": q("1Gi")}}, kubecontainer.Resources{CPUShares: 2, Memory: 1 << 30}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

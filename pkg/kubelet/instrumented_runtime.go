@@ -5,7 +5,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 )
@@ -26,28 +25,28 @@ func (i instrumentedRuntime) observe(op string, start time.Time, err error) {
 	}
 }
 
-func (i instrumentedRuntime) List(ctx context.Context, label, value string) ([]dockertools.Container, error) {
+func (i instrumentedRuntime) List(ctx context.Context, label, value string) ([]kubecontainer.Container, error) {
 	start := time.Now()
 	out, err := i.r.List(ctx, label, value)
 	i.observe("list", start, err)
 	return out, err
 }
 
-func (i instrumentedRuntime) Inspect(ctx context.Context, id string) (*dockertools.ContainerDetail, error) {
+func (i instrumentedRuntime) Inspect(ctx context.Context, id string) (*kubecontainer.ContainerDetail, error) {
 	start := time.Now()
 	out, err := i.r.Inspect(ctx, id)
 	i.observe("inspect", start, err)
 	return out, err
 }
 
-func (i instrumentedRuntime) Events(ctx context.Context, label, value string) (<-chan dockertools.Event, error) {
+func (i instrumentedRuntime) Events(ctx context.Context, label, value string) (<-chan kubecontainer.Event, error) {
 	start := time.Now()
 	out, err := i.r.Events(ctx, label, value)
 	i.observe("events", start, err)
 	return out, err
 }
 
-func (i instrumentedRuntime) Create(ctx context.Context, spec *dockertools.CreateSpec) (string, error) {
+func (i instrumentedRuntime) Create(ctx context.Context, spec *kubecontainer.CreateSpec) (string, error) {
 	start := time.Now()
 	out, err := i.r.Create(ctx, spec)
 	i.observe("create", start, err)
@@ -82,7 +81,7 @@ func (i instrumentedRuntime) ImagePresent(ctx context.Context, image string) (bo
 	return out, err
 }
 
-func (i instrumentedRuntime) PullAuth(ctx context.Context, image string, auth *dockertools.Auth, inactivity time.Duration) error {
+func (i instrumentedRuntime) PullAuth(ctx context.Context, image string, auth *kubecontainer.Auth, inactivity time.Duration) error {
 	start := time.Now()
 	err := i.r.PullAuth(ctx, image, auth, inactivity)
 	i.observe("pull", start, err)

@@ -5,7 +5,6 @@ package kubelet
 
 import (
 	"context"
-	"io"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -33,19 +32,8 @@ import (
 	probehttp "github.com/classic-kubelet/kubelet/pkg/probe/http"
 )
 
-// Runtime is what the agent needs from Docker.
-type Runtime interface {
-	pleg.Lister
-	Create(ctx context.Context, spec *dockertools.CreateSpec) (string, error)
-	Start(ctx context.Context, id string) error
-	Stop(ctx context.Context, id string, grace time.Duration) error
-	Remove(ctx context.Context, id string) error
-	images.Runtime
-	Exec(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (int, []byte, error)
-	ImageUser(ctx context.Context, image string) (string, error)
-	BuildPauseImage(ctx context.Context, tag, binary string) error
-	Logs(ctx context.Context, id string, o kubecontainer.LogOptions, w io.Writer) error
-}
+// Runtime is what the agent needs from the container runtime.
+type Runtime = kubecontainer.Runtime
 
 var _ Runtime = (*dockertools.Client)(nil)
 

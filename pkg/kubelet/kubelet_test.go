@@ -116,7 +116,7 @@ func TestKubeletRestartsExitedContainer(t *testing.T) {
 func TestKubeletKeepsPodsOfUnseenSources(t *testing.T) {
 	fake := dockertest.NewFakeClient("pause:1", "img:1")
 	pod := desiredPod("web", "img:1")
-	fake.AddContainer(dockertools.ContainerDetail{
+	fake.AddContainer(kubecontainer.ContainerDetail{
 		Name: dockertools.InfraSpec(pod, "pause:1", "n", "http", dockertools.InfraOptions{}).Name, Image: "pause:1", Running: true,
 		Labels: dockertools.InfraSpec(pod, "pause:1", "n", "http", dockertools.InfraOptions{}).Labels,
 	})

@@ -107,7 +107,7 @@ func (k *Kubelet) infraOptions(pod *v1.Pod) (dockertools.InfraOptions, error) {
 	}
 	dc := pod.Spec.DNSConfig
 	if pod.Spec.DNSPolicy == v1.DNSNone {
-		o.DNS = dockertools.DNSSettings{Nameservers: dc.Nameservers, Searches: dc.Searches, Options: dnsOptions(dc)}
+		o.DNS = kubecontainer.DNSSettings{Nameservers: dc.Nameservers, Searches: dc.Searches, Options: dnsOptions(dc)}
 		return o, nil
 	}
 	// Default, ClusterFirst and ClusterFirstWithHostNet: the node's resolver
@@ -147,8 +147,8 @@ func dnsOptions(dc *v1.PodDNSConfig) []string {
 }
 
 // parseResolvConf reads nameservers, search domains and options.
-func parseResolvConf(path string) (dockertools.DNSSettings, error) {
-	var s dockertools.DNSSettings
+func parseResolvConf(path string) (kubecontainer.DNSSettings, error) {
+	var s kubecontainer.DNSSettings
 	f, err := os.Open(path)
 	if err != nil {
 		return s, err

@@ -20,13 +20,13 @@ import (
 // FakeClient is an in-memory Docker daemon.
 type FakeClient struct {
 	mu         sync.Mutex // guards everything below
-	containers map[string]*dockertools.ContainerDetail
+	containers map[string]*kubecontainer.ContainerDetail
 	images     map[string]bool
 	calls      []string
 	errors     map[string]error
 	nextID     int
 	now        func() time.Time
-	events     []chan dockertools.Event
+	events     []chan kubecontainer.Event
 	execCode   int
 	execOut    string
 	// imageFsUsage is the image file system's use in percent; each
@@ -38,7 +38,7 @@ type FakeClient struct {
 // NewFakeClient returns a fake with the given images present.
 func NewFakeClient(images ...string) *FakeClient {
 	f := &FakeClient{
-		containers: map[string]*dockertools.ContainerDetail{},
+		containers: map[string]*kubecontainer.ContainerDetail{},
 		images:     map[string]bool{},
 		errors:     map[string]error{},
 		now:        time.Now,
@@ -97,12 +97,12 @@ func (f *FakeClient) record(method, arg string) error {
 }
 
 // Container returns a copy of a container's state.
-func (f *FakeClient) Container(id string) (dockertools.ContainerDetail, bool) {
+func (f *FakeClient) Container(id string) (kubecontainer.ContainerDetail, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c, ok := f.containers[id]
 	if !ok {
-		return dockertools.ContainerDetail{}, false
+		return kubecontainer.ContainerDetail{}, false
 	}
 	return *c, true
 }
@@ -117,7 +117,7 @@ func (f *FakeClient) Exit(id string, code int) {
 }
 
 // AddContainer puts a container into the fake as if created by someone.
-func (f *FakeClient) AddContainer(d dockertools.ContainerDetail) {
+func (f *FakeClient) AddContainer(d kubecontainer.ContainerDetail) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if d.ID == "" {
@@ -128,25 +128,25 @@ func (f *FakeClient) AddContainer(d dockertools.ContainerDetail) {
 }
 
 // List implements the runtime's List.
-func (f *FakeClient) List(_ context.Context, label, value string) ([]dockertools.Container, error) {
+func (f *FakeClient) List(_ context.Context, label, value string) ([]kubecontainer.Container, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("list", ""); err != nil {
 		return nil, err
 	}
-	var out []dockertools.Container
+	var out []kubecontainer.Container
 	for _, c := range f.containers {
 		if c.Labels[label] != value {
 			continue
 		}
-		out = append(out, dockertools.Container{ID: c.ID, Name: c.Name, Labels: c.Labels, Running: c.Running, Created: c.CreatedAt})
+		out = append(out, kubecontainer.Container{ID: c.ID, Name: c.Name, Labels: c.Labels, Running: c.Running, Created: c.CreatedAt})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }
 
 // Inspect implements the runtime's Inspect.
-func (f *FakeClient) Inspect(_ context.Context, id string) (*dockertools.ContainerDetail, error) {
+func (f *FakeClient) Inspect(_ context.Context, id string) (*kubecontainer.ContainerDetail, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("inspect", id); err != nil {
@@ -161,7 +161,7 @@ func (f *FakeClient) Inspect(_ context.Context, id string) (*dockertools.Contain
 }
 
 // Create implements the runtime's Create.
-func (f *FakeClient) Create(_ context.Context, spec *dockertools.CreateSpec) (string, error) {
+func (f *FakeClient) Create(_ context.Context, spec *kubecontainer.CreateSpec) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("create", spec.Name); err != nil {
@@ -181,7 +181,7 @@ func (f *FakeClient) Create(_ context.Context, spec *dockertools.CreateSpec) (st
 	for k, v := range spec.Labels {
 		labels[k] = v
 	}
-	f.containers[id] = &dockertools.ContainerDetail{
+	f.containers[id] = &kubecontainer.ContainerDetail{
 		ID: id, Name: spec.Name, Image: spec.Image, Labels: labels, Status: "created",
 		// Creation times must order containers even within one clock tick.
 		CreatedAt: f.now().Add(time.Duration(f.nextID) * time.Microsecond),
@@ -259,7 +259,7 @@ func (f *FakeClient) SetImageFsUsage(percent, perImage int) {
 
 // PullAuth implements the runtime's PullAuth: images made pullable arrive,
 // others fail.
-func (f *FakeClient) PullAuth(_ context.Context, image string, _ *dockertools.Auth, _ time.Duration) error {
+func (f *FakeClient) PullAuth(_ context.Context, image string, _ *kubecontainer.Auth, _ time.Duration) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("pull", image); err != nil {
@@ -314,13 +314,13 @@ func (f *FakeClient) ImageFsUsage(context.Context) (int, error) {
 
 // Events implements the runtime's Events: the stream stays open, silent,
 // until ctx ends.
-func (f *FakeClient) Events(ctx context.Context, _, _ string) (<-chan dockertools.Event, error) {
+func (f *FakeClient) Events(ctx context.Context, _, _ string) (<-chan kubecontainer.Event, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("events", ""); err != nil {
 		return nil, err
 	}
-	ch := make(chan dockertools.Event, 16)
+	ch := make(chan kubecontainer.Event, 16)
 	f.events = append(f.events, ch)
 	go func() {
 		<-ctx.Done()

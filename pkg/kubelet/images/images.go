@@ -33,7 +33,7 @@ const pullInactivity = time.Minute
 // Runtime is what the image manager needs from the container runtime.
 type Runtime interface {
 	ImagePresent(ctx context.Context, image string) (bool, error)
-	PullAuth(ctx context.Context, image string, auth *dockertools.Auth, inactivity time.Duration) error
+	PullAuth(ctx context.Context, image string, auth *kubecontainer.Auth, inactivity time.Duration) error
 	ImageID(ctx context.Context, image string) (string, error)
 	RemoveImage(ctx context.Context, id string) error
 	ImagesInUse(ctx context.Context) (map[string]bool, error)

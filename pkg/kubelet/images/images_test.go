@@ -94,7 +94,7 @@ func TestCollect(t *testing.T) {
 		}
 		time.Sleep(2 * time.Millisecond) // distinct pull times
 	}
-	fake.AddContainer(dockertools.ContainerDetail{ID: "c1", Name: "k8s_c.1_p_ns_u_0001", Image: "used:1"})
+	fake.AddContainer(kubecontainer.ContainerDetail{ID: "c1", Name: "k8s_c.1_p_ns_u_0001", Image: "used:1"})
 
 	fake.SetImageFsUsage(80, 5)
 	m.Collect(ctx)

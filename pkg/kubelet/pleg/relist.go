@@ -16,9 +16,9 @@ import (
 
 // Lister is what the relist needs from the runtime.
 type Lister interface {
-	List(ctx context.Context, label, value string) ([]dockertools.Container, error)
-	Inspect(ctx context.Context, id string) (*dockertools.ContainerDetail, error)
-	Events(ctx context.Context, label, value string) (<-chan dockertools.Event, error)
+	List(ctx context.Context, label, value string) ([]kubecontainer.Container, error)
+	Inspect(ctx context.Context, id string) (*kubecontainer.ContainerDetail, error)
+	Events(ctx context.Context, label, value string) (<-chan kubecontainer.Event, error)
 }
 
 const (
@@ -263,7 +263,7 @@ const maxParallelInspects = 8
 // inspectChanged inspects the listed containers that are new, changed
 // running state or were named by an event. A container gone since the list
 // maps to nil.
-func (r *Relister) inspectChanged(ctx context.Context, list []dockertools.Container, evented map[string]struct{}) (map[string]*kubecontainer.ContainerState, error) {
+func (r *Relister) inspectChanged(ctx context.Context, list []kubecontainer.Container, evented map[string]struct{}) (map[string]*kubecontainer.ContainerState, error) {
 	var todo []string
 	for _, c := range list {
 		_, ev := evented[c.ID]
@@ -307,7 +307,7 @@ func (r *Relister) inspectChanged(ctx context.Context, list []dockertools.Contai
 
 // containerState converts an inspected container; one without the agent's
 // name or pod labels is not ours to manage.
-func containerState(d *dockertools.ContainerDetail) (*kubecontainer.ContainerState, error) {
+func containerState(d *kubecontainer.ContainerDetail) (*kubecontainer.ContainerState, error) {
 	n, err := dockertools.ParseName(d.Name)
 	if err != nil {
 		return nil, err

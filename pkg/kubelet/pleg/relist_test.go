@@ -26,9 +26,9 @@ func TestRelistInspectsOnlyWhatChanged(t *testing.T) {
 	labels := func(uid string) map[string]string {
 		return map[string]string{dockertools.LabelOwner: "n", dockertools.LabelPodUID: uid}
 	}
-	fake.AddContainer(dockertools.ContainerDetail{ID: "c1", Name: "k8s_a.h_p_default_u1_00000001", Labels: labels("u1"), Running: true, LogPath: "/l/c1"})
-	fake.AddContainer(dockertools.ContainerDetail{ID: "c2", Name: "k8s_b.h_q_default_u2_00000002", Labels: labels("u2"), Running: true, LogPath: "/l/c2"})
-	fake.AddContainer(dockertools.ContainerDetail{ID: "other", Name: "k8s_b.h_q_default_u3_00000002",
+	fake.AddContainer(kubecontainer.ContainerDetail{ID: "c1", Name: "k8s_a.h_p_default_u1_00000001", Labels: labels("u1"), Running: true, LogPath: "/l/c1"})
+	fake.AddContainer(kubecontainer.ContainerDetail{ID: "c2", Name: "k8s_b.h_q_default_u2_00000002", Labels: labels("u2"), Running: true, LogPath: "/l/c2"})
+	fake.AddContainer(kubecontainer.ContainerDetail{ID: "other", Name: "k8s_b.h_q_default_u3_00000002",
 		Labels: map[string]string{dockertools.LabelOwner: "another-node", dockertools.LabelPodUID: "u3"}, Running: true})
 
 	var dirty []types.UID

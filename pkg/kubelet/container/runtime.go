@@ -1,0 +1,165 @@
+package container
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Container is one entry of a container list.
+type Container struct {
+	ID      string
+	Name    string // without Docker's leading "/"
+	Labels  map[string]string
+	Running bool
+	Created time.Time
+}
+
+// ContainerDetail is what inspect says of one container.
+type ContainerDetail struct {
+	ID         string
+	Name       string
+	Image      string // as requested at create time
+	ImageID    string
+	Labels     map[string]string
+	Status     string // created, running, exited, ...
+	Running    bool
+	ExitCode   int
+	Error      string
+	OOMKilled  bool
+	CreatedAt  time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
+	IP         string
+	Pid        int
+	LogPath    string
+	// Resources as the runtime applied them (for tests and status).
+	CPUShares, CPUQuota, CPUPeriod, Memory int64
+}
+
+// Event is a container event from the runtime's event stream.
+type Event struct {
+	ContainerID string
+	Action      string
+}
+
+// CreateSpec is everything the agent sets on a container it creates.
+type CreateSpec struct {
+	Name        string
+	Image       string
+	Entrypoint  []string
+	Cmd         []string
+	Env         []string
+	WorkingDir  string
+	Labels      map[string]string
+	Hostname    string
+	Domainname  string
+	NetworkMode string
+	IpcMode     string
+	PidMode     string
+	Ports       []PortMapping
+	Binds       []string
+	Resources   Resources
+	DNS         DNSSettings
+	ExtraHosts  []string // "host:ip"
+
+	User            string
+	GroupAdd        []string
+	CapAdd, CapDrop []string
+	Privileged      bool
+	ReadOnlyRootfs  bool
+	NoNewPrivileges bool
+	Tty             bool
+	OpenStdin       bool
+	StdinOnce       bool
+	// LogMaxSize (bytes) and LogMaxFiles rotate the json-file log; 0: Docker's default.
+	LogMaxSize  int64
+	LogMaxFiles int
+
+	// CgroupParent places the container under a pod cgroup ("": the
+	// runtime's default).
+	CgroupParent string
+	// Seccomp confines the container's system calls (zero: the runtime's
+	// default profile).
+	Seccomp SeccompProfile
+	// AppArmorProfile names a loaded profile, or "unconfined" ("": the
+	// runtime's default).
+	AppArmorProfile string
+	// OOMScoreAdj, if set, is the container's oom_score_adj.
+	OOMScoreAdj *int
+	// Mounts are bind mounts given as structured sources and targets (a
+	// path may hold any character, ':' included).
+	Mounts []Mount
+}
+
+// Seccomp profile kinds, as the pod spec names them.
+const (
+	SeccompRuntimeDefault = "RuntimeDefault"
+	SeccompUnconfined     = "Unconfined"
+	SeccompLocalhost      = "Localhost"
+)
+
+// SeccompProfile is a container's seccomp confinement: a kind, and for
+// Localhost the profile's JSON content (the runtime takes the content, not
+// a path).
+type SeccompProfile struct {
+	Kind    string // "" or SeccompRuntimeDefault: the runtime's default
+	Content []byte // SeccompLocalhost only
+}
+
+// Mount binds a host path into the container.
+type Mount struct {
+	Source, Target string
+	ReadOnly       bool
+}
+
+// PortMapping publishes ContainerPort on the node's HostIP:HostPort.
+type PortMapping struct {
+	ContainerPort int32
+	HostPort      int32
+	HostIP        string
+	Protocol      string // "tcp" or "udp"
+}
+
+// DNSSettings are explicit resolver settings; all empty means Docker's
+// default (derived from the node's resolv.conf).
+type DNSSettings struct {
+	Nameservers, Searches, Options []string
+}
+
+// Resources is what Docker enforces for one container.
+type Resources struct {
+	CPUShares int64
+	CPUQuota  int64 // 0: unlimited
+	CPUPeriod int64 // set with CPUQuota
+	Memory    int64 // bytes; 0: unlimited
+}
+
+// Auth is one registry credential.
+type Auth struct {
+	Username, Password, ServerAddress string
+}
+
+// Runtime is what the kubelet needs from a container runtime; pkg/dockertools
+// implements it on Docker. Its types are the runtime's neutral ones: what
+// Docker (or another runtime) makes of them is the implementation's
+// business.
+type Runtime interface {
+	List(ctx context.Context, label, value string) ([]Container, error)
+	Inspect(ctx context.Context, id string) (*ContainerDetail, error)
+	Events(ctx context.Context, label, value string) (<-chan Event, error)
+	Create(ctx context.Context, spec *CreateSpec) (string, error)
+	Start(ctx context.Context, id string) error
+	Stop(ctx context.Context, id string, grace time.Duration) error
+	Remove(ctx context.Context, id string) error
+	ImagePresent(ctx context.Context, image string) (bool, error)
+	PullAuth(ctx context.Context, image string, auth *Auth, inactivity time.Duration) error
+	ImageID(ctx context.Context, image string) (string, error)
+	RemoveImage(ctx context.Context, id string) error
+	ImagesInUse(ctx context.Context) (map[string]bool, error)
+	ImageFsUsage(ctx context.Context) (int, error)
+	ImageUser(ctx context.Context, image string) (string, error)
+	BuildPauseImage(ctx context.Context, tag, binary string) error
+	Exec(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (int, []byte, error)
+	Logs(ctx context.Context, id string, o LogOptions, w io.Writer) error
+}
