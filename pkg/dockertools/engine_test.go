@@ -423,9 +423,13 @@ func TestCreateOptionsReachDocker(t *testing.T) {
 		{"runtime default", kubecontainer.CreateSpec{Seccomp: kubecontainer.SeccompProfile{Kind: kubecontainer.SeccompRuntimeDefault}},
 			func(hc *docker.HostConfig) bool { return len(hc.SecurityOpt) == 0 }},
 		{"apparmor", kubecontainer.CreateSpec{AppArmorProfile: "k8s-deny-write"},
-			func(hc *docker.HostConfig) bool { return strings.Join(hc.SecurityOpt, ",") == "apparmor=k8s-deny-write" }},
+			func(hc *docker.HostConfig) bool {
+				return strings.Join(hc.SecurityOpt, ",") == "apparmor=k8s-deny-write"
+			}},
 		{"cgroup parent and oom score", kubecontainer.CreateSpec{CgroupParent: "/kubepods/podu1", OOMScoreAdj: &adj},
-			func(hc *docker.HostConfig) bool { return hc.CgroupParent == "/kubepods/podu1" && hc.OomScoreAdj == -997 }},
+			func(hc *docker.HostConfig) bool {
+				return hc.CgroupParent == "/kubepods/podu1" && hc.OomScoreAdj == -997
+			}},
 		{"mounts", kubecontainer.CreateSpec{Mounts: []kubecontainer.Mount{{Source: "/srv/a:b", Target: "/data", ReadOnly: true}}},
 			func(hc *docker.HostConfig) bool {
 				return len(hc.Mounts) == 1 && hc.Mounts[0].Source == "/srv/a:b" && hc.Mounts[0].Type == "bind" && hc.Mounts[0].ReadOnly
