@@ -54,7 +54,7 @@ func (k *Kubelet) killPod(ctx context.Context, uid types.UID, pod *v1.Pod, state
 			}
 		}
 	}
-	k.forgetPod(uid, state)
+	k.forgetPod(uid)
 	if err := volumes.CleanupPodDir(k.podDir(uid)); err != nil {
 		return acted, fmt.Errorf("remove pod directory: %w", err)
 	}

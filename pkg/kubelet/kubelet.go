@@ -116,11 +116,7 @@ type Kubelet struct {
 	// time (measured with make bench on two cores).
 	starts chan struct{}
 
-	hkMu sync.Mutex   // guards hk
-	hk   Housekeeping // changeable while running (SIGHUP)
-
-	msgMu    sync.Mutex        // guards messages
-	messages map[string]string // termination messages of dead containers, by ID
+	hk atomic.Pointer[Housekeeping] // changeable while running (SIGHUP)
 
 	lastSyncLoop atomic.Int64 // unix nanoseconds of the last sync loop iteration
 
@@ -131,10 +127,28 @@ type Kubelet struct {
 	dirty   map[types.UID]bool
 	dirtyCh chan struct{} // cap 1: "dirty is not empty"
 
-	syncMu   sync.Mutex // guards lastSync, waiting and lastErr
-	lastSync map[types.UID]time.Time
-	waiting  map[types.UID]map[string]*kubecontainer.StartError // why a container (or "POD", the sandbox) could not start
-	lastErr  map[types.UID]string                               // the pod's last sync error, logged once
+	podMu sync.Mutex // guards records
+	// records is what the agent remembers of each pod between syncs, in
+	// one place: forgetPod drops it when the pod goes.
+	records map[types.UID]*podRecord
+}
+
+// podRecord is what the agent remembers of one pod between syncs.
+type podRecord struct {
+	lastSync time.Time                            // the last sync that acted on the runtime
+	waiting  map[string]*kubecontainer.StartError // why a container (or "POD", the sandbox) could not start
+	lastErr  string                               // the last sync error, logged once
+	messages map[string]string                    // termination messages of dead containers, by ID
+}
+
+// record returns the pod's record, made if absent; callers hold podMu.
+func (k *Kubelet) record(uid types.UID) *podRecord {
+	r := k.records[uid]
+	if r == nil {
+		r = &podRecord{waiting: map[string]*kubecontainer.StartError{}, messages: map[string]string{}}
+		k.records[uid] = r
+	}
+	return r
 }
 
 // New returns a Kubelet; Run starts it.
@@ -160,18 +174,15 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		hostIP:     nodeIP(),
 		nodeCPUs:   runtime.NumCPU(),
 		nodeMemory: nodeMemory(),
-		messages:   map[string]string{},
-		hk:         Housekeeping{GC: cfg.GC, ContainerLogDir: cfg.ContainerLogDir, LogMaxSize: cfg.LogMaxSize, LogMaxFiles: cfg.LogMaxFiles},
 		status:     status.NewManager(filepath.Join(cfg.RootDir, "checkpoints", "conditions.json")),
 		pods:       map[types.UID]*v1.Pod{},
 		dirty:      map[types.UID]bool{},
 		dirtyCh:    make(chan struct{}, 1),
-		lastSync:   map[types.UID]time.Time{},
-		waiting:    map[types.UID]map[string]*kubecontainer.StartError{},
-		lastErr:    map[types.UID]string{},
 		starts:     make(chan struct{}, maxParallelStarts),
 		retries:    newRetryQueue(),
+		records:    map[types.UID]*podRecord{},
 	}
+	k.hk.Store(&Housekeeping{GC: cfg.GC, ContainerLogDir: cfg.ContainerLogDir, LogMaxSize: cfg.LogMaxSize, LogMaxFiles: cfg.LogMaxFiles})
 	k.volumes = &volumes.Manager{RootDir: cfg.RootDir, NodeMemory: k.nodeMemory, Downward: downwardValues{k}}
 	k.relist = pleg.NewRelister(k.docker, cfg.NodeName, cfg.RelistPeriod, k.cache, k.markDirty)
 	k.relist.Metrics = k.metrics
@@ -287,7 +298,7 @@ func (k *Kubelet) syncLoopIteration(ctx context.Context, workers *podWorkers, up
 				k.dispatch(workers, uid)
 			}
 		}
-		k.pruneLastSync(cached)
+		k.pruneRecords(cached)
 	}
 	return true
 }
@@ -405,9 +416,9 @@ func (k *Kubelet) LastSyncLoop() time.Time { return time.Unix(0, k.lastSyncLoop.
 // newer than its own last action on Docker, so it never acts twice on stale
 // state.
 func (k *Kubelet) syncPodWork(ctx context.Context, w podWork) {
-	k.syncMu.Lock()
-	since := k.lastSync[w.UID]
-	k.syncMu.Unlock()
+	k.podMu.Lock()
+	since := k.record(w.UID).lastSync
+	k.podMu.Unlock()
 	state, err := k.cache.GetNewerThan(ctx, w.UID, since)
 	if err != nil {
 		return // ctx cancelled
@@ -430,9 +441,9 @@ func (k *Kubelet) syncPodWork(ctx context.Context, w podWork) {
 	// A sync that changed nothing leaves the cache as true as it was: the
 	// next one need not wait for another relist.
 	if acted || err != nil {
-		k.syncMu.Lock()
-		k.lastSync[w.UID] = time.Now()
-		k.syncMu.Unlock()
+		k.podMu.Lock()
+		k.record(w.UID).lastSync = time.Now()
+		k.podMu.Unlock()
 	}
 	if ctx.Err() == nil {
 		k.logSyncError(w, state, acted, err)
@@ -452,20 +463,18 @@ func (k *Kubelet) logSyncError(w podWork, state *kubecontainer.PodState, acted b
 	if err != nil {
 		msg = err.Error()
 	}
-	k.syncMu.Lock()
-	prev, had := k.lastErr[w.UID]
+	k.podMu.Lock()
+	r := k.record(w.UID)
+	prev := r.lastErr
 	switch {
 	case msg != "":
-		k.lastErr[w.UID] = msg
+		r.lastErr = msg
 	case acted:
-		delete(k.lastErr, w.UID)
+		r.lastErr = ""
 	default:
 		msg = prev // nothing tried: whatever failed still does
 	}
-	k.syncMu.Unlock()
-	if !had {
-		prev = ""
-	}
+	k.podMu.Unlock()
 	name := string(w.UID)
 	if w.Pod != nil {
 		name = api.Key(w.Pod)
@@ -484,57 +493,54 @@ func (k *Kubelet) logSyncError(w podWork, state *kubecontainer.PodState, acted b
 	}
 }
 
-// pruneLastSync forgets when the agent last acted on pods that are gone:
+// pruneRecords forgets the records of pods that are gone:
 // not desired, without containers in a relist newer than that action. The
 // entry is kept until then, so a pod re-added at once still waits for a
 // relist that shows what its removal did.
-func (k *Kubelet) pruneLastSync(cached map[types.UID]*kubecontainer.PodState) {
+func (k *Kubelet) pruneRecords(cached map[types.UID]*kubecontainer.PodState) {
 	relisted := k.cache.LastUpdate()
-	k.syncMu.Lock()
-	defer k.syncMu.Unlock()
-	for uid, t := range k.lastSync {
-		if cached[uid] == nil && relisted.After(t) && k.desiredPod(uid) == nil {
-			delete(k.lastSync, uid)
+	k.podMu.Lock()
+	defer k.podMu.Unlock()
+	for uid, r := range k.records {
+		if cached[uid] == nil && relisted.After(r.lastSync) && k.desiredPod(uid) == nil {
+			delete(k.records, uid)
 		}
 	}
 }
 
 // setWaiting records why a container could not start (nil: it started).
 func (k *Kubelet) setWaiting(uid types.UID, name string, e *kubecontainer.StartError) {
-	k.syncMu.Lock()
-	defer k.syncMu.Unlock()
+	k.podMu.Lock()
+	defer k.podMu.Unlock()
 	if e == nil {
-		delete(k.waiting[uid], name)
+		delete(k.record(uid).waiting, name)
 		return
 	}
-	if k.waiting[uid] == nil {
-		k.waiting[uid] = map[string]*kubecontainer.StartError{}
-	}
-	k.waiting[uid][name] = e
+	k.record(uid).waiting[name] = e
 }
 
 func (k *Kubelet) waitingReason(uid types.UID, name string) *kubecontainer.StartError {
-	k.syncMu.Lock()
-	defer k.syncMu.Unlock()
-	return k.waiting[uid][name]
+	k.podMu.Lock()
+	defer k.podMu.Unlock()
+	if r := k.records[uid]; r != nil {
+		return r.waiting[name]
+	}
+	return nil
 }
 
 // forgetPod drops what the agent remembers of a pod that is gone: every
 // per-pod map, in one place (but lastSync, which housekeeping prunes once a
-// relist has caught up, see pruneLastSync).
-func (k *Kubelet) forgetPod(uid types.UID, state *kubecontainer.PodState) {
-	k.syncMu.Lock()
-	delete(k.waiting, uid)
-	delete(k.lastErr, uid)
-	k.syncMu.Unlock()
+// relist has caught up, see pruneRecords).
+func (k *Kubelet) forgetPod(uid types.UID) {
+	k.podMu.Lock()
+	if r := k.records[uid]; r != nil {
+		// lastSync stays until a relist shows the pod gone (pruneRecords).
+		k.records[uid] = &podRecord{lastSync: r.lastSync, waiting: map[string]*kubecontainer.StartError{}, messages: map[string]string{}}
+	}
+	k.podMu.Unlock()
 	k.backoff.forgetPod(uid)
 	k.retries.forget(uid)
 	k.images.ForgetPod(uid)
-	k.msgMu.Lock()
-	for _, c := range state.All() {
-		delete(k.messages, c.ID)
-	}
-	k.msgMu.Unlock()
 	k.status.Forget(uid)
 }
 
@@ -557,16 +563,10 @@ type Housekeeping struct {
 }
 
 // SetHousekeeping applies new housekeeping settings from now on.
-func (k *Kubelet) SetHousekeeping(h Housekeeping) {
-	k.hkMu.Lock()
-	defer k.hkMu.Unlock()
-	k.hk = h
-}
+func (k *Kubelet) SetHousekeeping(h Housekeeping) { k.hk.Store(&h) }
 
 func (k *Kubelet) housekeeping() Housekeeping {
-	k.hkMu.Lock()
-	defer k.hkMu.Unlock()
-	return k.hk
+	return *k.hk.Load()
 }
 
 func (k *Kubelet) logLinks() logLinks { return logLinks{dir: k.housekeeping().ContainerLogDir} }

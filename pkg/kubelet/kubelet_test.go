@@ -140,18 +140,18 @@ func TestKubeletKeepsPodsOfUnseenSources(t *testing.T) {
 
 // lastSync of a removed pod is kept until a relist newer than the removal
 // shows it gone, then forgotten.
-func TestPruneLastSync(t *testing.T) {
+func TestPruneRecords(t *testing.T) {
 	k := New(Config{NodeName: "n", RootDir: t.TempDir()}, dockertest.NewFakeClient(), seenAll{})
 	removedAt := time.Now()
-	k.lastSync["gone"] = removedAt
+	k.record("gone").lastSync = removedAt
 	k.cache.Set(map[types.UID]*kubecontainer.PodState{}, removedAt.Add(-time.Second)) // older than the removal
-	k.pruneLastSync(k.cache.All())
-	if _, ok := k.lastSync["gone"]; !ok {
+	k.pruneRecords(k.cache.All())
+	if _, ok := k.records["gone"]; !ok {
 		t.Fatal("forgot lastSync before a relist caught up with the removal")
 	}
 	k.cache.Set(map[types.UID]*kubecontainer.PodState{}, removedAt.Add(time.Second))
-	k.pruneLastSync(k.cache.All())
-	if _, ok := k.lastSync["gone"]; ok {
+	k.pruneRecords(k.cache.All())
+	if _, ok := k.records["gone"]; ok {
 		t.Error("kept lastSync of a pod gone from a newer relist")
 	}
 }

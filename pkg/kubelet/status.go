@@ -208,9 +208,9 @@ func (k *Kubelet) exitMessage(pod *v1.Pod, c *v1.Container, inst *kubecontainer.
 // message file (or, under FallbackToLogsOnError, the tail of its logs when
 // it failed without one). It is read once per container: it cannot change.
 func (k *Kubelet) terminationMessage(pod *v1.Pod, c *v1.Container, inst *kubecontainer.ContainerState) string {
-	k.msgMu.Lock()
-	msg, ok := k.messages[inst.ID]
-	k.msgMu.Unlock()
+	k.podMu.Lock()
+	msg, ok := k.record(pod.UID).messages[inst.ID]
+	k.podMu.Unlock()
 	if ok {
 		return msg
 	}
@@ -230,9 +230,9 @@ func (k *Kubelet) terminationMessage(pod *v1.Pod, c *v1.Container, inst *kubecon
 		}
 		cancel()
 	}
-	k.msgMu.Lock()
-	k.messages[inst.ID] = msg
-	k.msgMu.Unlock()
+	k.podMu.Lock()
+	k.record(pod.UID).messages[inst.ID] = msg
+	k.podMu.Unlock()
 	return msg
 }
 
