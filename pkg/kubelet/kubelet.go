@@ -493,10 +493,10 @@ func (k *Kubelet) logSyncError(w podWork, state *kubecontainer.PodState, acted b
 	}
 }
 
-// pruneRecords forgets the records of pods that are gone:
-// not desired, without containers in a relist newer than that action. The
-// entry is kept until then, so a pod re-added at once still waits for a
-// relist that shows what its removal did.
+// pruneRecords forgets the records of pods that are gone: not desired,
+// without containers in a relist newer than their last sync. A record is
+// kept until then, so a pod re-added at once still waits for a relist that
+// shows what its removal did.
 func (k *Kubelet) pruneRecords(cached map[types.UID]*kubecontainer.PodState) {
 	relisted := k.cache.LastUpdate()
 	k.podMu.Lock()
