@@ -19,8 +19,9 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/api"
 )
 
-// writeDebounce coalesces the burst of write events one save produces, so a
-// file is parsed once it is whole rather than at every partial write.
+// writeDebounce coalesces the burst of write (or removal) events one save
+// (or one `rm -rf`) produces, so a file is parsed once it is whole rather
+// than at every partial write, and a directory removed is seen as removed.
 const writeDebounce = 100 * time.Millisecond
 
 // Sink receives a source's complete snapshots and its failures.
@@ -121,11 +122,15 @@ func (s *FileSource) Run(ctx context.Context) {
 			if !s.relevant(ev.Name) {
 				continue
 			}
-			if ev.Op&(fsnotify.Create|fsnotify.Remove|fsnotify.Rename) != 0 {
+			if ev.Op&fsnotify.Create != 0 {
 				// A file renamed into place is whole: read it at once.
 				debounce.Stop()
 				s.read(ctx)
 			} else {
+				// Writes come in bursts; and removals too: `rm -rf` of the
+				// directory deletes its files first, and reading between
+				// those and the directory's own removal would take each
+				// file's removal as meant, not the directory's vanishing.
 				debounce.Reset(writeDebounce)
 			}
 		case err, ok := <-errs:
