@@ -143,9 +143,9 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if errors.As(err, &ce) {
 		k.metrics.StartedContainerErrors.WithLabelValues(typ, ce.Reason).Inc()
 		if containerMade(ce) {
-			k.setWaiting(pod.UID, c.Name, nil) // the dead instance says why
+			k.records.setWaiting(pod.UID, c.Name, nil) // the dead instance says why
 		} else {
-			k.setWaiting(pod.UID, c.Name, ce)
+			k.records.setWaiting(pod.UID, c.Name, ce)
 		}
 		if ce.Reason != reasonImagePull && ce.Reason != reasonImagePullBackOff {
 			k.cfg.Events.Event(events.PodRef(pod, c.Name), true, "Failed", "Error: %s", ce.Message)
@@ -156,7 +156,7 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if err != nil {
 		return fmt.Errorf("container %s: %w", c.Name, err)
 	}
-	k.setWaiting(pod.UID, c.Name, nil)
+	k.records.setWaiting(pod.UID, c.Name, nil)
 	return nil
 }
 

@@ -30,7 +30,7 @@ type ContainerRef struct {
 // --previous). uid, when not empty, must be the pod's.
 func (k *Kubelet) FindContainer(namespace, pod, uid, container string, previous bool) (ContainerRef, error) {
 	var p *v1.Pod
-	for _, d := range k.desiredPods() {
+	for _, d := range k.desired.all() {
 		if d.Namespace == namespace && d.Name == pod && (uid == "" || string(d.UID) == uid) {
 			p = d
 		}

@@ -17,7 +17,7 @@ import (
 // garbageCollect removes the dead containers the policy lets go, and log
 // symlinks whose container is gone.
 func (k *Kubelet) garbageCollect(ctx context.Context) {
-	for _, c := range gc.DeadContainersToRemove(k.cache.All(), k.desiredPod, k.housekeeping().GC, time.Now()) {
+	for _, c := range gc.DeadContainersToRemove(k.cache.All(), k.desired.get, k.housekeeping().GC, time.Now()) {
 		glog.V(2).Infof("GC: removing dead container %s", c.RuntimeName)
 		if err := k.removeContainer(ctx, c); err != nil {
 			glog.Errorf("GC: remove %s: %v", c.RuntimeName, err)
@@ -41,7 +41,7 @@ func (k *Kubelet) removeOrphanPodDirs() {
 	cached := k.cache.All()
 	for _, e := range entries {
 		uid := types.UID(e.Name())
-		if !e.IsDir() || k.desiredPod(uid) != nil || cached[uid] != nil {
+		if !e.IsDir() || k.desired.get(uid) != nil || cached[uid] != nil {
 			continue
 		}
 		if err := volumes.CleanupPodDir(k.podDir(uid)); err != nil {

@@ -120,35 +120,9 @@ type Kubelet struct {
 
 	lastSyncLoop atomic.Int64 // unix nanoseconds of the last sync loop iteration
 
-	mu   sync.Mutex // guards pods
-	pods map[types.UID]*v1.Pod
-
-	dirtyMu sync.Mutex // guards dirty
-	dirty   map[types.UID]bool
-	dirtyCh chan struct{} // cap 1: "dirty is not empty"
-
-	podMu sync.Mutex // guards records
-	// records is what the agent remembers of each pod between syncs, in
-	// one place: forgetPod drops it when the pod goes.
-	records map[types.UID]*podRecord
-}
-
-// podRecord is what the agent remembers of one pod between syncs.
-type podRecord struct {
-	lastSync time.Time                            // the last sync that acted on the runtime
-	waiting  map[string]*kubecontainer.StartError // why a container (or "POD", the sandbox) could not start
-	lastErr  string                               // the last sync error, logged once
-	messages map[string]string                    // termination messages of dead containers, by ID
-}
-
-// record returns the pod's record, made if absent; callers hold podMu.
-func (k *Kubelet) record(uid types.UID) *podRecord {
-	r := k.records[uid]
-	if r == nil {
-		r = &podRecord{waiting: map[string]*kubecontainer.StartError{}, messages: map[string]string{}}
-		k.records[uid] = r
-	}
-	return r
+	desired *desiredSet // what the config wants here
+	dirty   *dirtySet   // pods to sync, from the relist, retries and probes
+	records *podRecords // what is remembered of each pod between syncs
 }
 
 // New returns a Kubelet; Run starts it.
@@ -175,16 +149,15 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		nodeCPUs:   runtime.NumCPU(),
 		nodeMemory: nodeMemory(),
 		status:     status.NewManager(filepath.Join(cfg.RootDir, "checkpoints", "conditions.json")),
-		pods:       map[types.UID]*v1.Pod{},
-		dirty:      map[types.UID]bool{},
-		dirtyCh:    make(chan struct{}, 1),
+		desired:    newDesiredSet(),
+		dirty:      newDirtySet(),
 		starts:     make(chan struct{}, maxParallelStarts),
 		retries:    newRetryQueue(),
-		records:    map[types.UID]*podRecord{},
+		records:    newPodRecords(),
 	}
 	k.hk.Store(&Housekeeping{GC: cfg.GC, ContainerLogDir: cfg.ContainerLogDir, LogMaxSize: cfg.LogMaxSize, LogMaxFiles: cfg.LogMaxFiles})
 	k.volumes = &volumes.Manager{RootDir: cfg.RootDir, NodeMemory: k.nodeMemory, Downward: downwardValues{k}}
-	k.relist = pleg.NewRelister(k.docker, cfg.NodeName, cfg.RelistPeriod, k.cache, k.markDirty)
+	k.relist = pleg.NewRelister(k.docker, cfg.NodeName, cfg.RelistPeriod, k.cache, k.dirty.mark)
 	k.relist.Metrics = k.metrics
 	// Log links are made from the relist's inspect rather than one of
 	// their own on the start path; a restarted agent remakes them all.
@@ -202,7 +175,7 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		cfg.Events.Event(events.PodRef(pod, container), warning, reason, "%s", msg)
 	}
 	k.images.Retry = k.retries.add
-	k.probes = prober.NewManager(docker, func(uid types.UID) { k.markDirty([]types.UID{uid}) },
+	k.probes = prober.NewManager(docker, func(uid types.UID) { k.dirty.mark([]types.UID{uid}) },
 		func(t prober.Target, typ prober.Type, r probe.Result, out string) {
 			k.metrics.ProbeResults.WithLabelValues(typ.String(), r.String()).Inc()
 			if r == probe.Failure {
@@ -232,7 +205,7 @@ func (k *Kubelet) Run(ctx context.Context, updates <-chan api.PodUpdate) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		k.retries.run(ctx, k.markDirty)
+		k.retries.run(ctx, k.dirty.mark)
 	}()
 	workers := newPodWorkers(ctx, k.syncPodWork)
 	defer workers.Wait()
@@ -247,7 +220,7 @@ func (k *Kubelet) Run(ctx context.Context, updates <-chan api.PodUpdate) {
 		defer wg.Done()
 		k.runGC(ctx)
 	}()
-	for k.syncLoopIteration(ctx, workers, updates, k.dirtyCh, syncTicker.C, housekeeping.C) {
+	for k.syncLoopIteration(ctx, workers, updates, k.dirty.ch, syncTicker.C, housekeeping.C) {
 	}
 }
 
@@ -281,12 +254,12 @@ func (k *Kubelet) syncLoopIteration(ctx context.Context, workers *podWorkers, up
 		k.handleUpdate(workers, u)
 	case <-dirty:
 		start = time.Now()
-		for _, uid := range k.takeDirty() {
+		for _, uid := range k.dirty.take() {
 			k.dispatch(workers, uid)
 		}
 	case <-syncTick:
 		start = time.Now()
-		for _, pod := range k.desiredPods() {
+		for _, pod := range k.desired.all() {
 			workers.Update(podWork{UID: pod.UID, Pod: pod})
 		}
 	case <-housekeeping:
@@ -294,11 +267,11 @@ func (k *Kubelet) syncLoopIteration(ctx context.Context, workers *podWorkers, up
 		k.backoff.gc(time.Now())
 		cached := k.cache.All()
 		for uid := range cached {
-			if k.desiredPod(uid) == nil && !workers.Busy(uid) {
+			if k.desired.get(uid) == nil && !workers.Busy(uid) {
 				k.dispatch(workers, uid)
 			}
 		}
-		k.pruneRecords(cached)
+		k.records.prune(k.cache.LastUpdate(), func(uid types.UID) bool { return cached[uid] == nil && k.desired.get(uid) == nil })
 	}
 	return true
 }
@@ -306,13 +279,11 @@ func (k *Kubelet) syncLoopIteration(ctx context.Context, workers *podWorkers, up
 func (k *Kubelet) handleUpdate(workers *podWorkers, u api.PodUpdate) {
 	for _, pod := range u.Pods {
 		glog.Infof("%s pod %s (uid %s)", u.Op, api.Key(pod), pod.UID)
-		k.mu.Lock()
 		if u.Op == api.REMOVE {
-			delete(k.pods, pod.UID)
+			k.desired.remove(pod.UID)
 		} else {
-			k.pods[pod.UID] = pod
+			k.desired.set(pod)
 		}
-		k.mu.Unlock()
 		if u.Op == api.REMOVE {
 			workers.Update(podWork{UID: pod.UID, Pod: pod, Kill: true})
 		} else {
@@ -325,7 +296,7 @@ func (k *Kubelet) handleUpdate(workers *podWorkers, u api.PodUpdate) {
 // delivered a snapshot without it. Pods of a source that has not spoken yet
 // (unreachable since the agent started) are left running.
 func (k *Kubelet) dispatch(workers *podWorkers, uid types.UID) {
-	if pod := k.desiredPod(uid); pod != nil {
+	if pod := k.desired.get(uid); pod != nil {
 		workers.Update(podWork{UID: uid, Pod: pod})
 		return
 	}
@@ -344,47 +315,6 @@ func podSource(state *kubecontainer.PodState) string {
 		}
 	}
 	return ""
-}
-
-// markDirty records pods the relist saw change; the sync loop takes them.
-// It never blocks, so the relist never waits for the sync loop.
-func (k *Kubelet) markDirty(uids []types.UID) {
-	k.dirtyMu.Lock()
-	for _, uid := range uids {
-		k.dirty[uid] = true
-	}
-	k.dirtyMu.Unlock()
-	select {
-	case k.dirtyCh <- struct{}{}:
-	default:
-	}
-}
-
-func (k *Kubelet) takeDirty() []types.UID {
-	k.dirtyMu.Lock()
-	defer k.dirtyMu.Unlock()
-	out := make([]types.UID, 0, len(k.dirty))
-	for uid := range k.dirty {
-		out = append(out, uid)
-	}
-	k.dirty = map[types.UID]bool{}
-	return out
-}
-
-func (k *Kubelet) desiredPod(uid types.UID) *v1.Pod {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.pods[uid]
-}
-
-func (k *Kubelet) desiredPods() []*v1.Pod {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	out := make([]*v1.Pod, 0, len(k.pods))
-	for _, p := range k.pods {
-		out = append(out, p)
-	}
-	return out
 }
 
 // runGC collects garbage every gcPeriod until ctx is cancelled. It runs
@@ -416,9 +346,7 @@ func (k *Kubelet) LastSyncLoop() time.Time { return time.Unix(0, k.lastSyncLoop.
 // newer than its own last action on Docker, so it never acts twice on stale
 // state.
 func (k *Kubelet) syncPodWork(ctx context.Context, w podWork) {
-	k.podMu.Lock()
-	since := k.record(w.UID).lastSync
-	k.podMu.Unlock()
+	since := k.records.lastSync(w.UID)
 	state, err := k.cache.GetNewerThan(ctx, w.UID, since)
 	if err != nil {
 		return // ctx cancelled
@@ -441,9 +369,7 @@ func (k *Kubelet) syncPodWork(ctx context.Context, w podWork) {
 	// A sync that changed nothing leaves the cache as true as it was: the
 	// next one need not wait for another relist.
 	if acted || err != nil {
-		k.podMu.Lock()
-		k.record(w.UID).lastSync = time.Now()
-		k.podMu.Unlock()
+		k.records.setLastSync(w.UID, time.Now())
 	}
 	if ctx.Err() == nil {
 		k.logSyncError(w, state, acted, err)
@@ -451,7 +377,7 @@ func (k *Kubelet) syncPodWork(ctx context.Context, w podWork) {
 	if err != nil && !w.Kill {
 		// Retried once the relist has caught up with what this sync did;
 		// from then on the back-off spaces the retries.
-		k.markDirty([]types.UID{w.UID})
+		k.dirty.mark([]types.UID{w.UID})
 	}
 }
 
@@ -463,18 +389,7 @@ func (k *Kubelet) logSyncError(w podWork, state *kubecontainer.PodState, acted b
 	if err != nil {
 		msg = err.Error()
 	}
-	k.podMu.Lock()
-	r := k.record(w.UID)
-	prev := r.lastErr
-	switch {
-	case msg != "":
-		r.lastErr = msg
-	case acted:
-		r.lastErr = ""
-	default:
-		msg = prev // nothing tried: whatever failed still does
-	}
-	k.podMu.Unlock()
+	prev, msg := k.records.syncError(w.UID, msg, acted)
 	name := string(w.UID)
 	if w.Pod != nil {
 		name = api.Key(w.Pod)
@@ -493,51 +408,11 @@ func (k *Kubelet) logSyncError(w podWork, state *kubecontainer.PodState, acted b
 	}
 }
 
-// pruneRecords forgets the records of pods that are gone: not desired,
-// without containers in a relist newer than their last sync. A record is
-// kept until then, so a pod re-added at once still waits for a relist that
-// shows what its removal did.
-func (k *Kubelet) pruneRecords(cached map[types.UID]*kubecontainer.PodState) {
-	relisted := k.cache.LastUpdate()
-	k.podMu.Lock()
-	defer k.podMu.Unlock()
-	for uid, r := range k.records {
-		if cached[uid] == nil && relisted.After(r.lastSync) && k.desiredPod(uid) == nil {
-			delete(k.records, uid)
-		}
-	}
-}
-
-// setWaiting records why a container could not start (nil: it started).
-func (k *Kubelet) setWaiting(uid types.UID, name string, e *kubecontainer.StartError) {
-	k.podMu.Lock()
-	defer k.podMu.Unlock()
-	if e == nil {
-		delete(k.record(uid).waiting, name)
-		return
-	}
-	k.record(uid).waiting[name] = e
-}
-
-func (k *Kubelet) waitingReason(uid types.UID, name string) *kubecontainer.StartError {
-	k.podMu.Lock()
-	defer k.podMu.Unlock()
-	if r := k.records[uid]; r != nil {
-		return r.waiting[name]
-	}
-	return nil
-}
-
-// forgetPod drops what the agent remembers of a pod that is gone: every
-// per-pod map, in one place (but lastSync, which housekeeping prunes once a
-// relist has caught up, see pruneRecords).
+// forgetPod drops what the agent remembers of a pod that is gone, in one
+// place (its record keeps the time of its last sync until housekeeping sees
+// a relist newer than it).
 func (k *Kubelet) forgetPod(uid types.UID) {
-	k.podMu.Lock()
-	if r := k.records[uid]; r != nil {
-		// lastSync stays until a relist shows the pod gone (pruneRecords).
-		k.records[uid] = &podRecord{lastSync: r.lastSync, waiting: map[string]*kubecontainer.StartError{}, messages: map[string]string{}}
-	}
-	k.podMu.Unlock()
+	k.records.forget(uid)
 	k.backoff.forgetPod(uid)
 	k.retries.forget(uid)
 	k.images.ForgetPod(uid)

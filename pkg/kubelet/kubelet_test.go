@@ -143,15 +143,15 @@ func TestKubeletKeepsPodsOfUnseenSources(t *testing.T) {
 func TestPruneRecords(t *testing.T) {
 	k := New(Config{NodeName: "n", RootDir: t.TempDir()}, dockertest.NewFakeClient(), seenAll{})
 	removedAt := time.Now()
-	k.record("gone").lastSync = removedAt
+	k.records.setLastSync("gone", removedAt)
 	k.cache.Set(map[types.UID]*kubecontainer.PodState{}, removedAt.Add(-time.Second)) // older than the removal
-	k.pruneRecords(k.cache.All())
-	if _, ok := k.records["gone"]; !ok {
+	k.records.prune(k.cache.LastUpdate(), func(uid types.UID) bool { return k.cache.Get(uid) == nil && k.desired.get(uid) == nil })
+	if _, ok := k.records.m["gone"]; !ok {
 		t.Fatal("forgot lastSync before a relist caught up with the removal")
 	}
 	k.cache.Set(map[types.UID]*kubecontainer.PodState{}, removedAt.Add(time.Second))
-	k.pruneRecords(k.cache.All())
-	if _, ok := k.records["gone"]; ok {
+	k.records.prune(k.cache.LastUpdate(), func(uid types.UID) bool { return k.cache.Get(uid) == nil && k.desired.get(uid) == nil })
+	if _, ok := k.records.m["gone"]; ok {
 		t.Error("kept lastSync of a pod gone from a newer relist")
 	}
 }

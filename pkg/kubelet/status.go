@@ -22,7 +22,7 @@ import (
 // GetPods returns the desired pods, sorted by namespace/name, each a copy
 // carrying the status its worker produced after its last sync.
 func (k *Kubelet) GetPods() []*v1.Pod {
-	pods := k.desiredPods()
+	pods := k.desired.all()
 	sort.Slice(pods, func(i, j int) bool { return api.Key(pods[i]) < api.Key(pods[j]) })
 	out := make([]*v1.Pod, 0, len(pods))
 	for _, p := range pods {
@@ -33,7 +33,7 @@ func (k *Kubelet) GetPods() []*v1.Pod {
 
 // GetPod returns one desired pod with its status.
 func (k *Kubelet) GetPod(namespace, name string) (*v1.Pod, bool) {
-	for _, p := range k.desiredPods() {
+	for _, p := range k.desired.all() {
 		if p.Namespace == namespace && p.Name == name {
 			return k.withStatus(p), true
 		}
@@ -152,9 +152,9 @@ func (k *Kubelet) containerStatus(pod *v1.Pod, c *v1.Container, instances []*kub
 	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
 	started := false
 	cs.Started = &started
-	waitErr := k.waitingReason(pod.UID, c.Name)
+	waitErr := k.records.waiting(pod.UID, c.Name)
 	if waitErr == nil && len(instances) == 0 {
-		waitErr = k.waitingReason(pod.UID, infraName) // the sandbox it waits for failed
+		waitErr = k.records.waiting(pod.UID, infraName) // the sandbox it waits for failed
 	}
 	waitingFor := func(reason string) *v1.ContainerStateWaiting {
 		if waitErr != nil {
@@ -208,9 +208,7 @@ func (k *Kubelet) exitMessage(pod *v1.Pod, c *v1.Container, inst *kubecontainer.
 // message file (or, under FallbackToLogsOnError, the tail of its logs when
 // it failed without one). It is read once per container: it cannot change.
 func (k *Kubelet) terminationMessage(pod *v1.Pod, c *v1.Container, inst *kubecontainer.ContainerState) string {
-	k.podMu.Lock()
-	msg, ok := k.record(pod.UID).messages[inst.ID]
-	k.podMu.Unlock()
+	msg, ok := k.records.message(pod.UID, inst.ID)
 	if ok {
 		return msg
 	}
@@ -230,9 +228,7 @@ func (k *Kubelet) terminationMessage(pod *v1.Pod, c *v1.Container, inst *kubecon
 		}
 		cancel()
 	}
-	k.podMu.Lock()
-	k.record(pod.UID).messages[inst.ID] = msg
-	k.podMu.Unlock()
+	k.records.setMessage(pod.UID, inst.ID, msg)
 	return msg
 }
 

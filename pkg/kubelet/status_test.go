@@ -114,7 +114,7 @@ func TestConditionTimesPersist(t *testing.T) {
 func TestStatusProducedBySync(t *testing.T) {
 	k := New(Config{NodeName: "n", RootDir: t.TempDir(), InfraImage: "pause:1"}, dockertest.NewFakeClient(), seenAll{})
 	pod := testPod(v1.RestartPolicyAlways, "a")
-	k.pods[pod.UID] = pod
+	k.desired.set(pod)
 	b := &builder{t0: time.Now()}
 	k.cache.Set(map[types.UID]*kubecontainer.PodState{pod.UID: state(b.c(pod, infraName, true, 0, ""), b.c(pod, "a", true, 0, ""))}, time.Now())
 	synced := time.Now().Add(-time.Hour).Truncate(time.Second)

@@ -374,7 +374,7 @@ func (k *Kubelet) prepareSandbox(ctx context.Context, pod *v1.Pod, state *kubeco
 		if !errors.As(err, &ce) {
 			ce = &kubecontainer.StartError{Reason: reasonCreateSandbox, Message: err.Error()}
 		}
-		k.setWaiting(pod.UID, infraName, ce)
+		k.records.setWaiting(pod.UID, infraName, ce)
 		if a.createInfra {
 			k.metrics.StartedPodErrors.Inc()
 		}
@@ -383,7 +383,7 @@ func (k *Kubelet) prepareSandbox(ctx context.Context, pod *v1.Pod, state *kubeco
 		}
 		return "", "", nil, err
 	}
-	k.setWaiting(pod.UID, infraName, nil)
+	k.records.setWaiting(pod.UID, infraName, nil)
 	k.backoff.created(bkey)
 	if pod.Spec.HostNetwork {
 		podIP = hostNetworkIP
