@@ -227,9 +227,13 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"sysctls":                  reject("not supported"),
 		"seLinuxOptions":           reject("not supported"),
 		"seLinuxChangePolicy":      reject("not supported"),
-		"seccompProfile":           reject("Docker's default profile applies"),
+		"seccompProfile":           impl("of every container without its own: RuntimeDefault (Docker's default profile), Unconfined, Localhost (the JSON content of <root-dir>/seccomp/<localhostProfile>)"),
 		"appArmorProfile":          reject("not supported"),
 		"windowsOptions":           reject("Linux only"),
+	},
+	reflect.TypeOf(v1.SeccompProfile{}): {
+		"type":             impl("RuntimeDefault, Unconfined, Localhost"),
+		"localhostProfile": impl("Localhost only: a path relative to <root-dir>/seccomp, without '..'"),
 	},
 	reflect.TypeOf(v1.SecurityContext{}): {
 		"runAsUser":                impl("wins over the pod's"),
@@ -241,7 +245,7 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"allowPrivilegeEscalation": impl("false sets no-new-privileges"),
 		"procMount":                reject("not supported"),
 		"seLinuxOptions":           reject("not supported"),
-		"seccompProfile":           reject("Docker's default profile applies"),
+		"seccompProfile":           impl("wins over the pod's; without either, --seccomp-default (true: Docker's default profile; false: unconfined)"),
 		"appArmorProfile":          reject("not supported"),
 		"windowsOptions":           reject("Linux only"),
 	},

@@ -7,6 +7,7 @@ import (
 	"path"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -44,6 +45,13 @@ func Validate(pod *v1.Pod) (errs field.ErrorList, ignored []string) {
 		errs = append(errs, field.Invalid(meta.Child("uid"), pod.UID, "must match "+uidPattern.String()))
 	}
 	errs = append(errs, validateSpec(&pod.Spec, field.NewPath("spec"), &ignored)...)
+	// The seccomp annotations of Kubernetes before 1.19: the current
+	// kubelet ignores them too (seccompProfile replaced them).
+	for key := range pod.Annotations {
+		if key == "seccomp.security.alpha.kubernetes.io/pod" || strings.HasPrefix(key, "container.seccomp.security.alpha.kubernetes.io/") {
+			ignored = append(ignored, "metadata.annotations["+key+"] (use securityContext.seccompProfile)")
+		}
+	}
 	return errs, ignored
 }
 
@@ -100,6 +108,7 @@ func validateSpec(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.Erro
 		sp := p.Child("securityContext")
 		errs = append(errs, checkFields(reflect.ValueOf(*sc), sp, ignored)...)
 		errs = append(errs, validateIDs(sp, sc.RunAsUser, sc.RunAsGroup)...)
+		errs = append(errs, validateSeccomp(sc.SeccompProfile, sp.Child("seccompProfile"))...)
 		for i, g := range sc.SupplementalGroups {
 			if g < 0 {
 				errs = append(errs, field.Invalid(sp.Child("supplementalGroups").Index(i), g, "must be >= 0"))
@@ -286,6 +295,7 @@ func validateContainer(c *v1.Container, p *field.Path, volumes sets.Set[string],
 		sp := p.Child("securityContext")
 		errs = append(errs, checkFields(reflect.ValueOf(*sc), sp, ignored)...)
 		errs = append(errs, validateIDs(sp, sc.RunAsUser, sc.RunAsGroup)...)
+		errs = append(errs, validateSeccomp(sc.SeccompProfile, sp.Child("seccompProfile"))...)
 		if sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation && (sc.Privileged != nil && *sc.Privileged) {
 			errs = append(errs, field.Invalid(sp.Child("allowPrivilegeEscalation"), false, "cannot be false for a privileged container"))
 		}
@@ -602,6 +612,32 @@ var (
 		v1.ResourceMemory: " bytes (the largest limit Docker accepts)",
 	}
 )
+
+// validateSeccomp checks a seccomp profile as the API server does: a known
+// type, and a relative localhostProfile (without "..") for Localhost only.
+func validateSeccomp(sp *v1.SeccompProfile, p *field.Path) field.ErrorList {
+	if sp == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	switch sp.Type {
+	case v1.SeccompProfileTypeRuntimeDefault, v1.SeccompProfileTypeUnconfined:
+		if sp.LocalhostProfile != nil {
+			errs = append(errs, field.Invalid(p.Child("localhostProfile"), *sp.LocalhostProfile, "can only be set for type Localhost"))
+		}
+	case v1.SeccompProfileTypeLocalhost:
+		lp := sp.LocalhostProfile
+		switch {
+		case lp == nil || *lp == "":
+			errs = append(errs, field.Required(p.Child("localhostProfile"), "type Localhost needs a profile"))
+		case path.IsAbs(*lp) || slices.Contains(strings.Split(*lp, "/"), ".."):
+			errs = append(errs, field.Invalid(p.Child("localhostProfile"), *lp, "must be a path relative to the seccomp directory, without '..'"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(p.Child("type"), sp.Type, []string{"RuntimeDefault", "Unconfined", "Localhost"}))
+	}
+	return errs
+}
 
 // HostPort is one published port on the node.
 type HostPort struct {

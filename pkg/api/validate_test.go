@@ -144,9 +144,23 @@ func TestValidate(t *testing.T) {
 			p.Spec.InitContainers = []v1.Container{{Name: "init", Image: "i:1", LivenessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}}}
 		}, "spec.initContainers[0].livenessProbe: Forbidden"},
 		{"security context", func(p *v1.Pod) { c0(p).SecurityContext = &v1.SecurityContext{RunAsUser: new(int64)} }, ""},
-		{"seccomp rejected", func(p *v1.Pod) {
-			c0(p).SecurityContext = &v1.SecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeUnconfined}}
-		}, "securityContext.seccompProfile: Forbidden"},
+		{"seccomp RuntimeDefault (kubeadm's static pods)", func(p *v1.Pod) {
+			p.Spec.SecurityContext = &v1.PodSecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault}}
+		}, ""},
+		{"seccomp Localhost", func(p *v1.Pod) {
+			lp := "profiles/audit.json"
+			c0(p).SecurityContext = &v1.SecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: &lp}}
+		}, ""},
+		{"seccomp Localhost without a profile", func(p *v1.Pod) {
+			c0(p).SecurityContext = &v1.SecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost}}
+		}, "seccompProfile.localhostProfile: Required"},
+		{"seccomp Localhost escaping", func(p *v1.Pod) {
+			lp := "../../etc/x.json"
+			c0(p).SecurityContext = &v1.SecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: &lp}}
+		}, "seccompProfile.localhostProfile: Invalid"},
+		{"seccomp unknown type", func(p *v1.Pod) {
+			p.Spec.SecurityContext = &v1.PodSecurityContext{SeccompProfile: &v1.SeccompProfile{Type: "Custom"}}
+		}, "seccompProfile.type: Unsupported"},
 		{"negative uid", func(p *v1.Pod) { u := int64(-1); c0(p).SecurityContext = &v1.SecurityContext{RunAsUser: &u} }, "securityContext.runAsUser: Invalid"},
 		{"pod securityContext", func(p *v1.Pod) { p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsNonRoot: new(bool)} }, ""},
 		{"fsGroup rejected", func(p *v1.Pod) { p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: new(int64)} }, "spec.securityContext.fsGroup: Forbidden"},

@@ -36,6 +36,7 @@ type AppOptions struct {
 	NoNewPrivileges bool
 	HostPID         bool
 	HostIPC         bool
+	Seccomp         kubecontainer.SeccompProfile
 }
 
 func baseLabels(pod *v1.Pod, node, container, hash, kind string, restartCount int) map[string]string {
@@ -141,6 +142,7 @@ func AppSpec(pod *v1.Pod, c *v1.Container, infraID, node string, o AppOptions, r
 		Privileged:      o.Privileged,
 		ReadOnlyRootfs:  o.ReadOnlyRootfs,
 		NoNewPrivileges: o.NoNewPrivileges,
+		Seccomp:         o.Seccomp,
 		Tty:             c.TTY,
 		OpenStdin:       c.Stdin,
 		StdinOnce:       c.StdinOnce,

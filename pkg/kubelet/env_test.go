@@ -2,6 +2,9 @@ package kubelet
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,6 +14,7 @@ import (
 
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 	"github.com/classic-kubelet/kubelet/pkg/dockertools/dockertest"
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
 func TestExpand(t *testing.T) {
@@ -100,6 +104,64 @@ func TestSecurityOptions(t *testing.T) {
 				t.Fatalf("error %v, want %q with reason %s", err, c.wantErr, reasonConfigError)
 			case c.wantErr == "" && o.User != c.wantUser:
 				t.Errorf("user %q, want %q", o.User, c.wantUser)
+			}
+		})
+	}
+}
+
+func TestSeccompProfile(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "seccomp")
+	if err := os.MkdirAll(filepath.Join(dir, "profiles"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.WriteFile(filepath.Join(dir, "profiles", "audit.json"), []byte(`{"defaultAction":"SCMP_ACT_LOG"}`), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "broken.json"), []byte(`{"defaultAction":`), 0o644)
+	_ = os.Symlink("/etc/hostname", filepath.Join(dir, "link.json"))
+	profile := func(typ v1.SeccompProfileType, lp string) *v1.SeccompProfile {
+		sp := &v1.SeccompProfile{Type: typ}
+		if lp != "" {
+			sp.LocalhostProfile = &lp
+		}
+		return sp
+	}
+	for _, tc := range []struct {
+		name             string
+		seccompDefault   bool
+		pod, container   *v1.SeccompProfile
+		kind, errContain string
+	}{
+		{"none, --seccomp-default", true, nil, nil, kubecontainer.SeccompRuntimeDefault, ""},
+		{"none, --seccomp-default=false", false, nil, nil, kubecontainer.SeccompUnconfined, ""},
+		{"pod RuntimeDefault", false, profile(v1.SeccompProfileTypeRuntimeDefault, ""), nil, kubecontainer.SeccompRuntimeDefault, ""},
+		{"container wins", true, profile(v1.SeccompProfileTypeRuntimeDefault, ""), profile(v1.SeccompProfileTypeUnconfined, ""), kubecontainer.SeccompUnconfined, ""},
+		{"localhost", true, nil, profile(v1.SeccompProfileTypeLocalhost, "profiles/audit.json"), kubecontainer.SeccompLocalhost, ""},
+		{"localhost missing", true, nil, profile(v1.SeccompProfileTypeLocalhost, "nope.json"), "", "seccomp/nope.json"},
+		{"localhost invalid", true, nil, profile(v1.SeccompProfileTypeLocalhost, "broken.json"), "", "not valid JSON"},
+		{"localhost through a link", true, nil, profile(v1.SeccompProfileTypeLocalhost, "link.json"), "", "link.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := New(Config{NodeName: "n", RootDir: root, SeccompDefault: tc.seccompDefault}, dockertest.NewFakeClient(), seenAll{})
+			pod := testPod(v1.RestartPolicyAlways, "a")
+			if tc.pod != nil {
+				pod.Spec.SecurityContext = &v1.PodSecurityContext{SeccompProfile: tc.pod}
+			}
+			if tc.container != nil {
+				pod.Spec.Containers[0].SecurityContext = &v1.SecurityContext{SeccompProfile: tc.container}
+			}
+			got, err := k.seccompProfile(pod, &pod.Spec.Containers[0])
+			if tc.errContain != "" {
+				var se *kubecontainer.StartError
+				if !errors.As(err, &se) || se.Reason != "CreateContainerError" || !strings.Contains(se.Message, tc.errContain) {
+					t.Fatalf("error %v, want a CreateContainerError naming %q", err, tc.errContain)
+				}
+				return
+			}
+			if err != nil || got.Kind != tc.kind {
+				t.Fatalf("profile %+v %v, want kind %s", got, err, tc.kind)
+			}
+			if tc.kind == kubecontainer.SeccompLocalhost && string(got.Content) != `{"defaultAction":"SCMP_ACT_LOG"}` {
+				t.Errorf("content %q", got.Content)
 			}
 		})
 	}

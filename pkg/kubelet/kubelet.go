@@ -56,6 +56,10 @@ type Config struct {
 	Metrics *metrics.Metrics
 	// AllowPrivileged lets containers run privileged.
 	AllowPrivileged bool
+	// SeccompDefault gives containers without a seccompProfile the
+	// runtime's default profile (otherwise they run unconfined, as the
+	// kubelet's default does).
+	SeccompDefault bool
 	// ClusterDomain is the domain of pods with a subdomain.
 	ClusterDomain string
 	// ResolvConf is the resolver configuration of dnsPolicy Default.

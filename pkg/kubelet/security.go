@@ -3,16 +3,22 @@ package kubelet
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
 
 const reasonConfigError = kubecontainer.ReasonCreateContainerConfigError
@@ -56,6 +62,10 @@ func (k *Kubelet) securityOptions(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		}
 		o.ReadOnlyRootfs = sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem
 		o.NoNewPrivileges = sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation
+	}
+	var err error
+	if o.Seccomp, err = k.seccompProfile(pod, c); err != nil {
+		return err
 	}
 	imageUser := ""
 	if user == nil && (group != nil || (nonRoot != nil && *nonRoot)) {
@@ -173,3 +183,48 @@ func parseResolvConf(path string) (kubecontainer.DNSSettings, error) {
 }
 
 func sortStrings(s []string) { sort.Strings(s) }
+
+// seccompProfile resolves a container's seccomp profile: its own, else the
+// pod's, else --seccomp-default. A Localhost profile is read from
+// <root-dir>/seccomp (Docker takes the profile's content, not a path),
+// beneath that directory and without following links; a missing or invalid
+// file is a CreateContainerError naming it.
+func (k *Kubelet) seccompProfile(pod *v1.Pod, c *v1.Container) (kubecontainer.SeccompProfile, error) {
+	var sp *v1.SeccompProfile
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		sp = psc.SeccompProfile
+	}
+	if sc := c.SecurityContext; sc != nil && sc.SeccompProfile != nil {
+		sp = sc.SeccompProfile
+	}
+	switch {
+	case sp == nil && k.cfg.SeccompDefault, sp != nil && sp.Type == v1.SeccompProfileTypeRuntimeDefault:
+		return kubecontainer.SeccompProfile{Kind: kubecontainer.SeccompRuntimeDefault}, nil
+	case sp == nil, sp.Type == v1.SeccompProfileTypeUnconfined:
+		return kubecontainer.SeccompProfile{Kind: kubecontainer.SeccompUnconfined}, nil
+	}
+	dir := filepath.Join(k.cfg.RootDir, "seccomp")
+	fail := func(err error) (kubecontainer.SeccompProfile, error) {
+		return kubecontainer.SeccompProfile{}, &kubecontainer.StartError{Reason: reasonCreateError,
+			Message: fmt.Sprintf("seccomp profile %s: %v", filepath.Join(dir, *sp.LocalhostProfile), err)}
+	}
+	f, err := safefile.OpenBeneath(dir, *sp.LocalhostProfile, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return fail(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSeccompProfile+1))
+	switch {
+	case err != nil:
+		return fail(err)
+	case len(data) > maxSeccompProfile:
+		return fail(fmt.Errorf("larger than %d bytes", maxSeccompProfile))
+	case !json.Valid(data):
+		return fail(errors.New("not valid JSON"))
+	}
+	return kubecontainer.SeccompProfile{Kind: kubecontainer.SeccompLocalhost, Content: data}, nil
+}
+
+// maxSeccompProfile bounds a Localhost profile: Docker's default profile is
+// about 20 KiB.
+const maxSeccompProfile = 1 << 20

@@ -354,3 +354,57 @@ spec:
 		return got == 3, body
 	})
 }
+
+// seccompProfile as kubeadm's static pods and the documentation's examples
+// use it: RuntimeDefault at pod level runs (it was refused, and with it
+// kubeadm's etcd); Unconfined reaches Docker; a Localhost profile is
+// enforced (mkdir denied); a missing profile waits with
+// CreateContainerError naming the file.
+func TestSeccompProfiles(t *testing.T) {
+	a := startAgent(t)
+	if err := os.MkdirAll(filepath.Join(a.rootDir, "seccomp", "profiles"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	deny := `{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["mkdir","mkdirat"],"action":"SCMP_ACT_ERRNO"}]}`
+	if err := os.WriteFile(filepath.Join(a.rootDir, "seccomp", "profiles", "no-mkdir.json"), []byte(deny), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a.writeManifest("seccomp.yaml", lifecyclePod("seccomp", "Always", `  securityContext:
+    seccompProfile: {type: RuntimeDefault}
+  containers:
+  - {name: dflt, image: `+testImage+`, command: `+sleeper+`}
+  - name: open
+    image: `+testImage+`
+    command: `+sleeper+`
+    securityContext: {seccompProfile: {type: Unconfined}}
+  - name: local
+    image: `+testImage+`
+    command: `+sleeper+`
+    securityContext: {seccompProfile: {type: Localhost, localhostProfile: profiles/no-mkdir.json}}
+`))
+	running := a.waitRunning("seccomp", "dflt", "open", "local")
+	opts := func(name string) string { return strings.Join(inspect(t, running[name].ID).HostConfig.SecurityOpt, " ") }
+	if o := opts("dflt"); strings.Contains(o, "seccomp") {
+		t.Errorf("RuntimeDefault container security options %q, want Docker's default (none)", o)
+	}
+	if o := opts("open"); !strings.Contains(o, "seccomp=unconfined") {
+		t.Errorf("Unconfined container security options %q", o)
+	}
+	if code, out := a.execIn("seccomp", "local", "mkdir", "/tmp/x"); code == 0 || !strings.Contains(out, "not permitted") {
+		t.Errorf("mkdir under the Localhost profile: exit %d %q, want it denied", code, out)
+	}
+	if code, _ := a.execIn("seccomp", "dflt", "mkdir", "/tmp/x"); code != 0 {
+		t.Errorf("mkdir under RuntimeDefault failed (exit %d)", code)
+	}
+
+	a.writeManifest("missing.yaml", lifecyclePod("missing", "Always", `  containers:
+  - name: app
+    image: `+testImage+`
+    command: `+sleeper+`
+    securityContext: {seccompProfile: {type: Localhost, localhostProfile: absent.json}}
+`))
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		reason, msg := a.waitingReason("missing", "app")
+		return reason == "CreateContainerError" && strings.Contains(msg, "seccomp/absent.json"), fmt.Sprintf("waiting %q %q", reason, msg)
+	})
+}

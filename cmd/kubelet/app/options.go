@@ -71,6 +71,7 @@ type Options struct {
 	HousekeepingInterval time.Duration `yaml:"housekeeping-interval"`
 	Profiling            bool          `yaml:"profiling"`
 	AllowPrivileged      bool          `yaml:"allow-privileged"`
+	SeccompDefault       bool          `yaml:"seccomp-default"`
 	ClusterDomain        string        `yaml:"cluster-domain"`
 	ResolvConf           string        `yaml:"resolv-conf"`
 
@@ -110,6 +111,7 @@ func NewOptions() *Options {
 		HealthzBindAddress:                "127.0.0.1",
 		HealthzPort:                       10248,
 		MaxPods:                           110,
+		SeccompDefault:                    true,
 		HTTPCheckFrequency:                20 * time.Second,
 		EtcdPrefix:                        config.DefaultEtcdPrefix,
 		EtcdResyncPeriod:                  time.Minute,
@@ -172,6 +174,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.HousekeepingInterval, "housekeeping-interval", o.HousekeepingInterval, "How often the embedded cAdvisor samples container stats.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve /debug/pprof/ on the full-access port.")
 	fs.BoolVar(&o.AllowPrivileged, "allow-privileged", o.AllowPrivileged, "Allow containers with securityContext.privileged.")
+	fs.BoolVar(&o.SeccompDefault, "seccomp-default", o.SeccompDefault, "Give containers without a seccompProfile Docker's default profile (false: unconfined, the kubelet's default).")
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "Domain of pods with a subdomain: <subdomain>.<namespace>.svc.<cluster-domain>.")
 	fs.StringVar(&o.DockerConfig, "docker-config", o.DockerConfig, "Docker config file with registry credentials (default: ~/.docker/config.json and the legacy ~/.dockercfg).")
 	fs.Float64Var(&o.RegistryQPS, "registry-qps", o.RegistryQPS, "Image pulls per second (0: unlimited).")

@@ -75,6 +75,7 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 		BackoffMax:      o.BackoffMax,
 		Metrics:         m,
 		AllowPrivileged: o.AllowPrivileged,
+		SeccompDefault:  o.SeccompDefault,
 		ClusterDomain:   o.ClusterDomain,
 		ResolvConf:      o.ResolvConf,
 		GC: gc.Policy{MinAge: o.MinimumContainerTTLDuration, MaxPerContainer: o.MaximumDeadContainersPerContainer,
