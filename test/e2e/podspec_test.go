@@ -383,7 +383,9 @@ func TestSeccompProfiles(t *testing.T) {
     securityContext: {seccompProfile: {type: Localhost, localhostProfile: profiles/no-mkdir.json}}
 `))
 	running := a.waitRunning("seccomp", "dflt", "open", "local")
-	opts := func(name string) string { return strings.Join(inspect(t, running[name].ID).HostConfig.SecurityOpt, " ") }
+	opts := func(name string) string {
+		return strings.Join(inspect(t, running[name].ID).HostConfig.SecurityOpt, " ")
+	}
 	if o := opts("dflt"); strings.Contains(o, "seccomp") {
 		t.Errorf("RuntimeDefault container security options %q, want Docker's default (none)", o)
 	}
