@@ -95,7 +95,7 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"activeDeadlineSeconds":         reject(notYet),
 		"hostPID":                       impl("containers share the host's PID namespace"),
 		"hostIPC":                       impl("containers share the host's IPC namespace"),
-		"shareProcessNamespace":         reject(notYet),
+		"shareProcessNamespace":         impl("every container joins the infra container's PID namespace; the pause program is PID 1 and reaps orphans"),
 		"securityContext":               impl("runAsUser, runAsGroup, runAsNonRoot, supplementalGroups; a container's own settings win"),
 		"imagePullSecrets":              reject(noAPIServer + "; use the Docker config for credentials"),
 		"hostname":                      impl("the pod's hostname (default: the pod name, cut to 63 characters)"),

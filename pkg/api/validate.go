@@ -104,6 +104,9 @@ func validateSpec(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.Erro
 			}
 		}
 	}
+	if spec.ShareProcessNamespace != nil && *spec.ShareProcessNamespace && spec.HostPID {
+		errs = append(errs, field.Invalid(p.Child("shareProcessNamespace"), true, "cannot be true with hostPID"))
+	}
 	if sc := spec.SecurityContext; sc != nil {
 		sp := p.Child("securityContext")
 		errs = append(errs, checkFields(reflect.ValueOf(*sc), sp, ignored)...)

@@ -158,6 +158,11 @@ func TestValidate(t *testing.T) {
 			lp := "../../etc/x.json"
 			c0(p).SecurityContext = &v1.SecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: &lp}}
 		}, "seccompProfile.localhostProfile: Invalid"},
+		{"shareProcessNamespace", func(p *v1.Pod) { share := true; p.Spec.ShareProcessNamespace = &share }, ""},
+		{"shareProcessNamespace with hostPID", func(p *v1.Pod) {
+			share := true
+			p.Spec.ShareProcessNamespace, p.Spec.HostPID = &share, true
+		}, "spec.shareProcessNamespace: Invalid"},
 		{"seccomp unknown type", func(p *v1.Pod) {
 			p.Spec.SecurityContext = &v1.PodSecurityContext{SeccompProfile: &v1.SeccompProfile{Type: "Custom"}}
 		}, "seccompProfile.type: Unsupported"},

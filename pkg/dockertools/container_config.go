@@ -150,8 +150,12 @@ func AppSpec(pod *v1.Pod, c *v1.Container, infraID, node string, o AppOptions, r
 	if o.HostIPC {
 		spec.IpcMode = "host"
 	}
-	if o.HostPID {
+	switch {
+	case o.HostPID:
 		spec.PidMode = "host"
+	case pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace:
+		// The pause program is PID 1 of the pod and reaps its orphans.
+		spec.PidMode = "container:" + infraID
 	}
 	return spec
 }

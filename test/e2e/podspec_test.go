@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -408,5 +409,32 @@ func TestSeccompProfiles(t *testing.T) {
 	waitFor(t, 20*time.Second, func() (bool, string) {
 		reason, msg := a.waitingReason("missing", "app")
 		return reason == "CreateContainerError" && strings.Contains(msg, "seccomp/absent.json"), fmt.Sprintf("waiting %q %q", reason, msg)
+	})
+}
+
+// shareProcessNamespace: the containers see each other's processes, the
+// pause program is PID 1, and an orphaned process is reaped.
+func TestShareProcessNamespace(t *testing.T) {
+	a := startAgent(t)
+	a.writeManifest("shared.yaml", lifecyclePod("shared", "Always", `  shareProcessNamespace: true
+  containers:
+  - {name: one, image: `+testImage+`, command: ["sh", "-c", "exec sleep 100001"]}
+  - {name: two, image: `+testImage+`, command: ["sh", "-c", "exec sleep 100002"]}
+`))
+	a.waitRunning("shared", "one", "two")
+	_, out := a.execIn("shared", "two", "ps", "-o", "pid,stat,args")
+	if !strings.Contains(out, "sleep 100001") {
+		t.Errorf("container two does not see container one's process:\n%s", out)
+	}
+	if !regexp.MustCompile(`(?m)^\s*1 \S+\s+/pause`).MatchString(out) {
+		t.Errorf("PID 1 is not the pause program:\n%s", out)
+	}
+	// A child whose parent exits is reparented to PID 1, which must reap it.
+	a.execIn("shared", "one", "sh", "-c", "(sleep 0.2 &) ; exit 0")
+	// Gone for good: neither running nor left a zombie (shown as Z).
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		_, out := a.execIn("shared", "two", "ps", "-o", "pid,stat,args")
+		zombie := regexp.MustCompile(`(?m)^\s*\d+ Z`).MatchString(out)
+		return !zombie && !strings.Contains(out, "sleep 0.2"), "the orphan is not reaped:\n" + out
 	})
 }
