@@ -250,8 +250,8 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"windowsOptions":           reject("Linux only"),
 	},
 	reflect.TypeOf(v1.EnvVarSource{}): {
-		"fieldRef":         impl("metadata.name, metadata.namespace, metadata.uid, metadata.labels['k'], metadata.annotations['k'], spec.nodeName, status.podIP, status.hostIP"),
-		"resourceFieldRef": impl("requests/limits of cpu and memory, with divisor"),
+		"fieldRef":         impl("metadata.name, metadata.namespace, metadata.uid, metadata.labels['k'], metadata.annotations['k'], spec.nodeName, spec.serviceAccountName, status.podIP(s), status.hostIP(s)"),
+		"resourceFieldRef": impl("requests/limits of cpu, memory and ephemeral-storage, with divisor; an unset limit is the node's allocatable"),
 		"configMapKeyRef":  reject(noAPIServer),
 		"secretKeyRef":     reject(noAPIServer),
 		"fileKeyRef":       reject("not supported"),

@@ -287,7 +287,8 @@ func validateContainer(c *v1.Container, p *field.Path, volumes sets.Set[string],
 			case vf.FieldRef != nil:
 				if !envFieldPath(vf.FieldRef.FieldPath) {
 					errs = append(errs, field.NotSupported(vp.Child("fieldRef", "fieldPath"), vf.FieldRef.FieldPath,
-						[]string{"metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels['<key>']", "metadata.annotations['<key>']", "spec.nodeName", "status.podIP", "status.hostIP"}))
+						[]string{"metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels['<key>']", "metadata.annotations['<key>']",
+							"spec.nodeName", "spec.serviceAccountName", "status.podIP", "status.podIPs", "status.hostIP", "status.hostIPs"}))
 				}
 			case vf.ResourceFieldRef != nil:
 				errs = append(errs, validateResourceRef(vf.ResourceFieldRef, vp.Child("resourceFieldRef"), nil, c.Name)...)
@@ -483,7 +484,8 @@ var fieldPathKey = regexp.MustCompile(`^metadata\.(labels|annotations)\['[^']+'\
 
 func envFieldPath(fp string) bool {
 	switch fp {
-	case "metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "status.podIP", "status.hostIP":
+	case "metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName",
+		"status.podIP", "status.podIPs", "status.hostIP", "status.hostIPs":
 		return true
 	}
 	return fieldPathKey.MatchString(fp)
@@ -502,9 +504,10 @@ func volumeFieldPath(fp string) bool {
 func validateResourceRef(r *v1.ResourceFieldSelector, p *field.Path, spec *v1.PodSpec, self string) field.ErrorList {
 	var errs field.ErrorList
 	switch r.Resource {
-	case "requests.cpu", "limits.cpu", "requests.memory", "limits.memory":
+	case "requests.cpu", "limits.cpu", "requests.memory", "limits.memory", "requests.ephemeral-storage", "limits.ephemeral-storage":
 	default:
-		errs = append(errs, field.NotSupported(p.Child("resource"), r.Resource, []string{"requests.cpu", "limits.cpu", "requests.memory", "limits.memory"}))
+		errs = append(errs, field.NotSupported(p.Child("resource"), r.Resource, []string{"requests.cpu", "limits.cpu", "requests.memory", "limits.memory",
+			"requests.ephemeral-storage", "limits.ephemeral-storage"}))
 	}
 	if d := r.Divisor; !d.IsZero() && d.Sign() < 0 {
 		errs = append(errs, field.Invalid(p.Child("divisor"), d.String(), "must be positive"))

@@ -101,9 +101,13 @@ func TestValidate(t *testing.T) {
 			c0(p).Env[0].Value = ""
 			c0(p).Env[0].ValueFrom = &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels['app']"}}
 		}, ""},
-		{"env fieldRef unsupported", func(p *v1.Pod) {
+		{"env fieldRef spec.serviceAccountName", func(p *v1.Pod) {
 			c0(p).Env[0].Value = ""
 			c0(p).Env[0].ValueFrom = &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.serviceAccountName"}}
+		}, ""},
+		{"env fieldRef unsupported", func(p *v1.Pod) {
+			c0(p).Env[0].Value = ""
+			c0(p).Env[0].ValueFrom = &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.schedulerName"}}
 		}, "env[0].valueFrom.fieldRef.fieldPath: Unsupported"},
 		{"env secret rejected", func(p *v1.Pod) {
 			c0(p).Env[0].Value = ""

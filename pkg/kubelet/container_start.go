@@ -118,7 +118,7 @@ func usesPodIP(pod *v1.Pod) bool {
 	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for _, c := range cs {
 			for _, e := range c.Env {
-				if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP" {
+				if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && (e.ValueFrom.FieldRef.FieldPath == "status.podIP" || e.ValueFrom.FieldRef.FieldPath == "status.podIPs") {
 					return true
 				}
 			}

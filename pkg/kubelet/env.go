@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -61,9 +62,11 @@ func (k *Kubelet) fieldValue(pod *v1.Pod, path, podIP string) (string, error) {
 		return string(pod.UID), nil
 	case "spec.nodeName":
 		return k.cfg.NodeName, nil
-	case "status.podIP":
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, nil
+	case "status.podIP", "status.podIPs": // one address family here: the list is that address
 		return podIP, nil
-	case "status.hostIP":
+	case "status.hostIP", "status.hostIPs":
 		return k.hostIP, nil
 	case "metadata.labels":
 		return formatMap(pod.Labels), nil
@@ -114,6 +117,8 @@ func (k *Kubelet) resourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector, self
 			q = *resource.NewQuantity(int64(k.nodeCPUs), resource.DecimalSI)
 		case kind == "limits" && res == "memory":
 			q = *resource.NewQuantity(k.nodeMemory, resource.BinarySI)
+		case kind == "limits" && res == "ephemeral-storage":
+			q = *resource.NewQuantity(k.nodeEphemeralStorage(), resource.BinarySI)
 		case kind == "requests":
 			// A request defaults to the limit when only a limit is written.
 			if lim, ok := c.Resources.Limits[v1.ResourceName(res)]; ok {
@@ -166,4 +171,14 @@ func (d downwardValues) FieldValue(pod *v1.Pod, path string) (string, error) {
 
 func (d downwardValues) ResourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector) (string, error) {
 	return d.k.resourceValue(pod, ref, "")
+}
+
+// nodeEphemeralStorage is the node's allocatable ephemeral storage: the
+// size of the file system holding the root dir (what the kubelet reports).
+func (k *Kubelet) nodeEphemeralStorage() int64 {
+	var st unix.Statfs_t
+	if err := unix.Statfs(k.cfg.RootDir, &st); err != nil {
+		return 0
+	}
+	return int64(st.Blocks) * st.Bsize
 }

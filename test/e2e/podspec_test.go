@@ -438,3 +438,40 @@ func TestShareProcessNamespace(t *testing.T) {
 		return !zombie && !strings.Contains(out, "sleep 0.2"), "the orphan is not reaped:\n" + out
 	})
 }
+
+// The downward API as upstream validation allows it: env from
+// spec.serviceAccountName, status.podIPs and status.hostIPs, ephemeral-storage
+// (an unset limit is the node's allocatable, rounded up to the divisor); in
+// a volume spec.nodeName is refused.
+func TestDownwardAPIAsUpstream(t *testing.T) {
+	a := startAgent(t)
+	a.writeManifest("dw.yaml", lifecyclePod("dw", "Always", `  serviceAccountName: builder
+  containers:
+  - name: app
+    image: `+testImage+`
+    command: `+sleeper+`
+    resources: {requests: {ephemeral-storage: 1Gi}}
+    env:
+    - {name: SA, valueFrom: {fieldRef: {fieldPath: spec.serviceAccountName}}}
+    - {name: PODIPS, valueFrom: {fieldRef: {fieldPath: status.podIPs}}}
+    - {name: HOSTIPS, valueFrom: {fieldRef: {fieldPath: status.hostIPs}}}
+    - {name: EPH_REQ_MI, valueFrom: {resourceFieldRef: {resource: requests.ephemeral-storage, divisor: 1Mi}}}
+    - {name: EPH_LIM, valueFrom: {resourceFieldRef: {resource: limits.ephemeral-storage, divisor: 1Gi}}}
+`))
+	a.waitRunning("dw", "app")
+	_, out := a.execIn("dw", "app", "sh", "-c", `echo "$SA|$PODIPS|$HOSTIPS|$EPH_REQ_MI|$EPH_LIM"`)
+	parts := strings.Split(strings.TrimSpace(out), "|")
+	if len(parts) != 5 || parts[0] != "builder" || parts[1] == "" || parts[2] == "" || parts[3] != "1024" || parts[4] == "0" || parts[4] == "" {
+		t.Errorf("downward env %q, want builder|<pod IP>|<host IP>|1024|<node storage in Gi>", out)
+	}
+	a.writeManifest("dwvol.yaml", lifecyclePod("dwvol", "Always", `  containers:
+  - {name: app, image: `+testImage+`, volumeMounts: [{name: info, mountPath: /info}]}
+  volumes:
+  - name: info
+    downwardAPI: {items: [{path: node, fieldRef: {fieldPath: spec.nodeName}}]}
+`))
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		_, sources := httpGet(a.api(true) + "/sources")
+		return strings.Contains(sources, "fieldRef.fieldPath: Unsupported value: \\\"spec.nodeName\\\""), "/sources: " + sources
+	})
+}
