@@ -82,7 +82,7 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"priority":                      ignore(scheduling),
 		"preemptionPolicy":              ignore(scheduling),
 		"topologySpreadConstraints":     ignore(scheduling),
-		"schedulingGates":               ignore(scheduling),
+		"schedulingGates":               reject("the pod is not to run yet (a scheduler would hold it); remove the gates to run it here"),
 		"schedulingGroup":               ignore(scheduling),
 		"overhead":                      ignore(scheduling),
 		"os":                            ignore("this agent runs Linux containers"),
@@ -342,7 +342,11 @@ func checkFields(v reflect.Value, path *field.Path, ignored *[]string) field.Err
 		case Ignored:
 			*ignored = append(*ignored, path.Child(f.Name).String())
 		case Rejected:
-			errs = append(errs, field.Forbidden(path.Child(f.Name), fmt.Sprintf("not supported by this agent: %s", rule.Note)))
+			msg := "not supported by this agent"
+			if rule.Note != "" && rule.Note != "not supported" {
+				msg += ": " + rule.Note // the note says why, never "not supported" twice
+			}
+			errs = append(errs, field.Forbidden(path.Child(f.Name), msg))
 		}
 	}
 	return errs

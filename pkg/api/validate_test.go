@@ -162,6 +162,9 @@ func TestValidate(t *testing.T) {
 			lp := "../../etc/x.json"
 			c0(p).SecurityContext = &v1.SecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: &lp}}
 		}, "seccompProfile.localhostProfile: Invalid"},
+		{"schedulingGates refused with the reason", func(p *v1.Pod) {
+			p.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/wait"}}
+		}, "spec.schedulingGates: Forbidden: not supported by this agent: the pod is not to run yet"},
 		{"shareProcessNamespace", func(p *v1.Pod) { share := true; p.Spec.ShareProcessNamespace = &share }, ""},
 		{"shareProcessNamespace with hostPID", func(p *v1.Pod) {
 			share := true
@@ -262,5 +265,17 @@ func TestHostPortConflicts(t *testing.T) {
 		if got := c.b.Conflicts(c.a); got != c.want {
 			t.Errorf("%v conflicts %v = %v, want %v (not symmetric)", c.b, c.a, got, c.want)
 		}
+	}
+}
+
+// A rejected field's message says "not supported" once.
+func TestRejectionWordedOnce(t *testing.T) {
+	p := podFrom(t, func(p *v1.Pod) {
+		p.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "net.core.somaxconn", Value: "1024"}}}
+	})
+	errs, _ := Validate(p)
+	msg := errs.ToAggregate().Error()
+	if !strings.Contains(msg, "securityContext.sysctls: Forbidden: not supported by this agent") || strings.Contains(msg, "agent: not supported") {
+		t.Errorf("message %q", msg)
 	}
 }
