@@ -228,8 +228,12 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"seLinuxOptions":           reject("not supported"),
 		"seLinuxChangePolicy":      reject("not supported"),
 		"seccompProfile":           impl("of every container without its own: RuntimeDefault (Docker's default profile), Unconfined, Localhost (the JSON content of <root-dir>/seccomp/<localhostProfile>)"),
-		"appArmorProfile":          reject("not supported"),
+		"appArmorProfile":          impl("of every container without its own; where the host has no AppArmor, any but Unconfined rejects the pod (reason AppArmor)"),
 		"windowsOptions":           reject("Linux only"),
+	},
+	reflect.TypeOf(v1.AppArmorProfile{}): {
+		"type":             impl("RuntimeDefault, Unconfined, Localhost"),
+		"localhostProfile": impl("Localhost only: the name of a profile loaded on the host"),
 	},
 	reflect.TypeOf(v1.SeccompProfile{}): {
 		"type":             impl("RuntimeDefault, Unconfined, Localhost"),
@@ -246,7 +250,7 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"procMount":                reject("not supported"),
 		"seLinuxOptions":           reject("not supported"),
 		"seccompProfile":           impl("wins over the pod's; without either, --seccomp-default (true: Docker's default profile; false: unconfined)"),
-		"appArmorProfile":          reject("not supported"),
+		"appArmorProfile":          impl("wins over the container's annotation and the pod's: RuntimeDefault (docker-default), Unconfined, Localhost (a loaded profile)"),
 		"windowsOptions":           reject("Linux only"),
 	},
 	reflect.TypeOf(v1.EnvVarSource{}): {

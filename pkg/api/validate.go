@@ -112,6 +112,7 @@ func validateSpec(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.Erro
 		errs = append(errs, checkFields(reflect.ValueOf(*sc), sp, ignored)...)
 		errs = append(errs, validateIDs(sp, sc.RunAsUser, sc.RunAsGroup)...)
 		errs = append(errs, validateSeccomp(sc.SeccompProfile, sp.Child("seccompProfile"))...)
+		errs = append(errs, validateAppArmor(sc.AppArmorProfile, sp.Child("appArmorProfile"))...)
 		for i, g := range sc.SupplementalGroups {
 			if g < 0 {
 				errs = append(errs, field.Invalid(sp.Child("supplementalGroups").Index(i), g, "must be >= 0"))
@@ -300,6 +301,7 @@ func validateContainer(c *v1.Container, p *field.Path, volumes sets.Set[string],
 		errs = append(errs, checkFields(reflect.ValueOf(*sc), sp, ignored)...)
 		errs = append(errs, validateIDs(sp, sc.RunAsUser, sc.RunAsGroup)...)
 		errs = append(errs, validateSeccomp(sc.SeccompProfile, sp.Child("seccompProfile"))...)
+		errs = append(errs, validateAppArmor(sc.AppArmorProfile, sp.Child("appArmorProfile"))...)
 		if sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation && (sc.Privileged != nil && *sc.Privileged) {
 			errs = append(errs, field.Invalid(sp.Child("allowPrivilegeEscalation"), false, "cannot be false for a privileged container"))
 		}
@@ -643,6 +645,26 @@ func validateSeccomp(sp *v1.SeccompProfile, p *field.Path) field.ErrorList {
 		errs = append(errs, field.NotSupported(p.Child("type"), sp.Type, []string{"RuntimeDefault", "Unconfined", "Localhost"}))
 	}
 	return errs
+}
+
+// validateAppArmor checks an AppArmor profile as the API server does.
+func validateAppArmor(ap *v1.AppArmorProfile, p *field.Path) field.ErrorList {
+	if ap == nil {
+		return nil
+	}
+	switch ap.Type {
+	case v1.AppArmorProfileTypeRuntimeDefault, v1.AppArmorProfileTypeUnconfined:
+		if ap.LocalhostProfile != nil {
+			return field.ErrorList{field.Invalid(p.Child("localhostProfile"), *ap.LocalhostProfile, "can only be set for type Localhost")}
+		}
+	case v1.AppArmorProfileTypeLocalhost:
+		if ap.LocalhostProfile == nil || strings.TrimSpace(*ap.LocalhostProfile) == "" {
+			return field.ErrorList{field.Required(p.Child("localhostProfile"), "type Localhost needs a profile name")}
+		}
+	default:
+		return field.ErrorList{field.NotSupported(p.Child("type"), ap.Type, []string{"RuntimeDefault", "Unconfined", "Localhost"})}
+	}
+	return nil
 }
 
 // HostPort is one published port on the node.

@@ -37,6 +37,7 @@ type AppOptions struct {
 	HostPID         bool
 	HostIPC         bool
 	Seccomp         kubecontainer.SeccompProfile
+	AppArmorProfile string // Docker's apparmor= value ("": Docker's default)
 }
 
 func baseLabels(pod *v1.Pod, node, container, hash, kind string, restartCount int) map[string]string {
@@ -143,6 +144,7 @@ func AppSpec(pod *v1.Pod, c *v1.Container, infraID, node string, o AppOptions, r
 		ReadOnlyRootfs:  o.ReadOnlyRootfs,
 		NoNewPrivileges: o.NoNewPrivileges,
 		Seccomp:         o.Seccomp,
+		AppArmorProfile: o.AppArmorProfile,
 		Tty:             c.TTY,
 		OpenStdin:       c.Stdin,
 		StdinOnce:       c.StdinOnce,

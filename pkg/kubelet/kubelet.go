@@ -127,6 +127,8 @@ type Kubelet struct {
 	desired *desiredSet // what the config wants here
 	dirty   *dirtySet   // pods to sync, from the relist, retries and probes
 	records *podRecords // what is remembered of each pod between syncs
+
+	appArmor func() bool // whether the host enforces AppArmor; replaced in tests
 }
 
 // New returns a Kubelet; Run starts it.
@@ -158,6 +160,7 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		starts:     make(chan struct{}, maxParallelStarts),
 		retries:    newRetryQueue(),
 		records:    newPodRecords(),
+		appArmor:   appArmorEnabled,
 	}
 	k.hk.Store(&Housekeeping{GC: cfg.GC, ContainerLogDir: cfg.ContainerLogDir, LogMaxSize: cfg.LogMaxSize, LogMaxFiles: cfg.LogMaxFiles})
 	k.volumes = &volumes.Manager{RootDir: cfg.RootDir, NodeMemory: k.nodeMemory, Downward: downwardValues{k}}

@@ -98,6 +98,7 @@ type podRecord struct {
 	waiting  map[string]*kubecontainer.StartError // why a container (or "POD", the sandbox) could not start
 	lastErr  string                               // the last sync error, logged once
 	messages map[string]string                    // termination messages of dead containers, by ID
+	rejected *rejection                           // why the pod may not run here (nil: admitted)
 }
 
 func newPodRecords() *podRecords { return &podRecords{m: map[types.UID]*podRecord{}} }
@@ -159,6 +160,22 @@ func (r *podRecords) syncError(uid types.UID, msg string, acted bool) (before, n
 		rec.lastErr = ""
 	}
 	return before, rec.lastErr
+}
+
+// setRejected records whether the pod was refused (nil: admitted).
+func (r *podRecords) setRejected(uid types.UID, rej *rejection) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.get(uid).rejected = rej
+}
+
+func (r *podRecords) rejectedFor(uid types.UID) *rejection {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rec := r.m[uid]; rec != nil {
+		return rec.rejected
+	}
+	return nil
 }
 
 func (r *podRecords) message(uid types.UID, id string) (string, bool) {

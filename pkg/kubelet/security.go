@@ -67,6 +67,7 @@ func (k *Kubelet) securityOptions(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if o.Seccomp, err = k.seccompProfile(pod, c); err != nil {
 		return err
 	}
+	o.AppArmorProfile = dockerAppArmor(appArmorProfile(pod, c))
 	imageUser := ""
 	if user == nil && (group != nil || (nonRoot != nil && *nonRoot)) {
 		var err error

@@ -62,6 +62,12 @@ func (k *Kubelet) podStatus(pod *v1.Pod, state *kubecontainer.PodState) v1.PodSt
 	if st.HostIP != "" {
 		st.HostIPs = []v1.HostIP{{IP: st.HostIP}}
 	}
+	if rej := k.records.rejectedFor(pod.UID); rej != nil {
+		// As the kubelet reports a pod its admission refused: failed,
+		// with the reason, and no container statuses.
+		st.Phase, st.Reason, st.Message = v1.PodFailed, rej.reason, "Pod was rejected: "+rej.message
+		return st
+	}
 	infra := state.RunningInfra()
 	if infra != nil {
 		st.PodIP = infra.IP

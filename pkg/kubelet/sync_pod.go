@@ -270,6 +270,15 @@ func shouldRestart(policy v1.RestartPolicy, exitCode int) bool {
 // syncPod brings one desired pod to its spec. It reports whether it acted
 // on Docker: only then must the next sync wait for a fresher relist.
 func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState) (bool, error) {
+	if rej := k.admit(pod); rej != nil {
+		if k.records.rejectedFor(pod.UID) == nil {
+			glog.Errorf("Pod %s rejected: %s: %s", api.Key(pod), rej.reason, rej.message)
+			k.cfg.Events.Event(events.PodRef(pod, ""), true, rej.reason, "%s", rej.message)
+		}
+		k.records.setRejected(pod.UID, rej)
+		return false, nil // nothing of it runs; its status says why
+	}
+	k.records.setRejected(pod.UID, nil)
 	a := computePodActions(pod, state, time.Now(), k.backoff, func(id string) bool {
 		bad, _ := k.probes.Unhealthy(id)
 		return bad

@@ -475,3 +475,47 @@ func TestDownwardAPIAsUpstream(t *testing.T) {
 		return strings.Contains(sources, "fieldRef.fieldPath: Unsupported value: \\\"spec.nodeName\\\""), "/sources: " + sources
 	})
 }
+
+// AppArmor on a host without it (this machine): a pod asking for a profile
+// other than Unconfined, by field or by the beta annotation, is rejected
+// as the kubelet does — Failed, reason AppArmor, no containers — instead of
+// running unconfined while saying otherwise; Unconfined runs.
+func TestAppArmorRejectedWithoutHostSupport(t *testing.T) {
+	if _, err := os.Stat("/sys/module/apparmor/parameters/enabled"); err == nil {
+		t.Skip("this host has AppArmor: the rejection path does not apply (the options are unit-tested)")
+	}
+	a := startAgent(t)
+	a.writeManifest("aa.yaml", lifecyclePod("aa-field", "Always", `  securityContext:
+    appArmorProfile: {type: RuntimeDefault}
+  containers:
+  - {name: app, image: `+testImage+`, command: `+sleeper+`}
+`))
+	a.writeManifest("ab.yaml", `apiVersion: v1
+kind: Pod
+metadata:
+  name: aa-annotation
+  annotations: {container.apparmor.security.beta.kubernetes.io/app: runtime/default}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - {name: app, image: `+testImage+`, command: `+sleeper+`}
+`)
+	a.writeManifest("ac.yaml", lifecyclePod("aa-unconfined", "Always", `  containers:
+  - name: app
+    image: `+testImage+`
+    command: `+sleeper+`
+    securityContext: {appArmorProfile: {type: Unconfined}}
+`))
+	a.waitRunning("aa-unconfined", "app")
+	for _, pod := range []string{"aa-field", "aa-annotation"} {
+		waitFor(t, 10*time.Second, func() (bool, string) {
+			code, body := httpGet(a.api(true) + "/pods/default/" + pod)
+			ok := code == 200 && strings.Contains(body, `"phase": "Failed"`) && strings.Contains(body, `"reason": "AppArmor"`) &&
+				strings.Contains(body, "Pod was rejected: Cannot enforce AppArmor: AppArmor is not enabled on the host")
+			return ok, fmt.Sprintf("GET %s: %d %.400s", pod, code, body)
+		})
+		if n := len(a.containers(pod)); n != 0 {
+			t.Errorf("rejected pod %s has %d containers", pod, n)
+		}
+	}
+}
