@@ -221,7 +221,7 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"runAsGroup":               impl(""),
 		"runAsNonRoot":             impl("a container that would run as UID 0 is refused (CreateContainerConfigError)"),
 		"supplementalGroups":       impl("Docker GroupAdd"),
-		"supplementalGroupsPolicy": reject("not supported"),
+		"supplementalGroupsPolicy": impl("Merge (the image's /etc/group groups are added, as Docker always does); Strict cannot be honoured by Docker and rejects the pod (SupplementalGroupsPolicyNotSupported)"),
 		"fsGroup":                  reject("volume ownership changes are not supported"),
 		"fsGroupChangePolicy":      reject("volume ownership changes are not supported"),
 		"sysctls":                  reject("not supported"),

@@ -113,6 +113,9 @@ func validateSpec(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.Erro
 		errs = append(errs, validateIDs(sp, sc.RunAsUser, sc.RunAsGroup)...)
 		errs = append(errs, validateSeccomp(sc.SeccompProfile, sp.Child("seccompProfile"))...)
 		errs = append(errs, validateAppArmor(sc.AppArmorProfile, sp.Child("appArmorProfile"))...)
+		if pol := sc.SupplementalGroupsPolicy; pol != nil && *pol != v1.SupplementalGroupsPolicyMerge && *pol != v1.SupplementalGroupsPolicyStrict {
+			errs = append(errs, field.NotSupported(sp.Child("supplementalGroupsPolicy"), *pol, []string{"Merge", "Strict"}))
+		}
 		for i, g := range sc.SupplementalGroups {
 			if g < 0 {
 				errs = append(errs, field.Invalid(sp.Child("supplementalGroups").Index(i), g, "must be >= 0"))

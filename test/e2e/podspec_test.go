@@ -519,3 +519,26 @@ spec:
 		}
 	}
 }
+
+// supplementalGroupsPolicy: Merge runs (Docker's behaviour); Strict cannot
+// be honoured by Docker and is rejected with the kubelet's reason.
+func TestSupplementalGroupsPolicy(t *testing.T) {
+	a := startAgent(t)
+	for _, policy := range []string{"Merge", "Strict"} {
+		a.writeManifest(strings.ToLower(policy)+".yaml", lifecyclePod("sgp-"+strings.ToLower(policy), "Always", `  securityContext: {supplementalGroups: [4242], supplementalGroupsPolicy: `+policy+`}
+  containers:
+  - {name: app, image: `+testImage+`, command: `+sleeper+`}
+`))
+	}
+	a.waitRunning("sgp-merge", "app")
+	if _, out := a.execIn("sgp-merge", "app", "id", "-G"); !strings.Contains(out, "4242") {
+		t.Errorf("groups %q lack the supplemental group", out)
+	}
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		_, body := httpGet(a.api(true) + "/pods/default/sgp-strict")
+		return strings.Contains(body, `"reason": "SupplementalGroupsPolicyNotSupported"`) && strings.Contains(body, `"phase": "Failed"`), body
+	})
+	if n := len(a.containers("sgp-strict")); n != 0 {
+		t.Errorf("the rejected pod has %d containers", n)
+	}
+}

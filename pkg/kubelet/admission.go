@@ -66,6 +66,13 @@ type rejection struct{ reason, message string }
 // admit says whether the pod can run on this node; what cannot be
 // enforced is refused rather than silently dropped.
 func (k *Kubelet) admit(pod *v1.Pod) *rejection {
+	if psc := pod.Spec.SecurityContext; psc != nil && psc.SupplementalGroupsPolicy != nil &&
+		*psc.SupplementalGroupsPolicy == v1.SupplementalGroupsPolicyStrict {
+		// Docker always adds the groups the image's /etc/group gives the
+		// user: Strict cannot be honoured, so the pod is refused.
+		return &rejection{"SupplementalGroupsPolicyNotSupported",
+			"SupplementalGroupsPolicy=Strict is not supported by the container runtime (Docker) on this node"}
+	}
 	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range cs {
 			if p := appArmorProfile(pod, &cs[i]); p != nil && p.Type != v1.AppArmorProfileTypeUnconfined && !k.appArmor() {

@@ -65,3 +65,24 @@ func TestAppArmor(t *testing.T) {
 		})
 	}
 }
+
+func TestSupplementalGroupsPolicy(t *testing.T) {
+	k := New(Config{NodeName: "n", RootDir: t.TempDir()}, dockertest.NewFakeClient(), seenAll{})
+	for _, tc := range []struct {
+		policy v1.SupplementalGroupsPolicy
+		reason string
+	}{{"", ""}, {v1.SupplementalGroupsPolicyMerge, ""}, {v1.SupplementalGroupsPolicyStrict, "SupplementalGroupsPolicyNotSupported"}} {
+		pod := testPod(v1.RestartPolicyAlways, "a")
+		if tc.policy != "" {
+			pol := tc.policy
+			pod.Spec.SecurityContext = &v1.PodSecurityContext{SupplementalGroupsPolicy: &pol}
+		}
+		got := ""
+		if rej := k.admit(pod); rej != nil {
+			got = rej.reason
+		}
+		if got != tc.reason {
+			t.Errorf("policy %q: rejection %q, want %q", tc.policy, got, tc.reason)
+		}
+	}
+}
