@@ -98,8 +98,9 @@ type Merger struct {
 	sources        map[string]*sourceState
 	admitted       map[string]admission
 	nextSeq        int64
-	delivered      map[string]*v1.Pod // the desired set as the consumer has received it
-	rejections     map[string]string  // pod key@source → reason, as last logged
+	delivered      map[string]*v1.Pod   // the desired set as the consumer has received it
+	rejections     map[string]string    // pod key@source → reason, as last logged
+	rejected       map[string]Rejection // pod key@source → the rejected pod and why
 	checkpointDir  string
 	checkpointPath string
 }
@@ -116,6 +117,7 @@ func NewMerger(checkpointDir string, sources ...string) (*Merger, error) {
 		admitted:       map[string]admission{},
 		delivered:      map[string]*v1.Pod{},
 		rejections:     map[string]string{},
+		rejected:       map[string]Rejection{},
 		checkpointDir:  checkpointDir,
 		checkpointPath: filepath.Join(checkpointDir, "admission.json"),
 	}
@@ -504,6 +506,11 @@ func (m *Merger) merge() []api.PodUpdate {
 	owner := map[string]string{}   // pod key → source that won it
 	uids := map[types.UID]string{} // pod UID → key of the pod that won it
 	rejections := map[string]string{}
+	rejected := map[string]Rejection{}
+	reject := func(id string, pod *v1.Pod, reason, msg string) {
+		rejections[id] = msg
+		rejected[id] = Rejection{Pod: pod, Reason: reason, Message: msg}
+	}
 	var ports []struct {
 		hp  api.HostPort
 		key string
@@ -513,18 +520,18 @@ func (m *Merger) merge() []api.PodUpdate {
 		key := api.Key(c.pod)
 		id := key + "@" + c.source
 		if src, taken := owner[key]; taken {
-			rejections[id] = fmt.Sprintf("pod %s from source %q rejected: source %q declared it first", key, c.source, src)
+			reject(id, c.pod, "NameConflict", fmt.Sprintf("pod %s from source %q rejected: source %q declared it first", key, c.source, src))
 			continue
 		}
 		if other, taken := uids[c.pod.UID]; taken {
 			// Two pods with one UID would share containers: the second
 			// would take over the first's infra container.
-			rejections[id] = fmt.Sprintf("pod %s from source %q rejected: its uid %s is that of pod %s from source %q, admitted first",
-				key, c.source, c.pod.UID, other, owner[other])
+			reject(id, c.pod, "UIDConflict", fmt.Sprintf("pod %s from source %q rejected: its uid %s is that of pod %s from source %q, admitted first",
+				key, c.source, c.pod.UID, other, owner[other]))
 			continue
 		}
 		if m.MaxPods > 0 && len(desired) >= m.MaxPods {
-			rejections[id] = fmt.Sprintf("pod %s from source %q rejected (OutOfpods): the node already runs its maximum of %d pods (--max-pods)", key, c.source, m.MaxPods)
+			reject(id, c.pod, "OutOfpods", fmt.Sprintf("pod %s from source %q rejected (OutOfpods): the node already runs its maximum of %d pods (--max-pods)", key, c.source, m.MaxPods))
 			continue
 		}
 		conflict := ""
@@ -540,7 +547,7 @@ func (m *Merger) merge() []api.PodUpdate {
 			}
 		}
 		if conflict != "" {
-			rejections[id] = conflict
+			reject(id, c.pod, "NodePorts", conflict)
 			continue
 		}
 		for _, hp := range api.HostPorts(c.pod) {
@@ -566,7 +573,7 @@ func (m *Merger) merge() []api.PodUpdate {
 	if fresh > maxLoggedRejections {
 		glog.Errorf("... and %d more pods rejected (see GET /sources)", fresh-maxLoggedRejections)
 	}
-	m.rejections = rejections
+	m.rejections, m.rejected = rejections, rejected
 
 	var added, updated, removed []*v1.Pod
 	// The diff is against what the consumer has received, not what was
@@ -593,6 +600,55 @@ func (m *Merger) merge() []api.PodUpdate {
 		}
 	}
 	return out
+}
+
+// Rejection is a pod the merger refused, and why: Reason as the kubelet
+// names it (NodePorts, OutOfpods) or ours (NameConflict, UIDConflict), and
+// a message naming what holds the pod back. It is admitted as soon as that
+// clears.
+type Rejection struct {
+	Pod     *v1.Pod `json:"-"`
+	Key     string  `json:"pod"`
+	Reason  string  `json:"reason"`
+	Message string  `json:"message"`
+}
+
+// RejectedPods returns the pods the merger refused, each a copy whose
+// status says so (phase Pending: the rejection can clear), sorted.
+func (m *Merger) RejectedPods() []*v1.Pod {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*v1.Pod
+	for _, id := range sortedRejectionIDs(m.rejected) {
+		r := m.rejected[id]
+		p := r.Pod.DeepCopy()
+		p.Status = v1.PodStatus{Phase: v1.PodPending, Reason: r.Reason, Message: "Pod was rejected: " + r.Message}
+		out = append(out, p)
+	}
+	return out
+}
+
+// RejectedOf returns the rejections, as they stand, of source's pods keys.
+func (m *Merger) RejectedOf(source string, keys []string) []Rejection {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Rejection
+	for _, key := range keys {
+		if r, ok := m.rejected[key+"@"+source]; ok {
+			r.Key = key
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func sortedRejectionIDs(m map[string]Rejection) []string {
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
 }
 
 // Rejections returns the current rejection messages, sorted.

@@ -324,6 +324,20 @@ spec:
 	if n := len(a.containers("second")); n != 0 {
 		t.Errorf("rejected pod has %d containers", n)
 	}
+	// The rejection is visible in /pods: Pending (it can clear), the
+	// kubelet's reason, a message naming what holds it.
+	code, body := httpGet(a.api(true) + "/pods/default/second")
+	if code != 200 || !strings.Contains(body, `"phase": "Pending"`) || !strings.Contains(body, `"reason": "NodePorts"`) ||
+		!strings.Contains(body, "Pod was rejected: pod default/second from source") ||
+		!strings.Contains(body, "claimed by pod default/first") {
+		t.Errorf("GET the rejected pod = %d %.600s", code, body)
+	}
+	// A POST that is rejected answers 200 and says so.
+	a.waitAPI()
+	code, body = request(t, "POST", a.api(false)+"/pods", pod("third"))
+	if code != 200 || !strings.Contains(body, `"reason": "NodePorts"`) || !strings.Contains(body, `"pod": "default/third"`) {
+		t.Errorf("POST of a conflicting pod = %d %s, want 200 with the rejection", code, body)
+	}
 	// After a restart the admission order holds even though "first" sorts
 	// first anyway: rename so the loser would sort first.
 	a.stop(syscall.SIGKILL)

@@ -24,6 +24,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/cadvisor"
@@ -67,6 +68,10 @@ func changeErrorStatus(err error) int {
 // SourcesStatus describes the config sources for GET /sources.
 type SourcesStatus interface {
 	Status() []config.SourceStatus
+	// RejectedPods are the pods the config refused, their status saying why.
+	RejectedPods() []*v1.Pod
+	// RejectedOf are the rejections of one source's pods, by key.
+	RejectedOf(source string, keys []string) []config.Rejection
 }
 
 // Deps are the server's collaborators; Pods, Stats and Metrics may be nil.
@@ -312,11 +317,24 @@ func (s *Server) listPods(w http.ResponseWriter, _ *http.Request, _ map[string]s
 	for _, p := range s.Host.GetPods() {
 		list.Items = append(list.Items, *p)
 	}
+	// Pods the config refused are listed too, so a rejection is never
+	// silent: their status says why.
+	for _, p := range s.Sources.RejectedPods() {
+		list.Items = append(list.Items, *p)
+	}
 	writeJSON(w, http.StatusOK, list)
 }
 
 func (s *Server) getPod(w http.ResponseWriter, _ *http.Request, p map[string]string) {
 	pod, ok := s.Host.GetPod(p["namespace"], p["name"])
+	if !ok {
+		for _, r := range s.Sources.RejectedPods() {
+			if r.Namespace == p["namespace"] && r.Name == p["name"] {
+				pod, ok = r, true
+				break
+			}
+		}
+	}
 	if !ok {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("pod %s/%s not found", p["namespace"], p["name"]))
 		return
@@ -354,7 +372,8 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 
 // podsResult is the answer to POST and PUT /pods.
 type podsResult struct {
-	Pods []string `json:"pods"`
+	Pods     []string           `json:"pods"`
+	Rejected []config.Rejection `json:"rejected,omitempty"` // of those, the ones refused, and why
 }
 
 func (s *Server) changePods(w http.ResponseWriter, r *http.Request, change func(context.Context, []byte) ([]string, error)) {
@@ -372,7 +391,7 @@ func (s *Server) changePods(w http.ResponseWriter, r *http.Request, change func(
 		return
 	}
 	glog.Infof("API source: %s /pods from %s: %s", r.Method, r.RemoteAddr, strings.Join(keys, ", "))
-	writeJSON(w, http.StatusOK, podsResult{Pods: keys})
+	writeJSON(w, http.StatusOK, podsResult{Pods: keys, Rejected: s.Sources.RejectedOf(api.SourceAPI, keys)})
 }
 
 func (s *Server) postPods(w http.ResponseWriter, r *http.Request, _ map[string]string) {

@@ -80,6 +80,19 @@ func (f *fakeSource) Delete(_ context.Context, ns, name string) (bool, error) {
 
 type fakeSources struct{}
 
+func (fakeSources) RejectedPods() []*v1.Pod {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: "default"}}
+	p.Status = v1.PodStatus{Phase: v1.PodPending, Reason: "NodePorts", Message: "Pod was rejected: host port 0.0.0.0:80/TCP is claimed by pod default/web"}
+	return []*v1.Pod{p}
+}
+
+func (fakeSources) RejectedOf(source string, keys []string) []config.Rejection {
+	if source == "api" && len(keys) == 1 && keys[0] == "default/a" {
+		return []config.Rejection{{Key: "default/a", Reason: "NodePorts", Message: "host port held"}}
+	}
+	return nil
+}
+
 func (fakeSources) Status() []config.SourceStatus {
 	t := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	return []config.SourceStatus{
@@ -168,7 +181,8 @@ func TestRoutes(t *testing.T) {
 		{"malformed exec query", full, "POST", "/exec/default/web/server?command=a;b", "", 400, "malformed query", "", ""},
 		{"post on read-only", ro, "POST", "/pods", "{}", 405, "read-only port", "", ""},
 		{"delete on read-only", ro, "DELETE", "/pods/default/a", "", 405, "read-only port", "", ""},
-		{"post", full, "POST", "/pods", "apiVersion: v1", 200, `"default/a"`, "", ""},
+		{"post answers its pods and those rejected", full, "POST", "/pods", "apiVersion: v1", 200, `"pod": "default/a"`, "", ""},
+		{"a rejected pod by name", ro, "GET", "/pods/default/held", "", 200, `"message": "Pod was rejected: host port`, "", ""},
 		{"post invalid names the field", full, "POST", "/pods", "bad", 400, "spec.containers[0].bad", "", ""},
 		{"post too big", full, "POST", "/pods", strings.Repeat("x", MaxBodyBytes+1), 413, "larger than", "", ""},
 		{"put", full, "PUT", "/pods", "apiVersion: v1\nkind: List\nitems: []", 200, `"pods": []`, "", ""},
