@@ -175,7 +175,7 @@ func TestValidate(t *testing.T) {
 		}, "seccompProfile.type: Unsupported"},
 		{"negative uid", func(p *v1.Pod) { u := int64(-1); c0(p).SecurityContext = &v1.SecurityContext{RunAsUser: &u} }, "securityContext.runAsUser: Invalid"},
 		{"pod securityContext", func(p *v1.Pod) { p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsNonRoot: new(bool)} }, ""},
-		{"fsGroup rejected", func(p *v1.Pod) { p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: new(int64)} }, "spec.securityContext.fsGroup: Forbidden"},
+		{"fsGroup", func(p *v1.Pod) { p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: new(int64)} }, ""},
 		{"hostPID", func(p *v1.Pod) { p.Spec.HostPID = true }, ""},
 		{"dns None without nameservers", func(p *v1.Pod) { p.Spec.DNSPolicy = v1.DNSNone }, "spec.dnsConfig.nameservers: Required"},
 		{"dns None", func(p *v1.Pod) {

@@ -35,6 +35,10 @@ func (k *Kubelet) securityOptions(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		for _, g := range psc.SupplementalGroups {
 			o.GroupAdd = append(o.GroupAdd, strconv.FormatInt(g, 10))
 		}
+		if psc.FSGroup != nil {
+			// Every container is in the group that owns the pod's volumes.
+			o.GroupAdd = append(o.GroupAdd, strconv.FormatInt(*psc.FSGroup, 10))
+		}
 	}
 	if sc := c.SecurityContext; sc != nil {
 		if sc.RunAsUser != nil {

@@ -70,13 +70,15 @@ func syncDir(dir string) error {
 // WriteBeneath writes data to root/rel with mode perm, atomically (a new
 // file renamed over the old one, so a reader never sees half a file). The
 // parent directories below root are made (mode dirPerm) as needed; neither
-// they nor the file may be symlinks. root itself is trusted.
-func WriteBeneath(root, rel string, data []byte, perm, dirPerm os.FileMode) error {
+// they nor the file may be symlinks. root itself is trusted. A gid of -1
+// leaves the group alone; any other gid is given to the file and to the
+// directories made (on their descriptors).
+func WriteBeneath(root, rel string, data []byte, perm, dirPerm os.FileMode, gid int) error {
 	dir, name := filepath.Split(filepath.Clean(rel))
 	if name == "" || name == "." || name == ".." {
 		return fmt.Errorf("%q: %w", rel, ErrEscape)
 	}
-	dfd, err := MkdirBeneath(root, dir, dirPerm)
+	dfd, err := MkdirBeneath(root, dir, dirPerm, gid)
 	if err != nil {
 		return err
 	}
@@ -95,8 +97,11 @@ func WriteBeneath(root, rel string, data []byte, perm, dirPerm os.FileMode) erro
 	}
 	f := os.NewFile(uintptr(fd), tmp)
 	_, err = f.Write(data)
+	if err == nil && gid >= 0 {
+		err = f.Chown(-1, gid)
+	}
 	if err == nil {
-		err = f.Chmod(perm) // on the descriptor: never through a link
+		err = f.Chmod(perm) // on the descriptor: never through a link (after the chown, which clears setgid bits)
 	}
 	if err == nil {
 		err = f.Sync()
@@ -115,10 +120,11 @@ func WriteBeneath(root, rel string, data []byte, perm, dirPerm os.FileMode) erro
 	return nil
 }
 
-// MkdirBeneath makes root/rel and every directory between (mode perm, set on
-// the descriptor of each one it makes), refusing symlinks and paths that
-// leave root, and returns a descriptor of the last one.
-func MkdirBeneath(root, rel string, perm os.FileMode) (int, error) {
+// MkdirBeneath makes root/rel and every directory between (mode perm, and
+// group gid unless it is -1, set on the descriptor of each one it makes),
+// refusing symlinks and paths that leave root, and returns a descriptor of
+// the last one.
+func MkdirBeneath(root, rel string, perm os.FileMode, gid int) (int, error) {
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, fmt.Errorf("open %s: %w", root, err)
@@ -130,7 +136,7 @@ func MkdirBeneath(root, rel string, perm os.FileMode) (int, error) {
 	}
 	for i, part := range parts {
 		made := true
-		if err := unix.Mkdirat(fd, part, uint32(perm.Perm())); errors.Is(err, unix.EEXIST) {
+		if err := unix.Mkdirat(fd, part, fileModeBits(perm)); errors.Is(err, unix.EEXIST) {
 			made = false
 		} else if err != nil {
 			unix.Close(fd)
@@ -148,7 +154,13 @@ func MkdirBeneath(root, rel string, perm os.FileMode) (int, error) {
 		if !made {
 			continue
 		}
-		if err := unix.Fchmod(fd, uint32(perm.Perm())); err != nil { // past the umask
+		if gid >= 0 {
+			if err := unix.Fchown(fd, -1, gid); err != nil {
+				unix.Close(fd)
+				return -1, err
+			}
+		}
+		if err := unix.Fchmod(fd, fileModeBits(perm)); err != nil { // past the umask
 			unix.Close(fd)
 			return -1, err
 		}
@@ -243,4 +255,20 @@ func split(rel string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// fileModeBits are the permission and setuid/setgid/sticky bits of m, as
+// the kernel takes them.
+func fileModeBits(m os.FileMode) uint32 {
+	bits := uint32(m.Perm())
+	if m&os.ModeSetgid != 0 {
+		bits |= unix.S_ISGID
+	}
+	if m&os.ModeSetuid != 0 {
+		bits |= unix.S_ISUID
+	}
+	if m&os.ModeSticky != 0 {
+		bits |= unix.S_ISVTX
+	}
+	return bits
 }

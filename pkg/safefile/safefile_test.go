@@ -74,7 +74,7 @@ func TestWriteBeneath(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root, outside := layout(t)
-			err := WriteBeneath(root, tc.rel, []byte("v"), 0o640, 0o755)
+			err := WriteBeneath(root, tc.rel, []byte("v"), 0o640, 0o755, -1)
 			if tc.refused {
 				if err == nil {
 					t.Fatalf("WriteBeneath(%q) succeeded, want refused", tc.rel)
@@ -94,14 +94,14 @@ func TestWriteBeneath(t *testing.T) {
 
 func TestMkdirBeneath(t *testing.T) {
 	root, outside := layout(t)
-	fd, err := MkdirBeneath(root, "x/y", 0o777)
+	fd, err := MkdirBeneath(root, "x/y", 0o777, -1)
 	must(t, err)
 	unix.Close(fd)
 	if fi, _ := os.Stat(filepath.Join(root, "x", "y")); fi == nil || fi.Mode().Perm() != 0o777 {
 		t.Errorf("x/y not made 0777: %v", fi)
 	}
 	for _, rel := range []string{"dirlink", "dirlink/sub", "d/rellink", "filelink", "../outside"} {
-		if fd, err := MkdirBeneath(root, rel, 0o777); err == nil {
+		if fd, err := MkdirBeneath(root, rel, 0o777, -1); err == nil {
 			unix.Close(fd)
 			t.Errorf("MkdirBeneath(%q) succeeded, want refused", rel)
 		}

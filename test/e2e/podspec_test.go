@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -540,5 +541,42 @@ func TestSupplementalGroupsPolicy(t *testing.T) {
 	})
 	if n := len(a.containers("sgp-strict")); n != 0 {
 		t.Errorf("the rejected pod has %d containers", n)
+	}
+}
+
+// fsGroup: emptyDir and downwardAPI volumes are the group's at setup
+// (setgid directories, so what a container writes is the group's too), the
+// group is in every container's groups, and a hostPath is left alone.
+func TestFSGroup(t *testing.T) {
+	a := startAgent(t)
+	host := t.TempDir()
+	a.writeManifest("fsg.yaml", lifecyclePod("fsg", "Always", `  securityContext: {fsGroup: 4321, runAsUser: 1000, fsGroupChangePolicy: OnRootMismatch}
+  volumes:
+  - {name: scratch, emptyDir: {}}
+  - {name: mem, emptyDir: {medium: Memory, sizeLimit: 8Mi}}
+  - {name: info, downwardAPI: {items: [{path: sub/name, fieldRef: {fieldPath: metadata.name}}]}}
+  - {name: host, hostPath: {path: `+host+`}}
+  containers:
+  - name: app
+    image: `+testImage+`
+    command: `+sleeper+`
+    volumeMounts:
+    - {name: scratch, mountPath: /scratch}
+    - {name: mem, mountPath: /mem}
+    - {name: info, mountPath: /info}
+    - {name: host, mountPath: /host}
+`))
+	a.waitRunning("fsg", "app")
+	if _, out := a.execIn("fsg", "app", "id", "-G"); !strings.Contains(out, "4321") {
+		t.Errorf("groups %q lack the fsGroup", out)
+	}
+	_, out := a.execIn("fsg", "app", "sh", "-c", "touch /scratch/f /mem/f && stat -c '%n %g %A' /scratch /scratch/f /mem /mem/f /info/sub/name")
+	for _, want := range []string{"/scratch 4321 drwxrwsrwx", "/scratch/f 4321", "/mem 4321 drwxrwsrwx", "/mem/f 4321", "/info/sub/name 4321 -rw-rw-r--"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("volumes: %q lacks %q", out, want)
+		}
+	}
+	if fi, err := os.Stat(host); err != nil || fi.Sys().(*syscall.Stat_t).Gid == 4321 {
+		t.Errorf("the hostPath's group was changed")
 	}
 }

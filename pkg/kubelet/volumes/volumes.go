@@ -89,11 +89,14 @@ func (m *Manager) Setup(pod *v1.Pod) (map[string]string, error) {
 func (m *Manager) setupEmptyDir(pod *v1.Pod, rel string, ed *v1.EmptyDirVolumeSource) error {
 	podDir := m.PodDir(pod.UID)
 	// World-writable as in Kubernetes: containers may run as any user.
-	fd, err := safefile.MkdirBeneath(podDir, rel, 0o777)
+	// With an fsGroup the volume's root is the group's, setgid, so what
+	// containers make in it is the group's too. Only the root, by its
+	// descriptor: the contents are the containers'.
+	fd, err := safefile.MkdirBeneath(podDir, rel, 0o777, -1)
 	if err != nil {
 		return err
 	}
-	err = unix.Fchmod(fd, 0o777)
+	err = ownDir(fd, 0o777, fsGroup(pod))
 	unix.Close(fd)
 	if err != nil {
 		return err
@@ -110,7 +113,11 @@ func (m *Manager) setupEmptyDir(pod *v1.Pod, rel string, ed *v1.EmptyDirVolumeSo
 	if size <= 0 {
 		return errors.New("cannot size a Memory emptyDir: the node's memory is unknown") // size=0 would be unlimited
 	}
-	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d,mode=0777", size)); err != nil {
+	opts := fmt.Sprintf("size=%d,mode=0777", size)
+	if gid := fsGroup(pod); gid >= 0 {
+		opts = fmt.Sprintf("size=%d,mode=2777,gid=%d", size, gid)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
 	}
 	return nil
@@ -160,12 +167,21 @@ func (m *Manager) writeDownwardAPI(pod *v1.Pod, podDir, rel string, src *v1.Down
 	if src.DefaultMode != nil {
 		mode = os.FileMode(*src.DefaultMode)
 	}
-	fd, err := safefile.MkdirBeneath(podDir, rel, 0o755)
+	gid := fsGroup(pod)
+	fd, err := safefile.MkdirBeneath(podDir, rel, 0o755, -1)
 	if err != nil {
 		return err
 	}
+	err = ownDir(fd, 0o755, gid)
 	unix.Close(fd)
+	if err != nil {
+		return err
+	}
 	dir := filepath.Join(podDir, rel)
+	dirPerm := os.FileMode(0o755)
+	if gid >= 0 {
+		dirPerm = 0o775 | os.ModeSetgid // the kubelet's fsGroup rule: directories g+rwx, setgid
+	}
 	for _, item := range src.Items {
 		var v string
 		var err error
@@ -181,11 +197,34 @@ func (m *Manager) writeDownwardAPI(pod *v1.Pod, podDir, rel string, src *v1.Down
 		if item.Mode != nil {
 			m = os.FileMode(*item.Mode)
 		}
-		if err := safefile.WriteBeneath(dir, filepath.FromSlash(item.Path), []byte(v), m, 0o755); err != nil {
+		if gid >= 0 {
+			m |= 0o060 // files g+rw
+		}
+		if err := safefile.WriteBeneath(dir, filepath.FromSlash(item.Path), []byte(v), m, dirPerm, gid); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// fsGroup is the pod's fsGroup, or -1.
+func fsGroup(pod *v1.Pod) int {
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
+		return int(*sc.FSGroup)
+	}
+	return -1
+}
+
+// ownDir gives a volume's root directory (by its descriptor) mode perm,
+// and with an fsGroup the group, g+rwx and setgid.
+func ownDir(fd int, perm uint32, gid int) error {
+	if gid < 0 {
+		return unix.Fchmod(fd, perm)
+	}
+	if err := unix.Fchown(fd, -1, gid); err != nil {
+		return err
+	}
+	return unix.Fchmod(fd, perm|0o070|unix.S_ISGID)
 }
 
 func isDownwardAPI(pod *v1.Pod, volume string) bool {
@@ -269,7 +308,7 @@ func (m *Manager) Binds(pod *v1.Pod, c *v1.Container, hostPaths map[string]strin
 		path = defaultTerminationMessagePath
 	}
 	rel := TerminationMessageFile(c.Name, restartCount)
-	fd, err := safefile.MkdirBeneath(m.PodDir(pod.UID), filepath.Dir(rel), 0o755)
+	fd, err := safefile.MkdirBeneath(m.PodDir(pod.UID), filepath.Dir(rel), 0o755, -1)
 	if err != nil {
 		return nil, err
 	}
