@@ -4,7 +4,7 @@
 # loopback), systemd-analyze (to verify the service unit; systemd need not
 # run), and the peers the benchmark measures the agent against: podman (with
 # catatonit, from which it builds its pause image) and docker-compose; gcc
-# for the -race build.
+# for the -race build; Prometheus.
 set -euo pipefail
 missing=()
 command -v docker-registry >/dev/null 2>&1 || missing+=(docker-registry)
@@ -14,6 +14,9 @@ command -v catatonit >/dev/null 2>&1 || missing+=(catatonit)
 command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
 # The -race build of the agent (test/e2e/race_test.go) needs cgo's C toolchain.
 command -v gcc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
+# The client tests scrape the agent with a real Prometheus and check its
+# exposition with promtool.
+command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 # The Docker restart test gives its private daemon a bridge of its own.
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 if [ ${#missing[@]} -gt 0 ]; then

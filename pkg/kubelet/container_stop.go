@@ -23,6 +23,12 @@ import (
 // hooks). It reports whether it acted on Docker.
 func (k *Kubelet) killPod(ctx context.Context, uid types.UID, pod *v1.Pod, state *kubecontainer.PodState) (bool, error) {
 	k.probes.RemovePod(uid)
+	switch {
+	case pod != nil:
+		k.metrics.ForgetPod(uid, pod.Namespace, pod.Name)
+	case state != nil:
+		k.metrics.ForgetPod(uid, state.Namespace, state.Name)
+	}
 	acted := state != nil && len(state.Containers) > 0
 	if acted {
 		glog.Infof("Killing pod %s/%s (uid %s)", state.Namespace, state.Name, uid)

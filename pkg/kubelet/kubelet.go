@@ -134,7 +134,7 @@ type Kubelet struct {
 // New returns a Kubelet; Run starts it.
 func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 	if cfg.Metrics == nil {
-		cfg.Metrics = metrics.New()
+		cfg.Metrics = metrics.New(cfg.NodeName)
 	}
 	if cfg.ClusterDomain == "" {
 		cfg.ClusterDomain = "cluster.local"
@@ -182,13 +182,14 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		cfg.Events.Event(events.PodRef(pod, container), warning, reason, "%s", msg)
 	}
 	k.images.Retry = k.retries.add
+	k.images.Pulled = k.records.addPulling
 	k.probes = prober.NewManager(docker, func(uid types.UID) { k.dirty.mark([]types.UID{uid}) },
-		func(t prober.Target, typ prober.Type, r probe.Result, out string) {
-			k.metrics.ProbeResults.WithLabelValues(typ.String(), r.String()).Inc()
+		func(t prober.Target, typ prober.Type, r probe.Result, out string, took time.Duration) {
+			ns, name, _ := strings.Cut(t.PodKey, "/")
+			k.metrics.ObserveProbe(typ.Title(), r == probe.Success, t.Container.Name, name, ns, t.PodUID, took)
 			if r == probe.Failure {
-				ns, name, _ := strings.Cut(t.PodKey, "/")
 				cfg.Events.Event(events.Ref{Namespace: ns, Name: name, UID: t.PodUID, FieldPath: "spec.containers{" + t.Container.Name + "}"},
-					true, "Unhealthy", "%s probe failed: %s", strings.ToUpper(typ.String()[:1])+typ.String()[1:], probe.Truncate(out))
+					true, "Unhealthy", "%s probe failed: %s", typ.Title(), probe.Truncate(out))
 			}
 		})
 	return k
@@ -288,8 +289,12 @@ func (k *Kubelet) handleUpdate(workers *podWorkers, u api.PodUpdate) {
 		glog.Infof("%s pod %s (uid %s)", u.Op, api.Key(pod), pod.UID)
 		if u.Op == api.REMOVE {
 			k.desired.remove(pod.UID)
+			k.records.setRemoved(pod.UID)
 		} else {
 			k.desired.set(pod)
+			if k.records.seen(pod.UID, time.Now()) {
+				k.metrics.RestartedPods.WithLabelValues("true").Inc() // every pod here is static: none comes from an API server
+			}
 		}
 		if u.Op == api.REMOVE {
 			workers.Update(podWork{UID: pod.UID, Pod: pod, Kill: true})
@@ -361,8 +366,13 @@ func (k *Kubelet) syncPodWork(ctx context.Context, w podWork) {
 	var acted bool
 	start := time.Now()
 	op := "sync"
-	if w.Kill {
+	if seen, first := k.records.workerStarting(w.UID); w.Kill {
 		op = "kill"
+	} else if first {
+		op = "create"
+		if !seen.IsZero() {
+			k.metrics.PodWorkerStartDuration.Observe(start.Sub(seen).Seconds())
+		}
 	}
 	defer func() { k.metrics.PodWorkerDuration.WithLabelValues(op).Observe(time.Since(start).Seconds()) }()
 	if w.Kill {
@@ -371,7 +381,9 @@ func (k *Kubelet) syncPodWork(ctx context.Context, w podWork) {
 		acted, err = k.syncPod(ctx, w.Pod, state)
 		// The status is produced here, once per sync, with the reasons
 		// this sync recorded; GET /pods only reads it.
-		k.status.Set(w.Pod.UID, k.podStatus(w.Pod, state))
+		st := k.podStatus(w.Pod, state)
+		k.status.Set(w.Pod.UID, st)
+		k.observeStart(w.Pod, &st, state)
 	}
 	// A sync that changed nothing leaves the cache as true as it was: the
 	// next one need not wait for another relist.

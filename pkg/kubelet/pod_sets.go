@@ -99,6 +99,13 @@ type podRecord struct {
 	lastErr  string                               // the last sync error, logged once
 	messages map[string]string                    // termination messages of dead containers, by ID
 	rejected *rejection                           // why the pod may not run here (nil: admitted)
+
+	// For the kubelet's pod start metrics.
+	firstSeen     time.Time     // when the config first gave the pod
+	removed       bool          // the config removed it; it is still being killed
+	workerStarted bool          // its worker has synced it once
+	startObserved bool          // its start has been recorded
+	pulling       time.Duration // time spent pulling its images before it started
 }
 
 func newPodRecords() *podRecords { return &podRecords{m: map[types.UID]*podRecord{}} }
@@ -189,6 +196,59 @@ func (r *podRecords) setMessage(uid types.UID, id, msg string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.get(uid).messages[id] = msg
+}
+
+// seen records that the config gives the pod (now) and says whether it
+// was removed and given again while its containers were still known: a
+// pod deleted and recreated with the same UID, which starts over.
+func (r *podRecords) seen(uid types.UID, now time.Time) (recreated bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec := r.get(uid)
+	recreated, rec.removed = rec.removed, false
+	if rec.firstSeen.IsZero() || recreated {
+		rec.firstSeen, rec.workerStarted, rec.startObserved, rec.pulling = now, false, false, 0
+	}
+	return recreated
+}
+
+// setRemoved records that the config removed the pod.
+func (r *podRecords) setRemoved(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rec := r.m[uid]; rec != nil {
+		rec.removed = true
+	}
+}
+
+// workerStarting returns when the pod was first seen and whether this is
+// its worker's first sync (seen is zero for a pod the config never gave).
+func (r *podRecords) workerStarting(uid types.UID) (seen time.Time, first bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec := r.get(uid)
+	first, rec.workerStarted = !rec.workerStarted, true
+	return rec.firstSeen, first
+}
+
+// addPulling adds time spent pulling one of the pod's images.
+func (r *podRecords) addPulling(uid types.UID, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.get(uid).pulling += d
+}
+
+// started records that the pod runs, returning when it was first seen and
+// how long its pulls took; first is false if this was recorded before.
+func (r *podRecords) started(uid types.UID) (seen time.Time, pulling time.Duration, first bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec := r.get(uid)
+	if rec.startObserved || rec.firstSeen.IsZero() {
+		return time.Time{}, 0, false
+	}
+	rec.startObserved = true
+	return rec.firstSeen, rec.pulling, true
 }
 
 // forget drops what is remembered of a pod that is gone, but the time of

@@ -41,6 +41,30 @@ func (k *Kubelet) GetPod(namespace, name string) (*v1.Pod, bool) {
 	return nil, false
 }
 
+// RunningPods returns the pods as found in Docker (as of the last relist),
+// whether or not the config wants them: each with its running containers'
+// names, images and IDs.
+func (k *Kubelet) RunningPods() []*v1.Pod {
+	out := []*v1.Pod{}
+	for uid, state := range k.cache.All() {
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: state.Name, Namespace: state.Namespace, UID: uid}}
+		for _, c := range state.Containers {
+			if !c.Running || c.Name == infraName {
+				continue
+			}
+			pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: c.Name, Image: c.Image})
+			pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, v1.ContainerStatus{Name: c.Name, Image: c.Image,
+				ImageID: c.ImageID, ContainerID: "docker://" + c.ID,
+				State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(c.StartedAt)}}})
+		}
+		if len(pod.Spec.Containers) > 0 {
+			out = append(out, pod)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return api.Key(out[i]) < api.Key(out[j]) })
+	return out
+}
+
 // withStatus is a copy of the pod with its status as its worker last
 // produced it (computed here only for a pod whose worker has not run yet).
 func (k *Kubelet) withStatus(p *v1.Pod) *v1.Pod {
@@ -303,4 +327,35 @@ func nodeIP() string {
 		}
 	}
 	return ""
+}
+
+// observeStart records the pod's start in the kubelet's metrics the first
+// time all its containers run: from when the config gave it, and (the SLI)
+// without the time its image pulls and init containers took.
+func (k *Kubelet) observeStart(pod *v1.Pod, st *v1.PodStatus, state *kubecontainer.PodState) {
+	if len(st.ContainerStatuses) != len(pod.Spec.Containers) {
+		return
+	}
+	for _, cs := range st.ContainerStatuses {
+		if cs.State.Running == nil {
+			return
+		}
+	}
+	seen, pulling, first := k.records.started(pod.UID)
+	if !first {
+		return
+	}
+	now := time.Now()
+	k.metrics.PodStartDuration.Observe(now.Sub(seen).Seconds())
+	from := seen
+	if state != nil {
+		for _, c := range pod.Spec.InitContainers {
+			for _, cs := range state.Containers {
+				if cs.Name == c.Name && cs.FinishedAt.After(from) {
+					from = cs.FinishedAt
+				}
+			}
+		}
+	}
+	k.metrics.PodStartSLIDuration.WithLabelValues("false").Observe(max(now.Sub(from)-pulling, 0).Seconds())
 }

@@ -251,11 +251,11 @@ func (h *Harness) steady(n int) Result {
 	// Settle: the relist has seen every container (no inspect for 5 s),
 	// cAdvisor has done its first housekeeping.
 	time.Sleep(10 * time.Second)
-	last, quiet := h.dockerOps(a)["inspect"], 0
+	last, quiet := h.dockerOps(a)["container_status"], 0
 	for i := 0; i < 120 && quiet < 5; i++ {
 		time.Sleep(time.Second)
 		quiet++
-		if now := h.dockerOps(a)["inspect"]; now != last {
+		if now := h.dockerOps(a)["container_status"]; now != last {
 			last, quiet = now, 0
 		}
 	}
@@ -270,8 +270,8 @@ func (h *Harness) steady(n int) Result {
 	ops1 := h.dockerOps(a)
 	window := time.Since(start)
 	cores := (cpu1 - cpu0).Seconds() / window.Seconds()
-	lists := ops1["list"] - ops0["list"]
-	inspects := ops1["inspect"] - ops0["inspect"]
+	lists := ops1["list_containers"] - ops0["list_containers"]
+	inspects := ops1["container_status"] - ops0["container_status"]
 	targets := map[int][2]float64{0: {0.02, 50}, 35: {0.04, 60}, 100: {0.06, 80}}
 	t, ok := targets[n]
 	if !ok {
@@ -300,7 +300,7 @@ func (h *Harness) dockerOps(a *agent) map[string]float64 {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	for _, line := range strings.Split(string(body), "\n") {
-		const p = `kubelet_docker_operations_duration_seconds_count{operation="`
+		const p = `kubelet_runtime_operations_total{operation_type="`
 		if strings.HasPrefix(line, p) {
 			rest := line[len(p):]
 			op := rest[:strings.IndexByte(rest, '"')]

@@ -114,7 +114,7 @@ func TestStatsAndMetrics(t *testing.T) {
 		return mf
 	}
 	own := families("/metrics")
-	for _, name := range []string{"kubelet_relist_duration_seconds", "kubelet_docker_operations_duration_seconds",
+	for _, name := range []string{"kubelet_pleg_relist_duration_seconds", "kubelet_runtime_operations_duration_seconds",
 		"kubelet_sync_loop_iteration_duration_seconds", "kubelet_pod_worker_duration_seconds", "kubelet_running_pods"} {
 		if own[name] == nil {
 			t.Errorf("/metrics lacks %s", name)

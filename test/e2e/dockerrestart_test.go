@@ -236,7 +236,7 @@ func TestDockerDaemonRestart(t *testing.T) {
 			waitFor(t, 90*time.Second, allRunning)
 			first := d.running(a.node)
 
-			relists := a.metric("kubelet_relist_duration_seconds", nil) // successful relists
+			relists := a.metric("kubelet_pleg_relist_duration_seconds", nil) // successful relists
 			d.stop()
 			answered := d.start()
 			waitFor(t, 30*time.Second, allRunning)
@@ -246,7 +246,7 @@ func TestDockerDaemonRestart(t *testing.T) {
 				// The agent has seen the daemon back (a few successful
 				// relists since) and had the chance to act.
 				waitFor(t, 20*time.Second, func() (bool, string) {
-					n := a.metric("kubelet_relist_duration_seconds", nil)
+					n := a.metric("kubelet_pleg_relist_duration_seconds", nil)
 					return n >= relists+3, fmt.Sprintf("%v relists since the restart", n-relists)
 				})
 				time.Sleep(2 * time.Second)

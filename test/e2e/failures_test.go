@@ -21,7 +21,11 @@ import (
 // of a histogram) on the agent's /metrics whose labels include want.
 func (a *agent) metric(name string, want map[string]string) float64 {
 	a.t.Helper()
-	resp, err := http.Get(a.api(true) + "/metrics")
+	path := "/metrics"
+	if strings.HasPrefix(name, "prober_") {
+		path = "/metrics/probes"
+	}
+	resp, err := http.Get(a.api(true) + path)
 	if err != nil {
 		return 0 // not serving yet
 	}
@@ -29,7 +33,7 @@ func (a *agent) metric(name string, want map[string]string) float64 {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	mf, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		a.t.Fatalf("parse /metrics: %v", err)
+		a.t.Fatalf("parse %s: %v", path, err)
 	}
 	sum := 0.0
 	f := mf[name]

@@ -108,7 +108,7 @@ func (a *agent) pullCount() int {
 	a.t.Helper()
 	_, body := httpGet(a.api(true) + "/metrics")
 	for _, line := range strings.Split(body, "\n") {
-		if strings.HasPrefix(line, `kubelet_docker_operations_duration_seconds_count{operation="pull"}`) {
+		if strings.HasPrefix(line, `kubelet_runtime_operations_total{operation_type="pull_image"}`) {
 			var n int
 			fmt.Sscan(strings.Fields(line)[1], &n)
 			return n

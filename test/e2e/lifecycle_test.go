@@ -315,7 +315,7 @@ func TestHungExecProbeIsKilled(t *testing.T) {
 	app := a.waitRunning("hung", "app")["app"].ID
 	// Evidence, not a sleep: four probes ran and timed out.
 	waitFor(t, 30*time.Second, func() (bool, string) {
-		n := a.metric("kubelet_prober_probe_total", map[string]string{"probe_type": "liveness", "result": "failure"})
+		n := a.metric("prober_probe_total", map[string]string{"probe_type": "Liveness", "result": "failed", "pod": "hung", "container": "app"})
 		return n >= 4, fmt.Sprintf("%v liveness probes failed", n)
 	})
 	top, err := dockerc.TopContainer(app, "")

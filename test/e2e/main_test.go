@@ -303,10 +303,10 @@ func keys(m map[string]docker.APIContainers) []string {
 func (a *agent) waitRounds(n int) {
 	a.t.Helper()
 	a.waitAPI()
-	relists := a.metric("kubelet_relist_duration_seconds", nil)
+	relists := a.metric("kubelet_pleg_relist_duration_seconds", nil)
 	loops := a.metric("kubelet_sync_loop_iteration_duration_seconds", nil)
 	waitFor(a.t, 30*time.Second, func() (bool, string) {
-		r := a.metric("kubelet_relist_duration_seconds", nil)
+		r := a.metric("kubelet_pleg_relist_duration_seconds", nil)
 		l := a.metric("kubelet_sync_loop_iteration_duration_seconds", nil)
 		return r >= relists+float64(n) && l > loops, fmt.Sprintf("%v of %d relists, %v sync loop rounds since", r-relists, n, l-loops)
 	})

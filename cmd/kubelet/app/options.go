@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -415,4 +416,29 @@ func parseFlags(args []string, logFlags *goflag.FlagSet) (*Options, error) {
 		return nil, err
 	}
 	return o, nil
+}
+
+// Configz is the configuration the agent runs with, for /configz: each
+// option under its flag's name in camelCase (the kubelet's configuration
+// file spells its fields so), durations and quantities as written on the
+// command line. Key files appear by path only.
+func (o *Options) Configz() map[string]any {
+	out := map[string]any{}
+	v := reflect.ValueOf(o).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		tag := v.Type().Field(i).Tag.Get("yaml")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		parts := strings.Split(tag, "-")
+		for j := 1; j < len(parts); j++ {
+			parts[j] = strings.ToUpper(parts[j][:1]) + parts[j][1:]
+		}
+		val := v.Field(i).Interface()
+		if s, ok := val.(fmt.Stringer); ok {
+			val = s.String()
+		}
+		out[strings.Join(parts, "")] = val
+	}
+	return out
 }

@@ -59,7 +59,7 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 		return err
 	}
 	logMax := resource.MustParse(o.ContainerLogMaxSize) // validated
-	m := metrics.New()
+	m := metrics.New(o.HostnameOverride)
 	recorder := events.New(o.HostnameOverride)
 	merger.OnError = func(source string, err error) {
 		m.SourceErrors.WithLabelValues(source).Inc()
@@ -117,7 +117,8 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 	// it runs, and for good if it cannot (no cgroups).
 	stats := cadvisor.New(o.DockerEndpoint, o.HousekeepingInterval)
 	defer stats.Stop()
-	deps := server.Deps{Host: k, Runtime: k, Pods: apiSource, Sources: merger, Metrics: m.Registry, StatsErr: stats.Err(), Events: recorder}
+	deps := server.Deps{Host: k, Runtime: k, Pods: apiSource, Sources: merger, Metrics: m.Registry, ProbeMetrics: m.ProbeRegistry,
+		Config: func() any { return o.Configz() }, StatsErr: stats.Err(), Events: recorder}
 	if stats.Err() == nil {
 		deps.Stats = stats
 		if col, err := stats.Collector(); err == nil {

@@ -80,6 +80,9 @@ type Manager struct {
 	Retry func(types.UID, time.Time)
 	// Events (set before use) records what happens to a pod's images.
 	Events func(pod *v1.Pod, container, reason, msg string, warning bool)
+	// Pulled (optional) is told how long a pull for a pod took, so pod
+	// start latency can be reported without it.
+	Pulled func(uid types.UID, d time.Duration)
 
 	mu       sync.Mutex // guards pulled and failures
 	pulled   map[string]pulledImage
@@ -165,7 +168,11 @@ func (m *Manager) Ensure(ctx context.Context, pod *v1.Pod, c *v1.Container) erro
 	m.mu.Lock()
 	delete(m.failures, key)
 	m.mu.Unlock()
-	m.Events(pod, c.Name, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v", c.Image, time.Since(start).Round(time.Millisecond)), false)
+	took := time.Since(start)
+	if m.Pulled != nil {
+		m.Pulled(pod.UID, took)
+	}
+	m.Events(pod, c.Name, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v", c.Image, took.Round(time.Millisecond)), false)
 	return nil
 }
 

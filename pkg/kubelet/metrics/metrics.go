@@ -1,96 +1,160 @@
-// Package metrics defines the agent's own Prometheus metrics, served at
-// /metrics.
+// Package metrics defines the agent's Prometheus metrics. Where the kubelet
+// has a metric for the same thing, the name, type, labels and buckets are
+// the kubelet's (pkg/kubelet/metrics and pkg/kubelet/prober upstream), so
+// dashboards and alerts written for the kubelet read them unchanged; the
+// agent's own names remain only where the kubelet has none.
 package metrics
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/apimachinery/pkg/types"
 )
 
-const namespace = "kubelet"
+const subsystem = "kubelet"
 
-// Metrics is the agent's set of metrics, registered on its own registry (not
-// the global one, so libraries' metrics never leak in).
+// Values of the container_type label.
+const (
+	Container     = "container"
+	InitContainer = "init_container"
+)
+
+// podStartupBuckets are the kubelet's buckets for pod start latencies.
+var podStartupBuckets = []float64{0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600}
+
+// Metrics is the agent's set of metrics, on registries of its own (not the
+// global one, so libraries' metrics never leak in): Registry is served at
+// /metrics, ProbeRegistry at /metrics/probes.
 type Metrics struct {
-	Registry *prometheus.Registry
+	Registry      *prometheus.Registry
+	ProbeRegistry *prometheus.Registry
 
+	// The kubelet's.
+	NodeName                  *prometheus.GaugeVec     // node
+	PodWorkerDuration         *prometheus.HistogramVec // operation_type: create, update, sync, kill
+	PodWorkerStartDuration    prometheus.Histogram
+	PodStartDuration          prometheus.Histogram
+	PodStartSLIDuration       *prometheus.HistogramVec // first_with_network
+	PLEGRelistDuration        prometheus.Histogram
+	PLEGRelistInterval        prometheus.Histogram
+	PLEGLastSeen              prometheus.Gauge
+	RunningPods               prometheus.Gauge
+	RunningContainers         *prometheus.GaugeVec // container_state: created, running, exited
+	RuntimeOperations         *prometheus.CounterVec
+	RuntimeOperationsErrors   *prometheus.CounterVec
+	RuntimeOperationsDuration *prometheus.HistogramVec // operation_type: the CRI method's name
+	RestartedPods             *prometheus.CounterVec   // static
+	StartedContainers         *prometheus.CounterVec   // container_type
+	StartedContainerErrors    *prometheus.CounterVec   // container_type, code (the waiting reason)
+	StartedPods               prometheus.Counter
+	StartedPodErrors          prometheus.Counter
+	ProbeResults              *prometheus.CounterVec   // on ProbeRegistry
+	ProbeDuration             *prometheus.HistogramVec // on ProbeRegistry
+
+	// The agent's own: the kubelet has no equivalent.
 	SyncLoopDuration  prometheus.Histogram
-	PodWorkerDuration *prometheus.HistogramVec // by operation: sync, kill
-	DockerOpDuration  *prometheus.HistogramVec // by operation
-	DockerOpErrors    *prometheus.CounterVec   // by operation
-	RelistDuration    prometheus.Histogram
-	RunningPods       prometheus.Gauge
-	RunningContainers prometheus.Gauge
-	ProbeResults      *prometheus.CounterVec // by probe type and result
-	SourceErrors      *prometheus.CounterVec // by source
+	SourceErrors      *prometheus.CounterVec // source
 	ContainerRestarts prometheus.Counter
-	// StartedContainers counts attempts to create and start a container, by
-	// container_type (container, init_container); StartedContainerErrors
-	// the failed ones, by container_type and code (the waiting reason, e.g.
-	// CreateContainerError, RunContainerError). Names and labels are the
-	// kubelet's.
-	StartedContainers      *prometheus.CounterVec
-	StartedContainerErrors *prometheus.CounterVec
-	// StartedPods counts attempts to make a pod's sandbox (infra container
-	// and volumes); StartedPodErrors the failed ones.
-	StartedPods      prometheus.Counter
-	StartedPodErrors prometheus.Counter
 }
 
-// New creates and registers the metrics.
-func New() *Metrics {
+func counter(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: subsystem, Name: name, Help: help}, labels)
+}
+
+func histogram(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Subsystem: subsystem, Name: name, Help: help, Buckets: buckets}, labels)
+}
+
+func histogram1(name, help string, buckets []float64) prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{Subsystem: subsystem, Name: name, Help: help, Buckets: buckets})
+}
+
+func counter1(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Subsystem: subsystem, Name: name, Help: help})
+}
+
+func gauge1(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: subsystem, Name: name, Help: help})
+}
+
+func gauge(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: subsystem, Name: name, Help: help}, labels)
+}
+
+// New creates and registers the metrics of the node named nodeName.
+func New(nodeName string) *Metrics {
+	def := prometheus.DefBuckets
 	m := &Metrics{
-		Registry: prometheus.NewRegistry(),
-		SyncLoopDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: namespace, Name: "sync_loop_iteration_duration_seconds",
-			Help: "Duration of one sync loop iteration.", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
-		}),
-		PodWorkerDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: namespace, Name: "pod_worker_duration_seconds",
-			Help: "Duration of one pod worker sync, by operation.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
-		}, []string{"operation"}),
-		DockerOpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: namespace, Name: "docker_operations_duration_seconds",
-			Help: "Latency of Docker operations, by operation.", Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
-		}, []string{"operation"}),
-		DockerOpErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "docker_operations_errors_total",
-			Help: "Failed Docker operations, by operation.",
-		}, []string{"operation"}),
-		RelistDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: namespace, Name: "relist_duration_seconds",
-			Help: "Duration of one relist of the node's containers.", Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
-		}),
-		RunningPods: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "running_pods", Help: "Pods with a running infra container.",
-		}),
-		RunningContainers: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "running_containers", Help: "Running containers of this agent.",
-		}),
-		ProbeResults: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "prober_probe_total", Help: "Probe results, by probe type and result.",
-		}, []string{"probe_type", "result"}),
-		SourceErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "config_source_errors_total", Help: "Failures of config sources, by source.",
-		}, []string{"source"}),
-		ContainerRestarts: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "container_restarts_total", Help: "Containers restarted after they exited or failed a probe.",
-		}),
-		StartedContainers: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Subsystem: namespace, Name: "started_containers_total", Help: "Cumulative number of containers started",
-		}, []string{"container_type"}),
-		StartedContainerErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Subsystem: namespace, Name: "started_containers_errors_total", Help: "Cumulative number of errors when starting containers",
-		}, []string{"container_type", "code"}),
-		StartedPods: prometheus.NewCounter(prometheus.CounterOpts{
-			Subsystem: namespace, Name: "started_pods_total", Help: "Cumulative number of pods started",
-		}),
-		StartedPodErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Subsystem: namespace, Name: "started_pods_errors_total", Help: "Cumulative number of errors when starting pods",
-		}),
+		Registry:      prometheus.NewRegistry(),
+		ProbeRegistry: prometheus.NewRegistry(),
+
+		NodeName:               gauge("node_name", "The node's name. The count is always 1.", "node"),
+		PodWorkerDuration:      histogram("pod_worker_duration_seconds", "Duration in seconds to sync a single pod. Broken down by operation type: create, update, sync or kill", def, "operation_type"),
+		PodWorkerStartDuration: histogram1("pod_worker_start_duration_seconds", "Duration in seconds from the agent seeing a pod to starting a worker.", def),
+		PodStartDuration:       histogram1("pod_start_duration_seconds", "Duration in seconds from the agent seeing a pod for the first time to the pod starting to run", podStartupBuckets),
+		PodStartSLIDuration:    histogram("pod_start_sli_duration_seconds", "Duration in seconds to start a pod, excluding time to pull images and run init containers, measured from the agent seeing the pod to when all its containers are reported as started", podStartupBuckets, "first_with_network"),
+		PLEGRelistDuration:     histogram1("pleg_relist_duration_seconds", "Duration in seconds for relisting pods in PLEG.", def),
+		PLEGRelistInterval:     histogram1("pleg_relist_interval_seconds", "Interval in seconds between relisting in PLEG.", def),
+		PLEGLastSeen:           gauge1("pleg_last_seen_seconds", "Timestamp in seconds when PLEG was last seen active."),
+		RunningPods:            gauge1("running_pods", "Number of pods that have a running pod sandbox"),
+		RunningContainers:      gauge("running_containers", "Number of containers currently running", "container_state"),
+		RuntimeOperations:      counter("runtime_operations_total", "Cumulative number of runtime operations by operation type.", "operation_type"),
+		RuntimeOperationsErrors: counter("runtime_operations_errors_total",
+			"Cumulative number of runtime operation errors by operation type.", "operation_type"),
+		RuntimeOperationsDuration: histogram("runtime_operations_duration_seconds", "Duration in seconds of runtime operations. Broken down by operation type.",
+			prometheus.ExponentialBuckets(.005, 2.5, 14), "operation_type"),
+		RestartedPods:     counter("restarted_pods_total", "Number of pods that have been restarted because they were deleted and recreated with the same UID while the agent was watching them", "static"),
+		StartedContainers: counter("started_containers_total", "Cumulative number of containers started", "container_type"),
+		StartedContainerErrors: counter("started_containers_errors_total", "Cumulative number of errors when starting containers",
+			"container_type", "code"),
+		StartedPods:      counter1("started_pods_total", "Cumulative number of pods started"),
+		StartedPodErrors: counter1("started_pods_errors_total", "Cumulative number of errors when starting pods"),
+		ProbeResults: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "prober", Name: "probe_total",
+			Help: "Cumulative number of a liveness, readiness or startup probe for a container by result."},
+			[]string{"probe_type", "result", "container", "pod", "namespace", "pod_uid"}),
+		ProbeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Subsystem: "prober", Name: "probe_duration_seconds",
+			Help: "Duration in seconds for a probe response.", Buckets: def},
+			[]string{"probe_type", "container", "pod", "namespace"}),
+
+		SyncLoopDuration: histogram1("sync_loop_iteration_duration_seconds", "Duration of one sync loop iteration.",
+			prometheus.ExponentialBuckets(0.0001, 4, 10)),
+		SourceErrors:      counter("config_source_errors_total", "Failures of config sources, by source.", "source"),
+		ContainerRestarts: counter1("container_restarts_total", "Containers restarted after they exited or failed a probe."),
 	}
-	m.Registry.MustRegister(m.StartedContainers, m.StartedContainerErrors, m.StartedPods, m.StartedPodErrors, m.SyncLoopDuration, m.PodWorkerDuration, m.DockerOpDuration, m.DockerOpErrors,
-		m.RelistDuration, m.RunningPods, m.RunningContainers, m.ProbeResults, m.SourceErrors, m.ContainerRestarts,
+	m.NodeName.WithLabelValues(nodeName).Set(1)
+	for _, t := range []string{Container, InitContainer} {
+		m.StartedContainers.WithLabelValues(t) // present at 0, so rates have a start
+	}
+	for _, s := range []string{"created", "running", "exited"} {
+		m.RunningContainers.WithLabelValues(s)
+	}
+	m.Registry.MustRegister(m.NodeName, m.PodWorkerDuration, m.PodWorkerStartDuration, m.PodStartDuration, m.PodStartSLIDuration,
+		m.PLEGRelistDuration, m.PLEGRelistInterval, m.PLEGLastSeen, m.RunningPods, m.RunningContainers,
+		m.RuntimeOperations, m.RuntimeOperationsErrors, m.RuntimeOperationsDuration, m.RestartedPods,
+		m.StartedContainers, m.StartedContainerErrors, m.StartedPods, m.StartedPodErrors,
+		m.SyncLoopDuration, m.SourceErrors, m.ContainerRestarts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.ProbeRegistry.MustRegister(m.ProbeResults, m.ProbeDuration)
 	return m
+}
+
+// ObserveProbe records one probe of a container (probeType Liveness,
+// Readiness or Startup), with the kubelet's labels and result values.
+func (m *Metrics) ObserveProbe(probeType string, success bool, container, pod, namespace string, uid types.UID, took time.Duration) {
+	result := "failed"
+	if success {
+		result = "successful"
+	}
+	m.ProbeResults.WithLabelValues(probeType, result, container, pod, namespace, string(uid)).Inc()
+	if success { // the kubelet times only the probes that answered
+		m.ProbeDuration.WithLabelValues(probeType, container, pod, namespace).Observe(took.Seconds())
+	}
+}
+
+// ForgetPod drops a gone pod's per-pod series, so they do not pile up.
+func (m *Metrics) ForgetPod(uid types.UID, namespace, name string) {
+	m.ProbeResults.DeletePartialMatch(prometheus.Labels{"pod_uid": string(uid)})
+	m.ProbeDuration.DeletePartialMatch(prometheus.Labels{"pod": name, "namespace": namespace})
 }

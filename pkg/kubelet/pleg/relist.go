@@ -54,6 +54,7 @@ type Relister struct {
 
 	known    map[string]*kubecontainer.ContainerState // by container ID; owned by Run
 	failures int                                      // consecutive failed relists; owned by Run
+	last     time.Time                                // start of the previous relist; owned by Run
 
 	trigger chan struct{} // cap 1: "relist now"
 
@@ -229,20 +230,7 @@ func (r *Relister) relist(ctx context.Context) error {
 	r.known = known
 	r.cache.Set(pods, start)
 	if r.Metrics != nil {
-		r.Metrics.RelistDuration.Observe(time.Since(start).Seconds())
-		runningPods, runningContainers := 0, 0
-		for _, p := range pods {
-			if p.RunningInfra() != nil {
-				runningPods++
-			}
-			for _, c := range p.Containers {
-				if c.Running {
-					runningContainers++
-				}
-			}
-		}
-		r.Metrics.RunningPods.Set(float64(runningPods))
-		r.Metrics.RunningContainers.Set(float64(runningContainers))
+		r.observe(start, pods)
 	}
 	if len(dirty) > 0 {
 		glog.V(4).Infof("Relist: %d containers, %d inspected, %d pods changed, in %v", len(list), len(fresh), len(dirty), time.Since(start))
@@ -335,4 +323,40 @@ func containerState(d *kubecontainer.ContainerDetail) (*kubecontainer.ContainerS
 		LogPath:      d.LogPath,
 		Labels:       d.Labels,
 	}, nil
+}
+
+// observe records a completed relist in the kubelet's PLEG metrics and
+// counts the pods and containers it found.
+func (r *Relister) observe(start time.Time, pods map[types.UID]*kubecontainer.PodState) {
+	m := r.Metrics
+	m.PLEGRelistDuration.Observe(time.Since(start).Seconds())
+	if !r.last.IsZero() {
+		m.PLEGRelistInterval.Observe(start.Sub(r.last).Seconds())
+	}
+	r.last = start
+	m.PLEGLastSeen.Set(float64(time.Now().Unix()))
+	runningPods := 0
+	states := map[string]int{"created": 0, "running": 0, "exited": 0}
+	for _, p := range pods {
+		if p.RunningInfra() != nil {
+			runningPods++
+		}
+		for _, c := range p.Containers {
+			if c.Name == kubecontainer.InfraContainerName {
+				continue // counted as a pod sandbox, as the kubelet does
+			}
+			switch {
+			case c.Running:
+				states["running"]++
+			case c.Status == "created":
+				states["created"]++
+			default:
+				states["exited"]++
+			}
+		}
+	}
+	m.RunningPods.Set(float64(runningPods))
+	for s, n := range states {
+		m.RunningContainers.WithLabelValues(s).Set(float64(n))
+	}
 }

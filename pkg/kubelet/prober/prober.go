@@ -40,6 +40,9 @@ const (
 
 func (t Type) String() string { return [...]string{"liveness", "readiness", "startup"}[t] }
 
+// Title is the probe type as the kubelet's metrics and events name it.
+func (t Type) Title() string { return [...]string{"Liveness", "Readiness", "Startup"}[t] }
+
 // Kubernetes' probe defaults.
 const (
 	defaultPeriod           = 10
@@ -61,8 +64,9 @@ type Target struct {
 	PodIP       string
 }
 
-// Observer is told of probe results, for metrics and events.
-type Observer func(t Target, typ Type, result probe.Result, output string)
+// Observer is told of each probe's result and how long it took, for
+// metrics and events.
+type Observer func(t Target, typ Type, result probe.Result, output string, took time.Duration)
 
 // runFunc runs one probe; replaced in tests.
 type runFunc func(ctx context.Context, t Target, p *v1.Probe) (probe.Result, string, error)
@@ -278,7 +282,9 @@ func (w *worker) probeOnce(ctx context.Context) bool {
 		timeout = defaultTimeout * time.Second
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout+time.Second)
+	begin := w.m.clock.Now()
 	result, out, err := w.m.run(pctx, w.target, w.spec)
+	took := w.m.clock.Since(begin)
 	cancel()
 	if ctx.Err() != nil {
 		return false
@@ -288,7 +294,7 @@ func (w *worker) probeOnce(ctx context.Context) bool {
 		result = probe.Failure
 	}
 	if w.m.observe != nil {
-		w.m.observe(w.target, w.typ, result, out)
+		w.m.observe(w.target, w.typ, result, out, took)
 	}
 	if result == w.lastResult {
 		w.run++

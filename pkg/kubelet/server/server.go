@@ -39,6 +39,8 @@ type HostInterface interface {
 	GetPods() []*v1.Pod
 	GetPod(namespace, name string) (*v1.Pod, bool)
 	FindContainer(namespace, pod, uid, container string, previous bool) (kubelet.ContainerRef, error)
+	// RunningPods are the pods as found in Docker, wanted or not.
+	RunningPods() []*v1.Pod
 	IsContainerLogFile(path string) bool
 	Health() (syncLoop, relist error)
 }
@@ -82,6 +84,10 @@ type Deps struct {
 	Sources SourcesStatus
 	Stats   cadvisor.Interface  // nil: the stats endpoints answer 503
 	Metrics prometheus.Gatherer // the agent's metrics
+	// ProbeMetrics gathers the prober's per-container series (nil: 503).
+	ProbeMetrics prometheus.Gatherer
+	// Config returns the running configuration, for /configz (nil: 404).
+	Config func() any
 	// CadvisorMetrics gathers container metrics (nil: 503).
 	CadvisorMetrics prometheus.Gatherer
 	// StatsErr says why stats are unavailable.
@@ -131,6 +137,10 @@ func New(d Deps, o Options) *Server {
 		{http.MethodGet, "/metrics", true, s.metrics},
 		{http.MethodGet, "/events", true, s.listEvents},
 		{http.MethodGet, "/metrics/cadvisor", true, s.cadvisorMetrics},
+		{http.MethodGet, "/metrics/resource", true, s.resourceMetrics},
+		{http.MethodGet, "/metrics/probes", true, s.probeMetrics},
+		{http.MethodGet, "/runningpods", false, s.runningPods},
+		{http.MethodGet, "/configz", false, s.configz},
 		{http.MethodPost, "/pods", false, s.postPods},
 		{http.MethodPut, "/pods", false, s.putPods},
 		{http.MethodDelete, "/pods/{namespace}/{name}", false, s.deletePod},
@@ -257,16 +267,34 @@ func match(pattern, path string) (map[string]string, bool) {
 	return params, len(xs) == len(ps)
 }
 
-// Status is the JSON body of every error.
-type Status struct {
-	Kind    string `json:"kind"`
-	Status  string `json:"status"`
-	Message string `json:"message"`
-	Code    int    `json:"code"`
+// statusReasons are the reasons an API server gives with each code, so
+// clients built for Kubernetes (kubectl, client-go) show and classify our
+// errors as theirs: "(NotFound)".
+var statusReasons = map[int]metav1.StatusReason{
+	http.StatusBadRequest:            metav1.StatusReasonBadRequest,
+	http.StatusForbidden:             metav1.StatusReasonForbidden,
+	http.StatusNotFound:              metav1.StatusReasonNotFound,
+	http.StatusMethodNotAllowed:      metav1.StatusReasonMethodNotAllowed,
+	http.StatusConflict:              metav1.StatusReasonConflict,
+	http.StatusRequestEntityTooLarge: metav1.StatusReasonRequestEntityTooLarge,
+	http.StatusTooManyRequests:       metav1.StatusReasonTooManyRequests,
+	http.StatusInternalServerError:   metav1.StatusReasonInternalError,
+	http.StatusServiceUnavailable:    metav1.StatusReasonServiceUnavailable,
+	http.StatusGatewayTimeout:        metav1.StatusReasonTimeout,
+}
+
+// errorStatus is the body of every error: a metav1.Status.
+func errorStatus(code int, msg string) *metav1.Status {
+	reason, ok := statusReasons[code]
+	if !ok {
+		reason = metav1.StatusReasonUnknown
+	}
+	return &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status: metav1.StatusFailure, Message: msg, Reason: reason, Code: int32(code)}
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, Status{Kind: "Status", Status: "Failure", Message: msg, Code: code})
+	writeJSON(w, code, errorStatus(code, msg))
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -341,6 +369,25 @@ func (s *Server) getPod(w http.ResponseWriter, _ *http.Request, p map[string]str
 	}
 	pod.APIVersion, pod.Kind = "v1", "Pod"
 	writeJSON(w, http.StatusOK, pod)
+}
+
+// runningPods serves /runningpods/: the pods as found in Docker.
+func (s *Server) runningPods(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+	list := v1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, Items: []v1.Pod{}}
+	for _, p := range s.Host.RunningPods() {
+		list.Items = append(list.Items, *p)
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+// configz serves the running configuration, under "kubeletconfig" as the
+// kubelet's /configz does.
+func (s *Server) configz(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+	if s.Config == nil {
+		writeError(w, http.StatusNotFound, "the configuration is not served")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"kubeletconfig": s.Config()})
 }
 
 func (s *Server) listEvents(w http.ResponseWriter, _ *http.Request, _ map[string]string) {

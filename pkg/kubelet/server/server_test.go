@@ -51,6 +51,10 @@ func (fakeRuntime) Exec(_ context.Context, id string, cmd []string, _ time.Durat
 }
 
 func (f *fakeHost) GetPods() []*v1.Pod { return f.pods }
+func (f *fakeHost) RunningPods() []*v1.Pod {
+	return []*v1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: "default", UID: "u-orphan"},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "busybox"}}}}}
+}
 func (f *fakeHost) GetPod(ns, name string) (*v1.Pod, bool) {
 	for _, p := range f.pods {
 		if p.Namespace == ns && p.Name == name {
@@ -115,7 +119,8 @@ func testServer(t *testing.T) (*fakeSource, *httptest.Server, *httptest.Server) 
 	logDir := t.TempDir()
 	_ = os.WriteFile(filepath.Join(logDir, "syslog"), []byte("node log line\n"), 0o644)
 	_ = syscall.Mkfifo(filepath.Join(logDir, "fifo"), 0o644) // would block a plain open
-	s := New(Deps{Host: host, Runtime: fakeRuntime{}, Pods: src, Sources: fakeSources{}, StatsErr: errors.New("no cgroups here")},
+	s := New(Deps{Host: host, Runtime: fakeRuntime{}, Pods: src, Sources: fakeSources{}, StatsErr: errors.New("no cgroups here"),
+		Config: func() any { return map[string]string{"maxPods": "110"} }},
 		Options{NodeName: "n", NodeLogDir: logDir, RootDir: t.TempDir()})
 	full := httptest.NewServer(s.Handler(false))
 	ro := httptest.NewServer(s.Handler(true))
@@ -173,6 +178,12 @@ func TestRoutes(t *testing.T) {
 		{"missing pod", full, "GET", "/pods/default/nope", "", 404, `"message": "pod default/nope not found"`, "", ""},
 		{"sources", ro, "GET", "/sources", "", 200, "", "sources.json", ""},
 		{"unknown path", full, "GET", "/nope", "", 404, `"kind": "Status"`, "", ""},
+		{"errors are API statuses", full, "GET", "/pods/default/nope", "", 404, `"reason": "NotFound"`, "", ""},
+		{"error status has apiVersion", full, "PATCH", "/pods", "", 405, `"apiVersion": "v1"`, "", ""},
+		{"running pods", full, "GET", "/runningpods/", "", 200, `"name": "orphan"`, "", ""},
+		{"running pods not on read-only", ro, "GET", "/runningpods/", "", 405, "read-only port", "", ""},
+		{"configz", full, "GET", "/configz", "", 200, `"kubeletconfig": {`, "", ""},
+		{"resource metrics without stats", ro, "GET", "/metrics/resource", "", 200, "resource_scrape_error 1", "", ""},
 		{"trailing junk", full, "GET", "/pods/default/web/extra", "", 404, "no such endpoint", "", ""},
 		{"wrong method", full, "DELETE", "/healthz", "", 405, "not allowed", "", "GET, HEAD"},
 		{"wrong method lists all allowed", full, "PATCH", "/pods", "", 405, "not allowed", "", "GET, HEAD, POST, PUT"},

@@ -134,11 +134,20 @@ func (s *Server) summary(w http.ResponseWriter, _ *http.Request, _ map[string]st
 	if !s.statsAvailable(w) {
 		return
 	}
+	out, err := s.buildSummary()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// buildSummary gathers the summary from cAdvisor's latest samples.
+func (s *Server) buildSummary() (*statsapi.Summary, error) {
 	req := &cadvisorapi.ContainerInfoRequest{NumStats: 2}
 	root, err := s.Stats.ContainerInfo("/", req)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, fmt.Sprintf("root container stats: %v", err))
-		return
+		return nil, fmt.Errorf("root container stats: %w", err)
 	}
 	out := statsapi.Summary{Node: statsapi.NodeStats{
 		NodeName:  s.opts.NodeName,
@@ -190,7 +199,7 @@ func (s *Server) summary(w http.ResponseWriter, _ *http.Request, _ map[string]st
 		}
 		out.Pods = append(out.Pods, ps)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return &out, nil
 }
 
 func deref(p *uint64) uint64 {

@@ -1,0 +1,231 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The kubernetes-mixin's kubelet dashboard and alerts, at this commit of
+// github.com/kubernetes-monitoring/kubernetes-mixin
+// (dashboards/kubelet.libsonnet, alerts/kubelet.libsonnet,
+// rules/kubelet.libsonnet), with its kubeletSelector and the single-cluster
+// substitutions Grafana makes ($cluster empty, $instance any, the rate
+// interval 1m).
+const mixinCommit = "97dda55109574ad587d7422a445ff3731a0d5461"
+
+const kubeletSelector = `job="kubelet", metrics_path="/metrics"`
+
+// mixinPanels are the dashboard's queries for what this agent does; the
+// panels it leaves out need other exporters or subsystems (volume manager,
+// cgroup manager, storage operations, REST client: docs/operations.md).
+var mixinPanels = map[string]string{
+	"Running Kubelets":            `sum(kubelet_node_name{cluster="", SEL})`,
+	"Running Pods":                `sum(kubelet_running_pods{cluster="", SEL, instance=~".+"}) OR sum(kubelet_running_pod_count{cluster="", SEL, instance=~".+"})`,
+	"Running Containers":          `sum(kubelet_running_containers{cluster="", SEL, instance=~".+"}) OR sum(kubelet_running_container_count{cluster="", SEL, instance=~".+"})`,
+	"Operation Rate":              `sum(rate(kubelet_runtime_operations_total{cluster="",SEL,instance=~".+"}[1m])) by (operation_type, instance)`,
+	"Operation duration p99":      `histogram_quantile(0.99, sum(rate(kubelet_runtime_operations_duration_seconds_bucket{cluster="",SEL,instance=~".+"}[1m])) by (instance, operation_type, le))`,
+	"Pod Start Rate (pod)":        `sum(rate(kubelet_pod_start_duration_seconds_count{cluster="",SEL,instance=~".+"}[1m])) by (instance)`,
+	"Pod Start Rate (worker)":     `sum(rate(kubelet_pod_worker_duration_seconds_count{cluster="",SEL,instance=~".+"}[1m])) by (instance)`,
+	"Pod Start Duration (worker)": `histogram_quantile(0.99, sum(rate(kubelet_pod_worker_duration_seconds_bucket{cluster="",SEL,instance=~".+"}[1m])) by (instance, le))`,
+	"PLEG relist rate":            `sum(rate(kubelet_pleg_relist_duration_seconds_count{cluster="", SEL, instance=~".+"}[1m])) by (instance)`,
+	"PLEG relist duration":        `histogram_quantile(0.99, sum(rate(kubelet_pleg_relist_duration_seconds_bucket{cluster="",SEL,instance=~".+"}[1m])) by (instance, le))`,
+	"PLEG relist interval":        `histogram_quantile(0.99, sum(rate(kubelet_pleg_relist_interval_seconds_bucket{cluster="",SEL,instance=~".+"}[1m])) by (instance, le))`,
+	"Memory":                      `process_resident_memory_bytes{cluster="",SEL,instance=~".+"}`,
+	"CPU usage":                   `rate(process_cpu_seconds_total{cluster="",SEL,instance=~".+"}[1m])`,
+	"Goroutines":                  `go_goroutines{cluster="",SEL,instance=~".+"}`,
+	// Operation Error Rate has data only once an operation failed: a pod
+	// below makes one fail.
+	"Operation Error Rate": `sum(rate(kubelet_runtime_operations_errors_total{cluster="",SEL,instance=~".+"}[1m])) by (instance, operation_type)`,
+}
+
+// The mixin's rules and alerts in scope, as Prometheus loads them.
+const mixinRules = `groups:
+- name: kubelet.rules
+  rules:
+  - record: node_quantile:kubelet_pleg_relist_duration_seconds:histogram_quantile
+    expr: histogram_quantile(0.99, sum(rate(kubelet_pleg_relist_duration_seconds_bucket{SEL}[5m])) by (cluster, instance, le) * on(cluster, instance) group_left(node) kubelet_node_name{SEL})
+    labels: {quantile: "0.99"}
+- name: kubernetes-system-kubelet
+  rules:
+  - alert: KubeletPlegDurationHigh
+    expr: node_quantile:kubelet_pleg_relist_duration_seconds:histogram_quantile{quantile="0.99"} >= 10
+  - alert: KubeletPodStartUpLatencyHigh
+    expr: histogram_quantile(0.99, sum(rate(kubelet_pod_worker_duration_seconds_bucket{SEL}[5m])) by (cluster, instance, le)) * on(cluster, instance) group_left(node) kubelet_node_name{SEL} > 60
+  - alert: KubeletDown
+    expr: absent(up{SEL} == 1)
+`
+
+// promQuery runs an instant query through Prometheus' HTTP API.
+func promQuery(base, q string) ([]struct {
+	Metric map[string]string `json:"metric"`
+	Value  [2]any            `json:"value"`
+}, error) {
+	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(q))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+				Value  [2]any            `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, err
+	}
+	if out.Status != "success" {
+		return nil, fmt.Errorf("query %s: %s", q, out.Error)
+	}
+	return out.Data.Result, nil
+}
+
+// A real Prometheus scrapes the four metric endpoints as the kubelet's job
+// is scraped, and the kubernetes-mixin's kubelet dashboard queries and
+// alerts find their series.
+func TestPrometheusKubeletMixin(t *testing.T) {
+	promBin, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Fatalf("prometheus is not installed (hack/ensure-test-deps.sh installs it): %v", err)
+	}
+	a := startAgent(t)
+	a.waitAPI()
+	dir := t.TempDir()
+	target := fmt.Sprintf("127.0.0.1:%d", a.port)
+	var scrape strings.Builder
+	for _, path := range []string{"/metrics", "/metrics/cadvisor", "/metrics/probes", "/metrics/resource"} {
+		// kube-prometheus scrapes one "kubelet" job with an endpoint per
+		// path, each labelled with its metrics_path.
+		fmt.Fprintf(&scrape, `- job_name: kubelet%s
+  metrics_path: %s
+  static_configs: [{targets: ["%s"], labels: {metrics_path: "%s"}}]
+  relabel_configs: [{target_label: job, replacement: kubelet}]
+`, strings.ReplaceAll(path, "/", "-"), path, target, path)
+	}
+	cfg := "global: {scrape_interval: 1s, evaluation_interval: 1s}\nrule_files: [rules.yaml]\nscrape_configs:\n" + scrape.String()
+	must(t, os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte(strings.ReplaceAll(mixinRules, "SEL", kubeletSelector)), 0o644))
+	promPort := freePort(t)
+	prom := exec.Command(promBin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", promPort))
+	promLog, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	must(t, err)
+	prom.Stdout, prom.Stderr = promLog, promLog
+	must(t, prom.Start())
+	t.Cleanup(func() {
+		_ = prom.Process.Kill()
+		_ = prom.Wait()
+		if t.Failed() {
+			data, _ := os.ReadFile(filepath.Join(dir, "prometheus.log"))
+			t.Logf("prometheus log:\n%s", tail(string(data), 30))
+		}
+	})
+	base := fmt.Sprintf("http://127.0.0.1:%d", promPort)
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		r, err := promQuery(base, `count(up{job="kubelet"} == 1)`)
+		if err != nil || len(r) == 0 {
+			return false, fmt.Sprintf("targets not up: %v", err)
+		}
+		return r[0].Value[1] == "4", fmt.Sprintf("%v of 4 endpoints up", r[0].Value[1])
+	})
+
+	// Pods started while Prometheus watches: a probed one, and one Docker
+	// cannot start (a start_container error, for the error panel).
+	a.writeManifest("mixin.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: mixin}
+spec:
+  containers:
+  - name: app
+    image: `+testImage+`
+    imagePullPolicy: IfNotPresent
+    readinessProbe:
+      tcpSocket: {port: 8080}
+      periodSeconds: 1
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: mixin-broken}
+spec:
+  containers:
+  - name: app
+    image: `+testImage+`
+    imagePullPolicy: IfNotPresent
+    command: ["/no/such/binary"]
+`)
+	a.waitRunning("mixin", "app")
+
+	for name, q := range mixinPanels {
+		q := strings.ReplaceAll(q, "SEL", kubeletSelector)
+		waitFor(t, 30*time.Second, func() (bool, string) {
+			r, err := promQuery(base, q)
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, s := range r {
+				if v, err := strconv.ParseFloat(fmt.Sprint(s.Value[1]), 64); err == nil && !math.IsNaN(v) && v > 0 {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("panel %q: no positive sample from %s: %v", name, q, r)
+		})
+	}
+	// The series the resource and probe endpoints add, as scraped.
+	for _, q := range []string{
+		`pod_cpu_usage_seconds_total{job="kubelet", metrics_path="/metrics/resource", pod="mixin"}`,
+		`container_memory_working_set_bytes{job="kubelet", metrics_path="/metrics/resource", pod="mixin", container="app"}`,
+		`prober_probe_total{job="kubelet", metrics_path="/metrics/probes", pod="mixin", probe_type="Readiness", result="successful"}`,
+		`container_cpu_usage_seconds_total{job="kubelet", metrics_path="/metrics/cadvisor", pod="mixin", container="app"}`,
+	} {
+		waitFor(t, 30*time.Second, func() (bool, string) {
+			r, err := promQuery(base, q)
+			return err == nil && len(r) > 0, fmt.Sprintf("%s: %v %v", q, r, err)
+		})
+	}
+	// The alerts' expressions find the node (through kubelet_node_name)
+	// and none fires: the recording rule has a value for this node, the
+	// start latency alert's expression without its threshold has one, and
+	// KubeletDown's absent() is empty.
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		r, err := promQuery(base, `node_quantile:kubelet_pleg_relist_duration_seconds:histogram_quantile{quantile="0.99"}`)
+		return err == nil && len(r) == 1 && r[0].Metric["node"] == a.node, fmt.Sprintf("PLEG quantile by node: %v %v", r, err)
+	})
+	startLatency := strings.ReplaceAll(`histogram_quantile(0.99, sum(rate(kubelet_pod_worker_duration_seconds_bucket{SEL}[5m])) by (cluster, instance, le)) * on(cluster, instance) group_left(node) kubelet_node_name{SEL}`, "SEL", kubeletSelector)
+	if r, err := promQuery(base, startLatency); err != nil || len(r) != 1 || r[0].Metric["node"] != a.node {
+		t.Errorf("KubeletPodStartUpLatencyHigh's expression without threshold: %v %v", r, err)
+	}
+	if r, err := promQuery(base, `ALERTS{alertstate="firing"}`); err != nil || len(r) != 0 {
+		t.Errorf("alerts firing: %v %v", r, err)
+	}
+
+	// promtool, Prometheus' own linter, finds nothing wrong with /metrics.
+	if promtool, err := exec.LookPath("promtool"); err == nil {
+		_, body := httpGet(a.api(true) + "/metrics")
+		cmd := exec.Command(promtool, "check", "metrics")
+		cmd.Stdin = strings.NewReader(body)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool check metrics: %v\n%s", err, out)
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
