@@ -150,3 +150,17 @@ func (i instrumentedRuntime) BuildPauseImage(ctx context.Context, tag, binary st
 	i.observe("build_image", start, err)
 	return err
 }
+
+func (i instrumentedRuntime) ExecStream(ctx context.Context, id string, cmd []string, s kubecontainer.Streams) (int, error) {
+	start := time.Now()
+	code, err := i.r.ExecStream(ctx, id, cmd, s)
+	i.observe("exec", start, err)
+	return code, err
+}
+
+func (i instrumentedRuntime) Attach(ctx context.Context, id string, s kubecontainer.Streams) error {
+	start := time.Now()
+	err := i.r.Attach(ctx, id, s)
+	i.observe("attach", start, err)
+	return err
+}

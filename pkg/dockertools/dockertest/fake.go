@@ -368,6 +368,27 @@ func (f *FakeClient) Exec(_ context.Context, id string, cmd []string, _ time.Dur
 	return f.execCode, []byte(f.execOut), nil
 }
 
+// ExecStream implements the runtime's ExecStream: it writes the canned
+// output to stdout and returns the canned exit code.
+func (f *FakeClient) ExecStream(_ context.Context, id string, cmd []string, s kubecontainer.Streams) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("exec", id+" "+strings.Join(cmd, " ")); err != nil {
+		return 0, err
+	}
+	if s.Stdout != nil {
+		_, _ = io.WriteString(s.Stdout, f.execOut)
+	}
+	return f.execCode, nil
+}
+
+// Attach implements the runtime's Attach; it records the call.
+func (f *FakeClient) Attach(_ context.Context, id string, _ kubecontainer.Streams) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.record("attach", id)
+}
+
 // ImageUser implements the runtime's ImageUser: images run as root.
 func (f *FakeClient) ImageUser(_ context.Context, image string) (string, error) {
 	f.mu.Lock()

@@ -161,5 +161,27 @@ type Runtime interface {
 	ImageUser(ctx context.Context, image string) (string, error)
 	BuildPauseImage(ctx context.Context, tag, binary string) error
 	Exec(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (int, []byte, error)
+	// ExecStream runs cmd in a running container connected to streams, and
+	// returns its exit code once it exits (or ctx ends the session).
+	ExecStream(ctx context.Context, containerID string, cmd []string, s Streams) (int, error)
+	// Attach connects streams to a running container's main process until
+	// it exits or ctx ends the session.
+	Attach(ctx context.Context, containerID string, s Streams) error
 	Logs(ctx context.Context, id string, o LogOptions, w io.Writer) error
+}
+
+// TerminalSize is a terminal's size in characters.
+type TerminalSize struct {
+	Width, Height uint16
+}
+
+// Streams are what a process in a container is connected to: nil ones are
+// not. With TTY, the process has a terminal (stdout and stderr are one), and
+// Resize, if set, carries its size changes.
+type Streams struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	TTY    bool
+	Resize <-chan TerminalSize
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/classic-kubelet/kubelet/pkg/kubelet"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
@@ -179,13 +181,18 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, p map[string]strin
 		writeError(w, http.StatusBadRequest, "no command: pass ?command=<arg> (repeatable)")
 		return
 	}
-	ref, err := s.Host.FindContainer(p["namespace"], p["pod"], "", p["container"], false)
-	if err != nil {
-		writeLookupError(w, err)
+	ref, ok := s.runningContainer(w, p)
+	if !ok {
 		return
 	}
-	if !ref.Running {
-		writeError(w, http.StatusConflict, fmt.Sprintf("container %s of pod %s/%s is not running", p["container"], p["namespace"], p["pod"]))
+	if isStreamRequest(r) {
+		serveStream(w, r, "exec", func(ctx context.Context, st kubecontainer.Streams) (int, error) {
+			return s.Runtime.ExecStream(ctx, ref.ID, cmd, st)
+		})
+		return
+	}
+	if r.Method != http.MethodPost {
+		writeError(w, http.StatusBadRequest, "GET /exec needs a streaming upgrade (SPDY or WebSocket); without one, POST runs the command and answers JSON")
 		return
 	}
 	code, out, err := s.Runtime.Exec(r.Context(), ref.ID, cmd, execTimeout)
@@ -194,4 +201,49 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, p map[string]strin
 		return
 	}
 	writeJSON(w, http.StatusOK, execResult{ExitCode: code, Output: string(out)})
+}
+
+// runningContainer finds the running container a streaming or exec request
+// names (with the pod's UID when the path has one), answering the error
+// itself when there is none.
+func (s *Server) runningContainer(w http.ResponseWriter, p map[string]string) (kubelet.ContainerRef, bool) {
+	ref, err := s.Host.FindContainer(p["namespace"], p["pod"], p["uid"], p["container"], false)
+	if err != nil {
+		writeLookupError(w, err)
+		return ref, false
+	}
+	if !ref.Running {
+		writeError(w, http.StatusConflict, fmt.Sprintf("container %s of pod %s/%s is not running", p["container"], p["namespace"], p["pod"]))
+		return ref, false
+	}
+	return ref, true
+}
+
+// attach connects the client to a running container's main process.
+func (s *Server) attach(w http.ResponseWriter, r *http.Request, p map[string]string) {
+	ref, ok := s.runningContainer(w, p)
+	if !ok {
+		return
+	}
+	if !isStreamRequest(r) {
+		writeError(w, http.StatusBadRequest, "attach needs a streaming upgrade (SPDY or WebSocket)")
+		return
+	}
+	serveStream(w, r, "attach", func(ctx context.Context, st kubecontainer.Streams) (int, error) {
+		return 0, s.Runtime.Attach(ctx, ref.ID, st)
+	})
+}
+
+// portForward forwards ports to a pod's network namespace.
+func (s *Server) portForward(w http.ResponseWriter, r *http.Request, p map[string]string) {
+	p["container"] = kubecontainer.InfraContainerName
+	ref, ok := s.runningContainer(w, p)
+	if !ok {
+		return
+	}
+	if !isStreamRequest(r) {
+		writeError(w, http.StatusBadRequest, "portForward needs a streaming upgrade (SPDY or WebSocket)")
+		return
+	}
+	s.servePortForward(w, r, ref.ID)
 }

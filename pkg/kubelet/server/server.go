@@ -49,6 +49,11 @@ type HostInterface interface {
 type ContainerRuntime interface {
 	Logs(ctx context.Context, id string, o kubecontainer.LogOptions, w io.Writer) error
 	Exec(ctx context.Context, id string, cmd []string, timeout time.Duration) (int, []byte, error)
+	ExecStream(ctx context.Context, id string, cmd []string, s kubecontainer.Streams) (int, error)
+	Attach(ctx context.Context, id string, s kubecontainer.Streams) error
+	// PortForward connects stream to port in the network namespace of the
+	// pod whose infra container is infraID.
+	PortForward(ctx context.Context, infraID string, port int32, stream io.ReadWriteCloser) error
 }
 
 // PodSource is the source fed by POST, PUT and DELETE /pods.
@@ -148,6 +153,17 @@ func New(d Deps, o Options) *Server {
 		{http.MethodGet, "/logs", false, s.nodeLogs},
 		{http.MethodGet, "/logs/*", false, s.nodeLogs},
 		{http.MethodPost, "/exec/{namespace}/{pod}/{container}", false, s.exec},
+		{http.MethodGet, "/exec/{namespace}/{pod}/{container}", false, s.exec},
+		{http.MethodPost, "/exec/{namespace}/{pod}/{uid}/{container}", false, s.exec},
+		{http.MethodGet, "/exec/{namespace}/{pod}/{uid}/{container}", false, s.exec},
+		{http.MethodPost, "/attach/{namespace}/{pod}/{container}", false, s.attach},
+		{http.MethodGet, "/attach/{namespace}/{pod}/{container}", false, s.attach},
+		{http.MethodPost, "/attach/{namespace}/{pod}/{uid}/{container}", false, s.attach},
+		{http.MethodGet, "/attach/{namespace}/{pod}/{uid}/{container}", false, s.attach},
+		{http.MethodPost, "/portForward/{namespace}/{pod}", false, s.portForward},
+		{http.MethodGet, "/portForward/{namespace}/{pod}", false, s.portForward},
+		{http.MethodPost, "/portForward/{namespace}/{pod}/{uid}", false, s.portForward},
+		{http.MethodGet, "/portForward/{namespace}/{pod}/{uid}", false, s.portForward},
 		{http.MethodPost, "/run/{namespace}/{pod}/{container}", false, s.exec},
 	}
 	if o.Profiling {

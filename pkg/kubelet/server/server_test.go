@@ -32,7 +32,7 @@ type fakeHost struct {
 }
 
 func (f *fakeHost) FindContainer(ns, pod, uid, container string, previous bool) (kubelet.ContainerRef, error) {
-	if ns == "default" && pod == "web" && container == "server" && !previous {
+	if ns == "default" && pod == "web" && container == "server" && !previous && (uid == "" || uid == "u1") {
 		return kubelet.ContainerRef{ID: "abc", Running: true}, nil
 	}
 	return kubelet.ContainerRef{}, fmt.Errorf("%w: %s/%s %s", kubelet.ErrNotFound, ns, pod, container)
@@ -48,6 +48,16 @@ func (fakeRuntime) Logs(_ context.Context, id string, o kubecontainer.LogOptions
 }
 func (fakeRuntime) Exec(_ context.Context, id string, cmd []string, _ time.Duration) (int, []byte, error) {
 	return 3, []byte(strings.Join(cmd, " ")), nil
+}
+
+func (fakeRuntime) ExecStream(context.Context, string, []string, kubecontainer.Streams) (int, error) {
+	return 0, errors.New("not in unit tests")
+}
+func (fakeRuntime) Attach(context.Context, string, kubecontainer.Streams) error {
+	return errors.New("not in unit tests")
+}
+func (fakeRuntime) PortForward(context.Context, string, int32, io.ReadWriteCloser) error {
+	return errors.New("not in unit tests")
 }
 
 func (f *fakeHost) GetPods() []*v1.Pod { return f.pods }
@@ -167,6 +177,11 @@ func TestRoutes(t *testing.T) {
 		{"exec", full, "POST", "/exec/default/web/server?command=echo&command=hi", "", 200, `"exitCode": 3`, "", ""},
 		{"run alias", full, "POST", "/run/default/web/server?cmd=echo+hi", "", 200, `"output": "echo hi"`, "", ""},
 		{"exec without command", full, "POST", "/exec/default/web/server", "", 400, "no command", "", ""},
+		{"GET exec without upgrade", full, "GET", "/exec/default/web/server?command=id", "", 400, "streaming upgrade", "", ""},
+		{"exec with the pod's UID", full, "POST", "/exec/default/web/nope/server?command=id", "", 404, "not found", "", ""},
+		{"attach without upgrade", full, "POST", "/attach/default/web/server", "", 400, "streaming upgrade", "", ""},
+		{"attach on read-only", ro, "GET", "/attach/default/web/server", "", 405, "read-only port", "", ""},
+		{"portForward to a missing pod", full, "GET", "/portForward/default/nope", "", 404, "not found", "", ""},
 		{"exec on read-only", ro, "POST", "/exec/default/web/server?command=id", "", 405, "read-only port", "", ""},
 		{"node log", full, "GET", "/logs/syslog", "", 200, "node log line", "", ""},
 		{"node log listing", full, "GET", "/logs/", "", 200, "syslog", "", ""},
