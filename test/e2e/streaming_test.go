@@ -81,7 +81,9 @@ func TestClientGoStreaming(t *testing.T) {
 			parsed, _ := url.Parse(u)
 			return remotecommand.NewSPDYExecutor(cfg, "POST", parsed)
 		}},
-		{"WebSocket", func(u string) (remotecommand.Executor, error) { return remotecommand.NewWebSocketExecutor(cfg, "GET", u) }},
+		{"WebSocket", func(u string) (remotecommand.Executor, error) {
+			return remotecommand.NewWebSocketExecutor(cfg, "GET", u)
+		}},
 	}
 	run := func(t *testing.T, e executor, path string, opts remotecommand.StreamOptions) error {
 		t.Helper()
@@ -141,7 +143,9 @@ func TestClientGoStreaming(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: out, Tty: true}) }()
+		go func() {
+			done <- ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: out, Tty: true})
+		}()
 		_, _ = io.WriteString(stdinW, "echo attached-$((40+2))\n")
 		waitFor(t, 10*time.Second, func() (bool, string) {
 			return strings.Contains(out.String(), "attached-42"), fmt.Sprintf("attach output %q", out.String())
