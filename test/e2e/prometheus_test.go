@@ -229,3 +229,46 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// metrics-server's own resource client (a module of its own under
+// test/metricsserver) decodes /metrics/resource into the node's point and
+// every pod's containers, as metrics-server would from a kubelet.
+func TestMetricsServerScrapesResourceMetrics(t *testing.T) {
+	a := startAgent(t)
+	a.writeManifest("ms.yaml", lifecyclePod("ms", "Always", `  containers:
+  - name: one
+    image: `+testImage+`
+    imagePullPolicy: IfNotPresent
+  - name: two
+    image: `+testImage+`
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "sleep 3600"]
+`))
+	a.waitRunning("ms", "one", "two")
+	bin := filepath.Join(t.TempDir(), "msscrape")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = filepath.Join("..", "metricsserver")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the metrics-server scraper: %v\n%s", err, out)
+	}
+	type result struct {
+		Node map[string]uint64 `json:"node"`
+		Pods map[string]struct {
+			Containers map[string]uint64 `json:"containers"`
+		} `json:"pods"`
+		Error string `json:"error"`
+	}
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		out, err := exec.Command(bin, "--port", strconv.Itoa(a.roPort), "--node", a.node).Output()
+		if err != nil {
+			return false, fmt.Sprintf("scraper: %v", err)
+		}
+		var r result
+		if err := json.Unmarshal(out, &r); err != nil {
+			return false, fmt.Sprintf("scraper output %q: %v", out, err)
+		}
+		pod := r.Pods["default/ms"]
+		ok := r.Error == "" && r.Node[a.node] > 0 && pod.Containers["one"] > 0 && pod.Containers["two"] > 0 && pod.Containers["POD"] == 0
+		return ok, fmt.Sprintf("metrics-server decoded %s", out)
+	})
+}
