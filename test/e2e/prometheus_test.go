@@ -13,6 +13,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	docker "github.com/fsouza/go-dockerclient"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // The kubernetes-mixin's kubelet dashboard and alerts, at this commit of
@@ -270,5 +274,98 @@ func TestMetricsServerScrapesResourceMetrics(t *testing.T) {
 		pod := r.Pods["default/ms"]
 		ok := r.Error == "" && r.Node[a.node] > 0 && pod.Containers["one"] > 0 && pod.Containers["two"] > 0 && pod.Containers["POD"] == 0
 		return ok, fmt.Sprintf("metrics-server decoded %s", out)
+	})
+}
+
+// /metrics/cadvisor shows the node and this agent's containers only: a
+// container another agent owns is left out; a pod's network series are its
+// infra container's (container="POD"), none for an app container or for a
+// pod on the host's network; the machine, process and OOM series are there.
+func TestCadvisorMetricsAreThisAgentsPods(t *testing.T) {
+	a := startAgent(t, "--housekeeping-interval", "1s")
+	a.writeManifest("pods.yaml", lifecyclePod("netpod", "Always", `  containers:
+  - name: app
+    image: `+testImage+`
+    imagePullPolicy: IfNotPresent
+`)+"\n---\n"+lifecyclePod("hostpod", "Always", `  hostNetwork: true
+  containers:
+  - name: app
+    image: `+testImage+`
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "sleep 3600"]
+`))
+	a.waitRunning("netpod", "app")
+	a.waitRunning("hostpod", "app")
+	other, err := dockerc.CreateContainer(docker.CreateContainerOptions{
+		Name: "e2e-foreign-" + a.node,
+		Config: &docker.Config{Image: pauseImage, Labels: map[string]string{ownerLabel: a.node + "-other",
+			"io.kubernetes.pod.name": "netpod", "io.kubernetes.pod.namespace": "default", "io.kubernetes.container.name": "app"}},
+	})
+	must(t, err)
+	t.Cleanup(func() { _ = dockerc.RemoveContainer(docker.RemoveContainerOptions{ID: other.ID, Force: true}) })
+	must(t, dockerc.StartContainer(other.ID, nil))
+
+	type series struct{ name, pod, container, id string }
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		resp, err := http.Get(a.api(true) + "/metrics/cadvisor")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		mf, err := parser.TextToMetricFamilies(resp.Body)
+		if err != nil {
+			return false, err.Error()
+		}
+		var got []series
+		for name, f := range mf {
+			for _, m := range f.Metric {
+				s := series{name: name}
+				for _, l := range m.Label {
+					switch l.GetName() {
+					case "pod":
+						s.pod = l.GetValue()
+					case "container":
+						s.container = l.GetValue()
+					case "id":
+						s.id = l.GetValue()
+					}
+				}
+				got = append(got, s)
+			}
+		}
+		has := func(name, pod, container string) bool {
+			for _, s := range got {
+				if s.name == name && s.pod == pod && s.container == container {
+					return true
+				}
+			}
+			return false
+		}
+		for _, s := range got {
+			if strings.Contains(s.id, other.ID) {
+				t.Fatalf("a container of another owner is served: %+v", s)
+			}
+			if strings.HasPrefix(s.name, "container_network_") && s.id != "/" && (s.container != "POD" || s.pod == "hostpod") {
+				t.Fatalf("network series of %s/%s: only a pod's own infra container has them", s.pod, s.container)
+			}
+		}
+		for _, want := range []series{
+			{name: "container_network_receive_bytes_total", pod: "netpod", container: "POD"},
+			{name: "container_cpu_usage_seconds_total", pod: "netpod", container: "app"},
+			{name: "container_cpu_usage_seconds_total", pod: "hostpod", container: "app"},
+			{name: "container_processes", pod: "netpod", container: "app"},
+			{name: "container_threads", pod: "netpod", container: "app"},
+			{name: "container_file_descriptors", pod: "netpod", container: "app"},
+			{name: "container_sockets", pod: "netpod", container: "app"},
+			{name: "container_oom_events_total", pod: "netpod", container: "app"},
+			{name: "machine_cpu_cores"},
+			{name: "machine_memory_bytes"},
+		} {
+			if !has(want.name, want.pod, want.container) {
+				return false, fmt.Sprintf("no %s for %s/%s", want.name, want.pod, want.container)
+			}
+		}
+		return true, ""
 	})
 }

@@ -121,9 +121,9 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 		Config: func() any { return o.Configz() }, StatsErr: stats.Err(), Events: recorder}
 	if stats.Err() == nil {
 		deps.Stats = stats
-		if col, err := stats.Collector(); err == nil {
+		if cols, err := stats.Collectors(o.HostnameOverride); err == nil {
 			reg := prometheus.NewRegistry()
-			reg.MustRegister(col)
+			reg.MustRegister(cols...)
 			deps.CadvisorMetrics = reg
 		}
 	} else {

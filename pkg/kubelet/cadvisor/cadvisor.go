@@ -42,6 +42,8 @@ var includedMetrics = container.MetricSet{
 	container.CpuUsageMetrics:     struct{}{},
 	container.MemoryUsageMetrics:  struct{}{},
 	container.NetworkUsageMetrics: struct{}{},
+	container.ProcessMetrics:      struct{}{}, // processes, threads, sockets, file descriptors
+	container.OOMMetrics:          struct{}{},
 }
 
 // Interface is what the API needs from cAdvisor.
@@ -81,10 +83,13 @@ func New(dockerEndpoint string, interval time.Duration) *Client {
 	return &Client{m: m}
 }
 
-// Collector returns a Prometheus collector of container metrics, each
-// labelled with its pod, namespace and container name (and the image, the
-// container ID and cAdvisor's name), for /metrics/cadvisor.
-func (c *Client) Collector() (prometheus.Collector, error) {
+// Collectors returns the Prometheus collectors of /metrics/cadvisor: the
+// machine's (machine_cpu_cores, machine_memory_bytes, ...) and the
+// containers', each container of node's pods labelled with its pod,
+// namespace and container name (the infra container's is "POD"), besides
+// the image, the container ID and cAdvisor's name. Containers of other
+// owners keep empty pod labels, for the server to leave out.
+func (c *Client) Collectors(node string) ([]prometheus.Collector, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
@@ -93,13 +98,18 @@ func (c *Client) Collector() (prometheus.Collector, error) {
 		if len(ci.Aliases) > 0 {
 			set[cmetrics.LabelName] = ci.Aliases[0]
 		}
-		set["pod"] = ci.Spec.Labels[podNameLabel]
-		set["namespace"] = ci.Spec.Labels[podNamespaceLabel]
-		set["container"] = ci.Spec.Labels[containerNameLabel]
+		if ci.Spec.Labels[ownerLabel] == node {
+			set["pod"] = ci.Spec.Labels[podNameLabel]
+			set["namespace"] = ci.Spec.Labels[podNamespaceLabel]
+			set["container"] = ci.Spec.Labels[containerNameLabel]
+		}
 		return set
 	}
-	return cmetrics.NewPrometheusCollector(c.m, labels, includedMetrics, clock.RealClock{},
-		cadvisorapiv2.RequestOptions{IdType: cadvisorapiv2.TypeName, Count: 1, Recursive: true}), nil
+	return []prometheus.Collector{
+		cmetrics.NewPrometheusCollector(c.m, labels, includedMetrics, clock.RealClock{},
+			cadvisorapiv2.RequestOptions{IdType: cadvisorapiv2.TypeName, Count: 1, Recursive: true}),
+		cmetrics.NewPrometheusMachineCollector(c.m, includedMetrics),
+	}, nil
 }
 
 // The labels the agent puts on containers (pkg/dockertools), repeated here
@@ -108,6 +118,7 @@ const (
 	podNameLabel       = "io.kubernetes.pod.name"
 	podNamespaceLabel  = "io.kubernetes.pod.namespace"
 	containerNameLabel = "io.kubernetes.container.name"
+	ownerLabel         = "io.classic-kubelet.node"
 )
 
 // Err says why cAdvisor is unavailable (nil when it runs).

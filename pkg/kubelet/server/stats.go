@@ -13,10 +13,12 @@ import (
 	cadvisorapi "github.com/google/cadvisor/info/v1"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/classic-kubelet/kubelet/pkg/kubelet"
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
 // statsAvailable answers 503 with the reason when cAdvisor is not running.
@@ -288,7 +290,60 @@ func (s *Server) cadvisorMetrics(w http.ResponseWriter, r *http.Request, _ map[s
 		writeError(w, http.StatusServiceUnavailable, "container metrics are unavailable")
 		return
 	}
-	promhttp.HandlerFor(s.CadvisorMetrics, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	promhttp.HandlerFor(ownContainers{s.CadvisorMetrics, s.hostNetworkPods}, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+}
+
+// hostNetworkPods are the namespace/name of the desired pods on the host's
+// network.
+func (s *Server) hostNetworkPods() map[string]bool {
+	out := map[string]bool{}
+	for _, p := range s.Host.GetPods() {
+		if p.Spec.HostNetwork {
+			out[p.Namespace+"/"+p.Name] = true
+		}
+	}
+	return out
+}
+
+// ownContainers gathers cAdvisor's series of the node (its root cgroup and
+// machine) and of this agent's containers only, as the kubelet serves them:
+// the network series of a pod are its infra container's (every container
+// of a pod shares its network namespace, so each would report the same
+// traffic), and a pod on the host's network has none (they would be the
+// host's).
+type ownContainers struct {
+	g           prometheus.Gatherer
+	hostNetwork func() map[string]bool
+}
+
+func (o ownContainers) Gather() ([]*dto.MetricFamily, error) {
+	mfs, err := o.g.Gather()
+	hostNet := o.hostNetwork()
+	out := mfs[:0]
+	for _, mf := range mfs {
+		network := strings.HasPrefix(mf.GetName(), "container_network_")
+		kept := mf.Metric[:0]
+		for _, m := range mf.Metric {
+			l := map[string]string{}
+			for _, lp := range m.Label {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			id, perContainer := l["id"]
+			switch {
+			case !perContainer || id == "/":
+			case l["pod"] == "":
+				continue // another owner's container
+			case network && (l["container"] != kubecontainer.InfraContainerName || hostNet[l["namespace"]+"/"+l["pod"]]):
+				continue
+			}
+			kept = append(kept, m)
+		}
+		if len(kept) > 0 {
+			mf.Metric = kept
+			out = append(out, mf)
+		}
+	}
+	return out, err
 }
 
 var _ prometheus.Gatherer = (*prometheus.Registry)(nil)
