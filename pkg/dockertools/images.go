@@ -185,3 +185,24 @@ func (c *Client) ImageFsUsage(ctx context.Context) (int, error) {
 	}
 	return int(100 * (st.Blocks - st.Bavail) / st.Blocks), nil
 }
+
+// DiskUsage asks Docker what its images and the containers labelled
+// label=value hold on disk (docker system df: Docker walks every writable
+// layer, so this is for a background measurement, not a request).
+func (c *Client) DiskUsage(ctx context.Context, label, value string) (*kubecontainer.DiskUsage, error) {
+	du, err := c.c.DiskUsage(docker.DiskUsageOptions{Context: ctx})
+	if err != nil {
+		return nil, fmt.Errorf("docker system df: %w", translate(err))
+	}
+	info, err := c.c.Info()
+	if err != nil {
+		return nil, fmt.Errorf("docker info: %w", translate(err))
+	}
+	out := &kubecontainer.DiskUsage{Writable: map[string]int64{}, Images: du.LayersSize, RootDir: info.DockerRootDir}
+	for _, ct := range du.Containers {
+		if ct.Labels[label] == value {
+			out.Writable[ct.ID] = ct.SizeRw
+		}
+	}
+	return out, nil
+}

@@ -164,3 +164,10 @@ func (i instrumentedRuntime) Attach(ctx context.Context, id string, s kubecontai
 	i.observe("attach", start, err)
 	return err
 }
+
+func (i instrumentedRuntime) DiskUsage(ctx context.Context, label, value string) (*kubecontainer.DiskUsage, error) {
+	start := time.Now()
+	out, err := i.r.DiskUsage(ctx, label, value)
+	i.observe("image_fs_info", start, err)
+	return out, err
+}

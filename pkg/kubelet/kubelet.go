@@ -77,6 +77,9 @@ type Config struct {
 	Events *events.Recorder
 	// GCPeriod is how often garbage is collected (default a minute).
 	GCPeriod time.Duration
+	// DiskUsagePeriod is how often disk usage is measured (default 5
+	// minutes).
+	DiskUsagePeriod time.Duration
 	// PauseBinary, if set, is the pause program the infra image is built
 	// from when it is absent (never pulled).
 	PauseBinary string
@@ -129,6 +132,8 @@ type Kubelet struct {
 	records *podRecords // what is remembered of each pod between syncs
 
 	appArmor func() bool // whether the host enforces AppArmor; replaced in tests
+
+	disk atomic.Pointer[DiskStats] // the last disk usage measurement
 }
 
 // New returns a Kubelet; Run starts it.
@@ -227,6 +232,11 @@ func (k *Kubelet) Run(ctx context.Context, updates <-chan api.PodUpdate) {
 	go func() {
 		defer wg.Done()
 		k.runGC(ctx)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		k.runDiskUsage(ctx)
 	}()
 	for k.syncLoopIteration(ctx, workers, updates, k.dirty.ch, syncTicker.C, housekeeping.C) {
 	}

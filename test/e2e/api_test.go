@@ -26,6 +26,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
 func TestStatsAndMetrics(t *testing.T) {
@@ -340,4 +341,62 @@ func TestFullAccessPortRefusesOpenAddressWithoutClientCerts(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "client certificates") {
 		t.Errorf("agent on 0.0.0.0 without client certificates: err %v, output %s", err, out)
 	}
+}
+
+// /stats/summary carries the background disk measurement: a container's
+// writable layer and logs, the pod's ephemeral storage (with its emptyDir),
+// the image file system, and the agent's and Docker's system containers.
+func TestSummaryDiskUsage(t *testing.T) {
+	a := startAgent(t, "--disk-usage-period", "2s")
+	a.writeManifest("disk.yaml", lifecyclePod("disk", "Always", `  containers:
+  - name: writer
+    image: `+testImage+`
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "head -c 2097152 /dev/zero > /layer; head -c 3145728 /dev/zero > /scratch/vol; for i in $(seq 1 200); do echo log line $i; done; sleep 3600"]
+    volumeMounts: [{name: scratch, mountPath: /scratch}]
+  volumes:
+  - name: scratch
+    emptyDir: {}
+`))
+	a.waitRunning("disk", "writer")
+	var sum statsapi.Summary
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		code, body := httpGet(a.api(true) + "/stats/summary")
+		if code != 200 {
+			return false, fmt.Sprintf("%d %s", code, body)
+		}
+		sum = statsapi.Summary{}
+		if err := json.Unmarshal([]byte(body), &sum); err != nil {
+			return false, err.Error()
+		}
+		for _, p := range sum.Pods {
+			if p.PodRef.Name != "disk" || len(p.Containers) != 1 {
+				continue
+			}
+			c := p.Containers[0]
+			ok := c.Rootfs != nil && *c.Rootfs.UsedBytes >= 2<<20 && c.Logs != nil && *c.Logs.UsedBytes > 0 &&
+				p.EphemeralStorage != nil && *p.EphemeralStorage.UsedBytes >= 5<<20
+			return ok, fmt.Sprintf("rootfs %s, logs %s, ephemeral %s", fsUsed(c.Rootfs), fsUsed(c.Logs), fsUsed(p.EphemeralStorage))
+		}
+		return false, "pod disk not in the summary"
+	})
+	if rt := sum.Node.Runtime; rt == nil || rt.ImageFs == nil || *rt.ImageFs.UsedBytes == 0 || *rt.ImageFs.CapacityBytes == 0 {
+		t.Errorf("node.runtime.imageFs: %+v", sum.Node.Runtime)
+	}
+	names := map[string]bool{}
+	for _, c := range sum.Node.SystemContainers {
+		if c.CPU != nil && *c.CPU.UsageCoreNanoSeconds > 0 && c.Memory != nil && *c.Memory.RSSBytes > 0 {
+			names[c.Name] = true
+		}
+	}
+	if !names["kubelet"] || !names["runtime"] {
+		t.Errorf("system containers with CPU and memory: %v", names)
+	}
+}
+
+func fsUsed(fs *statsapi.FsStats) string {
+	if fs == nil || fs.UsedBytes == nil {
+		return "none"
+	}
+	return fmt.Sprint(*fs.UsedBytes)
 }

@@ -70,6 +70,7 @@ type Options struct {
 	InsecureFullAccess   bool          `yaml:"insecure-full-access"`
 	NodeLogDir           string        `yaml:"node-log-dir"`
 	HousekeepingInterval time.Duration `yaml:"housekeeping-interval"`
+	DiskUsagePeriod      time.Duration `yaml:"disk-usage-period"`
 	Profiling            bool          `yaml:"profiling"`
 	AllowPrivileged      bool          `yaml:"allow-privileged"`
 	SeccompDefault       bool          `yaml:"seccomp-default"`
@@ -118,6 +119,7 @@ func NewOptions() *Options {
 		EtcdResyncPeriod:                  time.Minute,
 		NodeLogDir:                        "/var/log",
 		HousekeepingInterval:              10 * time.Second,
+		DiskUsagePeriod:                   5 * time.Minute,
 		ClusterDomain:                     "cluster.local",
 		ResolvConf:                        "/etc/resolv.conf",
 		RegistryQPS:                       5,
@@ -173,6 +175,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.InsecureFullAccess, "insecure-full-access", o.InsecureFullAccess, "Allow the full-access port on a non-loopback address without client certificates (dangerous).")
 	fs.StringVar(&o.NodeLogDir, "node-log-dir", o.NodeLogDir, "Directory served at /logs/.")
 	fs.DurationVar(&o.HousekeepingInterval, "housekeeping-interval", o.HousekeepingInterval, "How often the embedded cAdvisor samples container stats.")
+	fs.DurationVar(&o.DiskUsagePeriod, "disk-usage-period", o.DiskUsagePeriod, "How often the disk usage of containers (writable layers, logs), pod volumes and images is measured, in the background, for /stats/summary.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve /debug/pprof/ on the full-access port.")
 	fs.BoolVar(&o.AllowPrivileged, "allow-privileged", o.AllowPrivileged, "Allow containers with securityContext.privileged.")
 	fs.BoolVar(&o.SeccompDefault, "seccomp-default", o.SeccompDefault, "Give containers without a seccompProfile Docker's default profile (false: unconfined, the kubelet's default).")
@@ -209,6 +212,7 @@ func (o *Options) Validate() error {
 		"--relist-period": o.RelistPeriod, "--backoff-initial": o.BackoffInitial, "--backoff-max": o.BackoffMax,
 		"--http-check-frequency": o.HTTPCheckFrequency, "--etcd-resync-period": o.EtcdResyncPeriod,
 		"--housekeeping-interval": o.HousekeepingInterval, "--gc-period": o.GCPeriod,
+		"--disk-usage-period": o.DiskUsagePeriod,
 	} {
 		if d <= 0 {
 			return fmt.Errorf("%s must be positive, got %v", name, d)

@@ -82,6 +82,7 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 			MaxTotal: o.MaximumDeadContainers},
 		ContainerLogDir: o.ContainerLogDir,
 		GCPeriod:        o.GCPeriod,
+		DiskUsagePeriod: o.DiskUsagePeriod,
 		PauseBinary:     pauseBinary(o.PodInfraContainerImage),
 		LogMaxSize:      logMax.Value(),
 		LogMaxFiles:     o.ContainerLogMaxFiles,

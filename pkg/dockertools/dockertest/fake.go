@@ -389,6 +389,11 @@ func (f *FakeClient) Attach(_ context.Context, id string, _ kubecontainer.Stream
 	return f.record("attach", id)
 }
 
+// DiskUsage implements the runtime's DiskUsage: nothing on disk.
+func (f *FakeClient) DiskUsage(context.Context, string, string) (*kubecontainer.DiskUsage, error) {
+	return &kubecontainer.DiskUsage{Writable: map[string]int64{}}, nil
+}
+
 // ImageUser implements the runtime's ImageUser: images run as root.
 func (f *FakeClient) ImageUser(_ context.Context, image string) (string, error) {
 	f.mu.Lock()

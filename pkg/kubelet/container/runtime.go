@@ -168,6 +168,16 @@ type Runtime interface {
 	// it exits or ctx ends the session.
 	Attach(ctx context.Context, containerID string, s Streams) error
 	Logs(ctx context.Context, id string, o LogOptions, w io.Writer) error
+	// DiskUsage measures what the containers labelled label=value and the
+	// images hold on disk. It is costly for the runtime: call it rarely.
+	DiskUsage(ctx context.Context, label, value string) (*DiskUsage, error)
+}
+
+// DiskUsage is what the runtime holds on disk.
+type DiskUsage struct {
+	Writable map[string]int64 // bytes of each container's writable layer, by ID
+	Images   int64            // bytes of all image layers (shared ones once)
+	RootDir  string           // the runtime's root directory, on the file system holding both
 }
 
 // TerminalSize is a terminal's size in characters.

@@ -41,6 +41,9 @@ type HostInterface interface {
 	FindContainer(namespace, pod, uid, container string, previous bool) (kubelet.ContainerRef, error)
 	// RunningPods are the pods as found in Docker, wanted or not.
 	RunningPods() []*v1.Pod
+	// DiskStats is the last background measurement of disk usage (nil
+	// before the first).
+	DiskStats() *kubelet.DiskStats
 	IsContainerLogFile(path string) bool
 	Health() (syncLoop, relist error)
 }

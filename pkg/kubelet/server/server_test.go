@@ -29,6 +29,7 @@ type fakeHost struct {
 	pods    []*v1.Pod
 	logFile string
 	relist  error
+	disk    *kubelet.DiskStats
 }
 
 func (f *fakeHost) FindContainer(ns, pod, uid, container string, previous bool) (kubelet.ContainerRef, error) {
@@ -60,7 +61,8 @@ func (fakeRuntime) PortForward(context.Context, string, int32, io.ReadWriteClose
 	return errors.New("not in unit tests")
 }
 
-func (f *fakeHost) GetPods() []*v1.Pod { return f.pods }
+func (f *fakeHost) GetPods() []*v1.Pod            { return f.pods }
+func (f *fakeHost) DiskStats() *kubelet.DiskStats { return f.disk }
 func (f *fakeHost) RunningPods() []*v1.Pod {
 	return []*v1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: "default", UID: "u-orphan"},
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "busybox"}}}}}

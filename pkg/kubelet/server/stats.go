@@ -151,22 +151,33 @@ func (s *Server) buildSummary() (*statsapi.Summary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("root container stats: %w", err)
 	}
+	disk := s.Host.DiskStats()
 	out := statsapi.Summary{Node: statsapi.NodeStats{
-		NodeName:  s.opts.NodeName,
-		StartTime: metav1.NewTime(root.Spec.CreationTime),
-		CPU:       cpuStats(root.Stats),
-		Memory:    memoryStats(root.Stats),
-		Network:   networkStats(root.Stats),
-		Fs:        fsStats(s.opts.RootDir),
+		NodeName:         s.opts.NodeName,
+		StartTime:        metav1.NewTime(root.Spec.CreationTime),
+		CPU:              cpuStats(root.Stats),
+		Memory:           memoryStats(root.Stats),
+		Network:          networkStats(root.Stats),
+		Fs:               fsStats(s.opts.RootDir),
+		SystemContainers: systemContainers(),
 	}, Pods: []statsapi.PodStats{}}
+	var runtimeFs *statsapi.FsStats // the file system of Docker's root: images, writable layers, logs
+	if disk != nil {
+		runtimeFs = fsStats(disk.Runtime.RootDir)
+		out.Node.Runtime = &statsapi.RuntimeStats{ImageFs: usedOn(runtimeFs, disk.Taken, disk.Runtime.Images)}
+	}
 	for _, pod := range s.Host.GetPods() {
 		ps := statsapi.PodStats{PodRef: statsapi.PodReference{Name: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID)}}
 		if pod.Status.StartTime != nil {
 			ps.StartTime = *pod.Status.StartTime
 		}
+		var ephemeral int64 // what the pod holds on the node's disk: layers, logs, volumes
 		if infra, err := s.Host.FindContainer(pod.Namespace, pod.Name, "", "POD", false); err == nil && infra.Running {
 			if ci, err := s.Stats.DockerContainer(infra.ID, req); err == nil {
 				ps.Network = networkStats(ci.Stats)
+			}
+			if disk != nil {
+				ephemeral += disk.Runtime.Writable[infra.ID] + disk.Logs[infra.ID]
 			}
 		}
 		var cpuTotal, cpuRate, mem, ws, rss uint64
@@ -182,6 +193,11 @@ func (s *Server) buildSummary() (*statsapi.Summary, error) {
 			}
 			c := statsapi.ContainerStats{Name: cs.Name, StartTime: cs.State.Running.StartedAt,
 				CPU: cpuStats(ci.Stats), Memory: memoryStats(ci.Stats)}
+			if id := strings.TrimPrefix(cs.ContainerID, "docker://"); disk != nil {
+				rootfs, logs := disk.Runtime.Writable[id], disk.Logs[id]
+				c.Rootfs, c.Logs = usedOn(runtimeFs, disk.Taken, rootfs), usedOn(runtimeFs, disk.Taken, logs)
+				ephemeral += rootfs + logs
+			}
 			ps.Containers = append(ps.Containers, c)
 			if c.CPU != nil && c.Memory != nil {
 				have = true
@@ -198,6 +214,10 @@ func (s *Server) buildSummary() (*statsapi.Summary, error) {
 		if have {
 			ps.CPU = &statsapi.CPUStats{Time: latest, UsageCoreNanoSeconds: &cpuTotal, UsageNanoCores: &cpuRate}
 			ps.Memory = &statsapi.MemoryStats{Time: latest, UsageBytes: &mem, WorkingSetBytes: &ws, RSSBytes: &rss}
+		}
+		if disk != nil {
+			ephemeral += disk.Volumes[pod.UID]
+			ps.EphemeralStorage = usedOn(fsStats(s.opts.RootDir), disk.Taken, ephemeral)
 		}
 		out.Pods = append(out.Pods, ps)
 	}
@@ -257,6 +277,17 @@ func networkStats(samples []*cadvisorapi.ContainerStats) *statsapi.NetworkStats 
 		}
 	}
 	return ns
+}
+
+// usedOn is the usage of something on file system fs (nil: unknown), as
+// measured at taken.
+func usedOn(fs *statsapi.FsStats, taken time.Time, used int64) *statsapi.FsStats {
+	u := uint64(max(used, 0))
+	st := &statsapi.FsStats{Time: metav1.NewTime(taken), UsedBytes: &u}
+	if fs != nil {
+		st.AvailableBytes, st.CapacityBytes, st.Inodes, st.InodesFree = fs.AvailableBytes, fs.CapacityBytes, fs.Inodes, fs.InodesFree
+	}
+	return st
 }
 
 // fsStats is the node file system holding dir, from statfs.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,11 @@ import (
 	cadvisorapi "github.com/google/cadvisor/info/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/classic-kubelet/kubelet/pkg/kubelet"
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
 // fakeStats is a cAdvisor with two samples per container, a second apart.
@@ -52,7 +58,11 @@ func TestStatsHandlersGolden(t *testing.T) {
 		Status: v1.PodStatus{StartTime: &start, ContainerStatuses: []v1.ContainerStatus{{Name: "server", ContainerID: "docker://abc",
 			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: start}}}}},
 	}}}
-	s := New(Deps{Host: host, Runtime: fakeRuntime{}, Sources: fakeSources{}, Stats: fakeStats{}}, Options{NodeName: "n", RootDir: t.TempDir()})
+	// A disk measurement: the pod's layers and logs, its volumes, images.
+	rootDir := t.TempDir()
+	host.disk = &kubelet.DiskStats{Taken: t0, Runtime: &kubecontainer.DiskUsage{Writable: map[string]int64{"abc": 1000, "infra": 10},
+		Images: 5 << 20, RootDir: rootDir}, Logs: map[string]int64{"abc": 200}, Volumes: map[types.UID]int64{"u1": 3000}}
+	s := New(Deps{Host: host, Runtime: fakeRuntime{}, Sources: fakeSources{}, Stats: fakeStats{}}, Options{NodeName: "n", RootDir: rootDir})
 	srv := httptest.NewServer(s.Handler(true))
 	defer srv.Close()
 	for path, golden := range map[string]string{
@@ -71,12 +81,26 @@ func TestStatsHandlersGolden(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("summary: %d %s", resp.StatusCode, body)
 	}
-	// The node file system comes from statfs of a temporary directory: drop
-	// it before comparing with the golden file.
-	if i := strings.Index(body, `"fs": {`); i >= 0 {
-		j := strings.Index(body[i:], "}")
-		body = body[:i] + `"fs": "<statfs>"` + body[i+j+1:]
+	// What comes from the host (statfs of a temporary directory, the test
+	// process as the agent's system container) is checked, then dropped
+	// before comparing with the golden file.
+	var sum statsapi.Summary
+	if err := json.Unmarshal([]byte(body), &sum); err != nil {
+		t.Fatal(err)
 	}
+	if len(sum.Node.SystemContainers) == 0 || sum.Node.SystemContainers[0].Name != "kubelet" ||
+		*sum.Node.SystemContainers[0].CPU.UsageCoreNanoSeconds == 0 || *sum.Node.SystemContainers[0].Memory.RSSBytes == 0 {
+		t.Errorf("system containers: %+v", sum.Node.SystemContainers)
+	}
+	if sum.Node.Fs == nil || *sum.Node.Fs.CapacityBytes == 0 || *sum.Node.Runtime.ImageFs.CapacityBytes == 0 {
+		t.Errorf("node file systems without capacity: %s", body)
+	}
+	sum.Node.SystemContainers, sum.Node.Fs = nil, nil
+	for _, fs := range []*statsapi.FsStats{sum.Node.Runtime.ImageFs, sum.Pods[0].EphemeralStorage, sum.Pods[0].Containers[0].Rootfs, sum.Pods[0].Containers[0].Logs} {
+		fs.AvailableBytes, fs.CapacityBytes, fs.Inodes, fs.InodesFree = nil, nil, nil, nil
+	}
+	data, _ := json.MarshalIndent(sum, "", "  ")
+	body = string(data) + "\n"
 	checkGolden(t, "summary.json", body)
 	if !strings.Contains(body, `"usageNanoCores": 250000000`) {
 		t.Errorf("summary lacks the CPU rate between the two samples: %s", body)
