@@ -280,9 +280,10 @@ func TestMetricsServerScrapesResourceMetrics(t *testing.T) {
 // /metrics/cadvisor shows the node and this agent's containers only: a
 // container another agent owns is left out; a pod's network series are its
 // infra container's (container="POD"), none for an app container or for a
-// pod on the host's network; the machine, process and OOM series are there.
+// pod on the host's network; the machine, process, OOM and (from the
+// agent's disk measurement) file system usage series are there.
 func TestCadvisorMetricsAreThisAgentsPods(t *testing.T) {
-	a := startAgent(t, "--housekeeping-interval", "1s")
+	a := startAgent(t, "--housekeeping-interval", "1s", "--disk-usage-period", "2s")
 	a.writeManifest("pods.yaml", lifecyclePod("netpod", "Always", `  containers:
   - name: app
     image: `+testImage+`
@@ -359,6 +360,7 @@ func TestCadvisorMetricsAreThisAgentsPods(t *testing.T) {
 			{name: "container_file_descriptors", pod: "netpod", container: "app"},
 			{name: "container_sockets", pod: "netpod", container: "app"},
 			{name: "container_oom_events_total", pod: "netpod", container: "app"},
+			{name: "container_fs_usage_bytes", pod: "netpod", container: "app"},
 			{name: "machine_cpu_cores"},
 			{name: "machine_memory_bytes"},
 		} {

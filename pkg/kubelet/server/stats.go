@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
 	"syscall"
@@ -321,7 +322,7 @@ func (s *Server) cadvisorMetrics(w http.ResponseWriter, r *http.Request, _ map[s
 		writeError(w, http.StatusServiceUnavailable, "container metrics are unavailable")
 		return
 	}
-	promhttp.HandlerFor(ownContainers{s.CadvisorMetrics, s.hostNetworkPods}, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	promhttp.HandlerFor(ownContainers{s.CadvisorMetrics, s.hostNetworkPods, s.Host.DiskStats()}, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 }
 
 // hostNetworkPods are the namespace/name of the desired pods on the host's
@@ -342,9 +343,15 @@ func (s *Server) hostNetworkPods() map[string]bool {
 // of a pod shares its network namespace, so each would report the same
 // traffic), and a pod on the host's network has none (they would be the
 // host's).
+//
+// cAdvisor reports no file system usage on this storage driver: the
+// writable layer and log usage of the agent's own measurement (disk, nil
+// before the first) is added as container_fs_usage_bytes, labelled as the
+// container's other series.
 type ownContainers struct {
 	g           prometheus.Gatherer
 	hostNetwork func() map[string]bool
+	disk        *kubelet.DiskStats
 }
 
 func (o ownContainers) Gather() ([]*dto.MetricFamily, error) {
@@ -374,7 +381,44 @@ func (o ownContainers) Gather() ([]*dto.MetricFamily, error) {
 			out = append(out, mf)
 		}
 	}
+	if fs := o.fsUsage(out); fs != nil {
+		out = append(out, fs)
+	}
 	return out, err
+}
+
+// fsUsage is container_fs_usage_bytes of each container with a measured
+// disk usage, labelled as its container_last_seen series.
+func (o ownContainers) fsUsage(families []*dto.MetricFamily) *dto.MetricFamily {
+	if o.disk == nil {
+		return nil
+	}
+	ms := []*dto.Metric{}
+	stamp := o.disk.Taken.UnixMilli()
+	for _, mf := range families {
+		if mf.GetName() != "container_last_seen" {
+			continue
+		}
+		for _, m := range mf.Metric {
+			var id string
+			for _, l := range m.Label {
+				if l.GetName() == "id" {
+					id = path.Base(l.GetValue())
+				}
+			}
+			used, ok := o.disk.Runtime.Writable[id]
+			if !ok {
+				continue
+			}
+			v := float64(used + o.disk.Logs[id])
+			ms = append(ms, &dto.Metric{Label: m.Label, Gauge: &dto.Gauge{Value: &v}, TimestampMs: &stamp})
+		}
+	}
+	if len(ms) == 0 {
+		return nil
+	}
+	name, help, typ := "container_fs_usage_bytes", "Number of bytes that are consumed by the container on this filesystem.", dto.MetricType_GAUGE
+	return &dto.MetricFamily{Name: &name, Help: &help, Type: &typ, Metric: ms}
 }
 
 var _ prometheus.Gatherer = (*prometheus.Registry)(nil)
