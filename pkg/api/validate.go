@@ -150,11 +150,16 @@ func validateSpec(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.Erro
 		}
 		names.Insert(c.Name)
 		// As Kubernetes: an init container runs to completion, so probes and
-		// hooks have no meaning; its ports are never published.
+		// hooks have no meaning; a sidecar (restartPolicy Always) runs
+		// beside the app containers and may have them. Ports are never
+		// published.
+		if c.RestartPolicy != nil && !IsSidecar(c) {
+			errs = append(errs, field.NotSupported(cp.Child("restartPolicy"), *c.RestartPolicy, []string{string(v1.ContainerRestartPolicyAlways)}))
+		}
 		for name, set := range map[string]bool{"livenessProbe": c.LivenessProbe != nil, "readinessProbe": c.ReadinessProbe != nil,
 			"startupProbe": c.StartupProbe != nil, "lifecycle": c.Lifecycle != nil} {
-			if set {
-				errs = append(errs, field.Forbidden(cp.Child(name), "may not be set for init containers"))
+			if set && !IsSidecar(c) {
+				errs = append(errs, field.Forbidden(cp.Child(name), "may not be set for init containers without restartPolicy: Always"))
 			}
 		}
 		for j, port := range c.Ports {
@@ -168,6 +173,9 @@ func validateSpec(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.Erro
 		cp := p.Child("containers").Index(i)
 		c := &spec.Containers[i]
 		errs = append(errs, validateContainer(c, cp, volumes, spec.HostNetwork, ignored)...)
+		if c.RestartPolicy != nil {
+			errs = append(errs, field.Forbidden(cp.Child("restartPolicy"), "only init containers may set it (restartPolicy: Always makes a sidecar)"))
+		}
 		if names.Has(c.Name) {
 			errs = append(errs, field.Duplicate(cp.Child("name"), c.Name))
 		}
@@ -714,4 +722,11 @@ func HostPorts(pod *v1.Pod) []HostPort {
 		}
 	}
 	return out
+}
+
+// IsSidecar reports whether an init container is a sidecar: restartPolicy
+// Always keeps it running beside the app containers, as Kubernetes' native
+// sidecars.
+func IsSidecar(c *v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 }

@@ -147,6 +147,21 @@ func TestValidate(t *testing.T) {
 		{"init container probe", func(p *v1.Pod) {
 			p.Spec.InitContainers = []v1.Container{{Name: "init", Image: "i:1", LivenessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}}}
 		}, "spec.initContainers[0].livenessProbe: Forbidden"},
+		{"sidecar with probes and a preStop hook", func(p *v1.Pod) {
+			always := v1.ContainerRestartPolicyAlways
+			exec := v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}
+			p.Spec.InitContainers = []v1.Container{{Name: "log", Image: "i:1", RestartPolicy: &always,
+				StartupProbe: &v1.Probe{ProbeHandler: exec}, ReadinessProbe: &v1.Probe{ProbeHandler: exec}, LivenessProbe: &v1.Probe{ProbeHandler: exec},
+				Lifecycle: &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: exec.Exec}}}}
+		}, ""},
+		{"init container restartPolicy other than Always", func(p *v1.Pod) {
+			never := v1.ContainerRestartPolicy("Never")
+			p.Spec.InitContainers = []v1.Container{{Name: "init", Image: "i:1", RestartPolicy: &never}}
+		}, "spec.initContainers[0].restartPolicy: Unsupported value"},
+		{"app container restartPolicy", func(p *v1.Pod) {
+			always := v1.ContainerRestartPolicyAlways
+			c0(p).RestartPolicy = &always
+		}, "spec.containers[0].restartPolicy: Forbidden"},
 		{"security context", func(p *v1.Pod) { c0(p).SecurityContext = &v1.SecurityContext{RunAsUser: new(int64)} }, ""},
 		{"seccomp RuntimeDefault (kubeadm's static pods)", func(p *v1.Pod) {
 			p.Spec.SecurityContext = &v1.PodSecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault}}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -32,26 +33,17 @@ func (k *Kubelet) killPod(ctx context.Context, uid types.UID, pod *v1.Pod, state
 	acted := state != nil && len(state.Containers) > 0
 	if acted {
 		glog.Infof("Killing pod %s/%s (uid %s)", state.Namespace, state.Name, uid)
-		var apps, infra []*kubecontainer.ContainerState
+		var running []*kubecontainer.ContainerState
 		for _, c := range state.Containers {
-			switch {
-			case !c.Running:
-			case c.Name == infraName:
-				infra = append(infra, c)
-			default:
-				apps = append(apps, c)
+			if c.Running {
+				running = append(running, c)
 			}
 		}
 		grace := labelGrace(state)
 		if pod != nil {
 			grace = gracePeriod(pod)
 		}
-		// Apps first: the infra container holds the network they may still
-		// use while shutting down.
-		if err := k.stopAll(ctx, pod, state, apps, grace); err != nil {
-			return true, err
-		}
-		if err := k.stopAll(ctx, pod, state, infra, grace); err != nil {
+		if err := k.stopAll(ctx, pod, state, running, grace); err != nil {
 			return true, err
 		}
 		for _, c := range state.Containers {
@@ -67,48 +59,101 @@ func (k *Kubelet) killPod(ctx context.Context, uid types.UID, pod *v1.Pod, state
 	return acted, nil
 }
 
-// stopAll stops containers in parallel, each with the grace period.
+// stopAll stops containers within one grace period, in the order the
+// kubelet terminates a pod: every preStop hook starts at once; an app
+// container gets its stop signal when its hook is done; sidecars only once
+// every app container is gone, the last declared first; the infra container
+// (which holds the network the others may use while they shut down) last.
+// A grace of 0 kills everything at once, without hooks: for containers
+// whose sandbox is gone.
 func (k *Kubelet) stopAll(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, cs []*kubecontainer.ContainerState, grace time.Duration) error {
+	if grace == 0 {
+		return parallel(cs, func(c *kubecontainer.ContainerState) error { return k.docker.Stop(ctx, c.ID, 0) })
+	}
+	deadline := time.Now().Add(grace)
+	var apps, sidecars, infra []*kubecontainer.ContainerState
+	hooks := map[string]<-chan struct{}{} // by container ID: closed when its preStop hook is done
+	for _, c := range cs {
+		if c.Name == infraName {
+			infra = append(infra, c)
+			continue
+		}
+		if spec := containerSpec(pod, c.Name); spec != nil && api.IsSidecar(spec) {
+			sidecars = append(sidecars, c)
+		} else {
+			apps = append(apps, c)
+		}
+		hooks[c.ID] = k.preStop(ctx, pod, state, c, deadline)
+	}
+	stop := func(c *kubecontainer.ContainerState) error {
+		if done := hooks[c.ID]; done != nil {
+			<-done
+		}
+		return k.docker.Stop(ctx, c.ID, max(time.Until(deadline), minStopGrace))
+	}
+	errs := []error{parallel(apps, stop)}
+	sort.SliceStable(sidecars, func(i, j int) bool { return initIndex(pod, sidecars[i].Name) > initIndex(pod, sidecars[j].Name) })
+	for _, c := range sidecars {
+		errs = append(errs, stop(c))
+	}
+	errs = append(errs, parallel(infra, stop))
+	return errors.Join(errs...)
+}
+
+// parallel runs f on each container at once and joins the errors.
+func parallel(cs []*kubecontainer.ContainerState, f func(*kubecontainer.ContainerState) error) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(cs))
 	for i, c := range cs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = k.stopContainer(ctx, pod, state, c, grace)
+			errs[i] = f(c)
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-// stopContainer runs the container's preStop hook (when its spec is known),
-// then has Docker send the image's stop signal and kill the container after
-// what remains of the grace period (at least minStopGrace). A grace of 0
-// kills at once, without hooks: for containers whose sandbox is gone.
-func (k *Kubelet) stopContainer(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, c *kubecontainer.ContainerState, grace time.Duration) error {
-	if grace == 0 {
-		return k.docker.Stop(ctx, c.ID, 0)
+// initIndex is the position of an init container in the pod's spec.
+func initIndex(pod *v1.Pod, name string) int {
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return i
+		}
 	}
-	deadline := time.Now().Add(grace)
-	if pod != nil && c.Name != infraName {
+	return -1
+}
+
+// preStop runs the container's preStop hook (when its spec is known) in the
+// background, bounded by the grace deadline; the channel closes when it is
+// done.
+func (k *Kubelet) preStop(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, c *kubecontainer.ContainerState, deadline time.Time) <-chan struct{} {
+	done := make(chan struct{})
+	if pod != nil {
 		k.cfg.Events.Event(events.PodRef(pod, c.Name), false, "Killing", "Stopping container %s", c.Name)
 	}
-	if spec := containerSpec(pod, c.Name); spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil {
-		podIP := ""
-		if infra := state.RunningInfra(); infra != nil {
-			podIP = infra.IP
-		}
-		if pod.Spec.HostNetwork {
-			podIP = hostNetworkIP
-		}
+	spec := containerSpec(pod, c.Name)
+	if spec == nil || spec.Lifecycle == nil || spec.Lifecycle.PreStop == nil {
+		close(done)
+		return done
+	}
+	podIP := ""
+	if infra := state.RunningInfra(); infra != nil {
+		podIP = infra.IP
+	}
+	if pod.Spec.HostNetwork {
+		podIP = hostNetworkIP
+	}
+	go func() {
+		defer close(done)
 		hctx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
 		if err := k.runHook(hctx, pod, spec, c.ID, podIP, spec.Lifecycle.PreStop); err != nil {
 			glog.Errorf("Pod %s: preStop hook of %s: %v", api.Key(pod), c.Name, err)
 		}
-		cancel()
-	}
-	return k.docker.Stop(ctx, c.ID, max(time.Until(deadline), minStopGrace))
+	}()
+	return done
 }
 
 // containerSpec finds a container (app or init) of the pod by name.

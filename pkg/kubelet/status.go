@@ -110,6 +110,7 @@ func (k *Kubelet) podStatus(pod *v1.Pod, state *kubecontainer.PodState) v1.PodSt
 	}
 
 	initDone := true
+	sidecars, sidecarsReady := 0, 0
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		var instances []*kubecontainer.ContainerState
@@ -118,11 +119,24 @@ func (k *Kubelet) podStatus(pod *v1.Pod, state *kubecontainer.PodState) v1.PodSt
 				instances = append(instances, inst)
 			}
 		}
-		cs := k.containerStatus(pod, c, instances, finished, true, reasonCreating)
-		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
-			initDone = false
+		cs := k.containerStatus(pod, c, instances, finished, !api.IsSidecar(c), reasonCreating)
+		if api.IsSidecar(c) {
+			// A sidecar initializes the pod once started; its readiness
+			// counts in the pod's, as its probe (or running) says.
+			sidecarStarted := cs.State.Running != nil && cs.Started != nil && *cs.Started
+			if !sidecarStarted && !initializedBefore(pod, state, current) {
+				initDone = false
+			}
+			sidecars++
+			if cs.State.Running != nil && cs.Ready {
+				sidecarsReady++
+			}
+		} else {
+			if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+				initDone = false
+			}
+			cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 		}
-		cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 	}
 
@@ -165,7 +179,7 @@ func (k *Kubelet) podStatus(pod *v1.Pod, state *kubecontainer.PodState) v1.PodSt
 		}
 		return v1.PodCondition{Type: t, Status: v1.ConditionFalse, Reason: reason}
 	}
-	allReady := n > 0 && ready == n
+	allReady := n > 0 && ready == n && sidecarsReady == sidecars
 	st.Conditions = k.status.Stamp(pod.UID, []v1.PodCondition{
 		cond(v1.PodInitialized, initDone, "ContainersNotInitialized"),
 		cond(v1.ContainersReady, allReady, "ContainersNotReady"),
@@ -210,7 +224,7 @@ func (k *Kubelet) containerStatus(pod *v1.Pod, c *v1.Container, instances []*kub
 		cs.Ready = k.probes.Ready(c, last.ID)
 	case last.Status == "created" && !last.FailedToStart():
 		cs.State.Waiting = waitingFor(reasonCreating)
-	case !finished && last.Hash == dockertools.HashContainer(pod, c) && shouldRestart(pod.Spec.RestartPolicy, last.ExitCode) &&
+	case !finished && last.Hash == dockertools.HashContainer(pod, c) && shouldRestart(restartPolicyOf(pod, c), last.ExitCode) &&
 		!(init && last.ExitCode == 0):
 		// Exited and due for a restart: waiting, the exit as last state.
 		cs.State.Waiting = waitingFor(reasonCrashLoop)
@@ -327,6 +341,20 @@ func nodeIP() string {
 		}
 	}
 	return ""
+}
+
+// initializedBefore reports whether an app container of the pod has started
+// in its current incarnation: the pod got past its init containers, and a
+// sidecar restarting since does not make it uninitialized.
+func initializedBefore(pod *v1.Pod, state *kubecontainer.PodState, current func(*kubecontainer.ContainerState) bool) bool {
+	for _, c := range pod.Spec.Containers {
+		for _, inst := range state.Instances(c.Name) {
+			if current(inst) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // observeStart records the pod's start in the kubelet's metrics the first

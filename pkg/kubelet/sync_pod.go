@@ -34,14 +34,19 @@ type podActions struct {
 
 // computePodActions compares a pod's spec with its containers. It is pure:
 // every decision is made here, so it is tested without Docker. unhealthy
-// reports running containers that failed their liveness or startup probe.
-func computePodActions(pod *v1.Pod, state *kubecontainer.PodState, now time.Time, bo *backoff, unhealthy func(id string) bool) podActions {
+// reports running containers that failed their liveness or startup probe;
+// started, whether a running sidecar has passed its startup probe (nil:
+// every one has).
+func computePodActions(pod *v1.Pod, state *kubecontainer.PodState, now time.Time, bo *backoff, unhealthy func(id string) bool, started func(c *v1.Container, id string) bool) podActions {
 	a := podActions{startInit: -1, restarts: map[string]int{}, crashed: map[string]string{}, killReasons: map[string]string{}}
 	if state == nil {
 		state = &kubecontainer.PodState{}
 	}
 	if unhealthy == nil {
 		unhealthy = func(string) bool { return false }
+	}
+	if started == nil {
+		started = func(*v1.Container, string) bool { return true }
 	}
 	if pod.Annotations[api.RestoredAnnotation] != "" && state.RunningInfra() == nil {
 		// Restored from an old checkpoint generation: it may have been
@@ -87,7 +92,7 @@ func computePodActions(pod *v1.Pod, state *kubecontainer.PodState, now time.Time
 		if last != nil && last.Hash != hash {
 			last = nil // a changed spec starts afresh
 		}
-		if last != nil && !shouldRestart(pod.Spec.RestartPolicy, last.ExitCode) {
+		if last != nil && !shouldRestart(restartPolicyOf(pod, c), last.ExitCode) {
 			return "done"
 		}
 		key := backoffKey(pod.UID, c.Name, hash)
@@ -108,7 +113,17 @@ func computePodActions(pod *v1.Pod, state *kubecontainer.PodState, now time.Time
 	}
 
 	inSpec := map[string]bool{infraName: true}
-	// Init containers run one at a time, in order, each to success.
+	// Once an app container has started in this incarnation the pod is
+	// initialized: a sidecar restarting later holds nothing back.
+	initialized := false
+	for _, c := range pod.Spec.Containers {
+		for _, inst := range state.Instances(c.Name) {
+			initialized = initialized || current(inst)
+		}
+	}
+	// Init containers run one at a time, in order, each to success; a
+	// sidecar (restartPolicy Always) instead to started, and is kept
+	// running.
 	initDone := true
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
@@ -125,6 +140,25 @@ func computePodActions(pod *v1.Pod, state *kubecontainer.PodState, now time.Time
 			} else if last == nil && current(inst) {
 				last = inst
 			}
+		}
+		if api.IsSidecar(c) {
+			switch {
+			case last != nil && last.Running && unhealthy(last.ID):
+				a.kill = append(a.kill, last)
+				a.killReasons[last.ID] = "unhealthy"
+				initDone = initialized // restarted once it has exited
+			case last != nil && last.Running:
+				initDone = initialized || started(c, last.ID)
+			default:
+				initDone = initialized
+				// One init container starts per sync; another sidecar
+				// that is down starts on the next.
+				if a.startInit < 0 && restartDecision(c, hash, last) == "start" {
+					a.startInit = i
+					a.restarts[c.Name] = restartCount(instances)
+				}
+			}
+			continue
 		}
 		switch {
 		case last != nil && last.Running:
@@ -239,8 +273,9 @@ func podFinished(pod *v1.Pod, state *kubecontainer.PodState) bool {
 		}
 	}
 	if pod.Spec.RestartPolicy == v1.RestartPolicyNever && !appStarted {
-		for _, c := range pod.Spec.InitContainers {
-			if inst := state.Instances(c.Name); len(inst) > 0 && !inst[0].Running && inst[0].ExitCode != 0 {
+		for i := range pod.Spec.InitContainers {
+			c := &pod.Spec.InitContainers[i]
+			if inst := state.Instances(c.Name); !api.IsSidecar(c) && len(inst) > 0 && !inst[0].Running && inst[0].ExitCode != 0 {
 				return true
 			}
 		}
@@ -254,6 +289,15 @@ func podFinished(pod *v1.Pod, state *kubecontainer.PodState) bool {
 		}
 	}
 	return true
+}
+
+// restartPolicyOf is the restart policy of one container: the pod's, but
+// a sidecar restarts whatever the pod's policy.
+func restartPolicyOf(pod *v1.Pod, c *v1.Container) v1.RestartPolicy {
+	if api.IsSidecar(c) {
+		return v1.RestartPolicyAlways
+	}
+	return pod.Spec.RestartPolicy
 }
 
 func shouldRestart(policy v1.RestartPolicy, exitCode int) bool {
@@ -282,7 +326,7 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *kubecontainer
 	a := computePodActions(pod, state, time.Now(), k.backoff, func(id string) bool {
 		bad, _ := k.probes.Unhealthy(id)
 		return bad
-	})
+	}, k.probes.Started)
 	acted := a.createInfra || a.startInit >= 0 || len(a.start) > 0 || len(a.kill) > 0
 	if !a.retryAt.IsZero() {
 		k.retries.add(pod.UID, a.retryAt) // nothing else may wake the pod when its back-off ends
@@ -346,10 +390,12 @@ func (k *Kubelet) applyActions(ctx context.Context, pod *v1.Pod, state *kubecont
 		}
 		return err
 	}
-	if a.startInit >= 0 {
-		return start(&pod.Spec.InitContainers[a.startInit])
-	}
 	var errs []error
+	if a.startInit >= 0 {
+		if err := start(&pod.Spec.InitContainers[a.startInit]); err != nil {
+			return err
+		}
+	}
 	for _, i := range a.start {
 		if err := start(&pod.Spec.Containers[i]); err != nil {
 			errs = append(errs, err)
@@ -412,7 +458,8 @@ func retryAtOnce(err error) bool {
 	return errors.Is(err, kubecontainer.ErrRuntimeUnavailable) || errors.Is(err, context.Canceled)
 }
 
-// syncProbes points the pod's probe workers at its running app containers.
+// syncProbes points the pod's probe workers at its running app containers
+// and sidecars.
 func (k *Kubelet) syncProbes(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, a podActions) {
 	killed := map[string]bool{}
 	for _, c := range a.kill {
@@ -426,7 +473,13 @@ func (k *Kubelet) syncProbes(ctx context.Context, pod *v1.Pod, state *kubecontai
 		podIP = hostNetworkIP
 	}
 	var targets []prober.Target
-	for _, c := range pod.Spec.Containers {
+	probed := pod.Spec.Containers
+	for _, c := range pod.Spec.InitContainers {
+		if api.IsSidecar(&c) {
+			probed = append(probed[:len(probed):len(probed)], c)
+		}
+	}
+	for _, c := range probed {
 		inst := state.Instances(c.Name)
 		if len(inst) == 0 || !inst[0].Running || killed[inst[0].ID] {
 			continue

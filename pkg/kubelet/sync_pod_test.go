@@ -149,6 +149,33 @@ func TestComputePodActions(t *testing.T) {
 		{"init failed under Never: pod failed, infra stopped", withInit(v1.RestartPolicyNever), func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, infraName, true, 0, ""), b.c(p, "i1", false, 1, ""))
 		}, "kill:POD-1"},
+		{"sidecar: started first", withSidecar(v1.RestartPolicyNever), func(b *builder, p *v1.Pod) *kubecontainer.PodState {
+			return state(b.c(p, infraName, true, 0, ""))
+		}, "init:s1#0"},
+		{"sidecar: the next init container starts once it runs", withSidecar(v1.RestartPolicyNever), func(b *builder, p *v1.Pod) *kubecontainer.PodState {
+			return state(b.c(p, infraName, true, 0, ""), b.c(p, "s1", true, 0, ""))
+		}, "init:i2#0"},
+		{"sidecar: waits for its startup probe", withSidecar(v1.RestartPolicyNever), func(b *builder, p *v1.Pod) *kubecontainer.PodState {
+			infra := b.c(p, infraName, true, 0, "")
+			s1 := b.c(p, "s1", true, 0, "")
+			s1.ID = "unstarted-s1"
+			return state(infra, s1)
+		}, ""},
+		{"sidecar: kept running beside the apps", withSidecar(v1.RestartPolicyNever), func(b *builder, p *v1.Pod) *kubecontainer.PodState {
+			return state(b.c(p, infraName, true, 0, ""), b.c(p, "s1", true, 0, ""), b.c(p, "i2", false, 0, ""))
+		}, "start:a#0"},
+		{"sidecar: restarted under Never, apps untouched", withSidecar(v1.RestartPolicyNever), func(b *builder, p *v1.Pod) *kubecontainer.PodState {
+			return state(b.c(p, infraName, true, 0, ""), b.c(p, "s1", false, 1, ""), b.c(p, "i2", false, 0, ""), b.c(p, "a", true, 0, ""))
+		}, "init:s1#1"},
+		{"sidecar: failed liveness kills it", withSidecar(v1.RestartPolicyAlways), func(b *builder, p *v1.Pod) *kubecontainer.PodState {
+			infra := b.c(p, infraName, true, 0, "")
+			s1 := b.c(p, "s1", true, 0, "")
+			s1.ID = "sick-s1"
+			return state(infra, s1, b.c(p, "i2", false, 0, ""), b.c(p, "a", true, 0, ""))
+		}, "kill:sick-s1"},
+		{"sidecar: pod done when its apps are; sidecar stopped", withSidecar(v1.RestartPolicyNever), func(b *builder, p *v1.Pod) *kubecontainer.PodState {
+			return state(b.c(p, infraName, true, 0, ""), b.c(p, "s1", true, 0, ""), b.c(p, "i2", false, 0, ""), b.c(p, "a", false, 0, ""))
+		}, "kill:POD-1,s1-2"},
 		{"container removed from spec is stopped and removed", testPod(v1.RestartPolicyAlways, "a"), func(b *builder, p *v1.Pod) *kubecontainer.PodState {
 			return state(b.c(p, infraName, true, 0, ""), b.c(p, "a", true, 0, ""), b.c(p, "gone", true, 0, "h"), b.c(p, "gone", false, 0, "h"))
 		}, "kill:gone-3"},
@@ -157,7 +184,8 @@ func TestComputePodActions(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			b := &builder{t0: time.Now().Add(-time.Hour)}
 			unhealthy := func(id string) bool { return strings.HasPrefix(id, "sick") }
-			a := computePodActions(c.pod, c.state(b, c.pod), time.Now(), newBackoff(0, 0), unhealthy)
+			started := func(_ *v1.Container, id string) bool { return !strings.HasPrefix(id, "unstarted") }
+			a := computePodActions(c.pod, c.state(b, c.pod), time.Now(), newBackoff(0, 0), unhealthy, started)
 			if got := summarize(c.pod, a); got != c.want {
 				t.Errorf("actions %q, want %q", got, c.want)
 			}
@@ -175,17 +203,17 @@ func TestComputePodActionsBackoff(t *testing.T) {
 	now := crashed.FinishedAt
 
 	// The first restart is immediate.
-	if got := summarize(pod, computePodActions(pod, state(infra, crashed), now, bo, nil)); got != "start:a#1" {
+	if got := summarize(pod, computePodActions(pod, state(infra, crashed), now, bo, nil, nil)); got != "start:a#1" {
 		t.Fatalf("first crash: %q", got)
 	}
 	bo.restarted(key, now)
 	// The next waits 10 s from the exit, then 20, then 40 (max), then 40.
 	for _, wait := range []time.Duration{10, 20, 40, 40} {
 		wait *= time.Second
-		if got := summarize(pod, computePodActions(pod, state(infra, crashed), now.Add(wait-time.Millisecond), bo, nil)); got != "backoff:a" {
+		if got := summarize(pod, computePodActions(pod, state(infra, crashed), now.Add(wait-time.Millisecond), bo, nil, nil)); got != "backoff:a" {
 			t.Fatalf("before %v: %q, want backoff", wait, got)
 		}
-		if got := summarize(pod, computePodActions(pod, state(infra, crashed), now.Add(wait), bo, nil)); got != "start:a#1" {
+		if got := summarize(pod, computePodActions(pod, state(infra, crashed), now.Add(wait), bo, nil, nil)); got != "start:a#1" {
 			t.Fatalf("at %v: %q, want a restart", wait, got)
 		}
 		bo.restarted(key, now)
@@ -193,7 +221,7 @@ func TestComputePodActionsBackoff(t *testing.T) {
 	// A container that ran ten minutes resets the back-off.
 	longRun := *crashed
 	longRun.StartedAt = crashed.FinishedAt.Add(-backoffReset)
-	if got := summarize(pod, computePodActions(pod, state(infra, &longRun), now, bo, nil)); got != "start:a#1" {
+	if got := summarize(pod, computePodActions(pod, state(infra, &longRun), now, bo, nil, nil)); got != "start:a#1" {
 		t.Errorf("after a long run: %q, want an immediate restart", got)
 	}
 }
@@ -219,6 +247,15 @@ func TestBackoffDefaults(t *testing.T) {
 	if len(bo.entries) != 0 {
 		t.Error("gc kept a stale entry")
 	}
+}
+
+// withSidecar is a pod with init containers s1 (a sidecar) then i2, and
+// app a.
+func withSidecar(policy v1.RestartPolicy) *v1.Pod {
+	p := withInit(policy)
+	always := v1.ContainerRestartPolicyAlways
+	p.Spec.InitContainers[0].Name, p.Spec.InitContainers[0].RestartPolicy = "s1", &always
+	return p
 }
 
 func withInit(policy ...v1.RestartPolicy) *v1.Pod {
@@ -274,17 +311,17 @@ func TestComputePodActionsFailureBackoff(t *testing.T) {
 		failed.Status, failed.Error = "created", "exec: \"/no/such\": not found"
 		failed.StartedAt, failed.FinishedAt = time.Time{}, time.Time{}
 		now := failed.CreatedAt
-		if got := summarize(pod, computePodActions(pod, state(infra, failed), now, bo, nil)); got != "start:a#1" {
+		if got := summarize(pod, computePodActions(pod, state(infra, failed), now, bo, nil, nil)); got != "start:a#1" {
 			t.Fatalf("first failure: %q, want an immediate retry", got)
 		}
 		bo.restarted(backoffKey(pod.UID, "a", hash), now)
 		retry := *failed
 		retry.ID, retry.CreatedAt, retry.RestartCount = "a-retry", now.Add(time.Millisecond), 1
 		st := state(infra, &retry, failed)
-		if got := summarize(pod, computePodActions(pod, st, now.Add(5*time.Second), bo, nil)); got != "backoff:a" {
+		if got := summarize(pod, computePodActions(pod, st, now.Add(5*time.Second), bo, nil, nil)); got != "backoff:a" {
 			t.Fatalf("second failure after 5 s: %q, want back-off", got)
 		}
-		if got := summarize(pod, computePodActions(pod, st, now.Add(11*time.Second), bo, nil)); got != "start:a#2" {
+		if got := summarize(pod, computePodActions(pod, st, now.Add(11*time.Second), bo, nil, nil)); got != "start:a#2" {
 			t.Fatalf("second failure after 11 s: %q, want a retry", got)
 		}
 		if podFinished(pod, st) {
@@ -297,22 +334,22 @@ func TestComputePodActionsFailureBackoff(t *testing.T) {
 		key := backoffKey(pod.UID, "a", hash)
 		now := t0
 		bo.failed(key, now)
-		a := computePodActions(pod, state(infra), now, bo, nil)
+		a := computePodActions(pod, state(infra), now, bo, nil, nil)
 		if got := summarize(pod, a); got != "start:a#0" || a.crashed["a"] != key {
 			t.Fatalf("first create failure: %q (crashed %v), want an immediate retry counted as one", got, a.crashed)
 		}
 		for _, wait := range []time.Duration{10, 20, 40, 40} {
 			bo.restarted(key, now)
 			bo.failed(key, now)
-			if got := summarize(pod, computePodActions(pod, state(infra), now.Add(wait*time.Second-time.Millisecond), bo, nil)); got != "backoff:a" {
+			if got := summarize(pod, computePodActions(pod, state(infra), now.Add(wait*time.Second-time.Millisecond), bo, nil, nil)); got != "backoff:a" {
 				t.Fatalf("before %v s: %q, want back-off", wait, got)
 			}
-			if got := summarize(pod, computePodActions(pod, state(infra), now.Add(wait*time.Second), bo, nil)); got != "start:a#0" {
+			if got := summarize(pod, computePodActions(pod, state(infra), now.Add(wait*time.Second), bo, nil, nil)); got != "start:a#0" {
 				t.Fatalf("at %v s: %q, want a retry", wait, got)
 			}
 		}
 		bo.created(key)
-		if got := summarize(pod, computePodActions(pod, state(infra), now, bo, nil)); got != "start:a#0" {
+		if got := summarize(pod, computePodActions(pod, state(infra), now, bo, nil, nil)); got != "start:a#0" {
 			t.Fatalf("after a create succeeded: %q, want no wait", got)
 		}
 	})
@@ -322,13 +359,13 @@ func TestComputePodActionsFailureBackoff(t *testing.T) {
 		key := backoffKey(pod.UID, infraName, dockertools.HashInfra(pod))
 		now := t0
 		bo.failed(key, now)
-		a := computePodActions(pod, nil, now, bo, nil)
+		a := computePodActions(pod, nil, now, bo, nil, nil)
 		if got := summarize(pod, a); got != "create-infra start:a#0" || a.crashed[infraName] != key {
 			t.Fatalf("first sandbox failure: %q, want an immediate retry", got)
 		}
 		bo.restarted(key, now)
 		bo.failed(key, now)
-		a = computePodActions(pod, nil, now.Add(9*time.Second), bo, nil)
+		a = computePodActions(pod, nil, now.Add(9*time.Second), bo, nil, nil)
 		if got := summarize(pod, a); got != "backoff:POD" || !a.retryAt.Equal(now.Add(10*time.Second)) {
 			t.Fatalf("second sandbox failure: %q retry at %v, want back-off until +10 s", got, a.retryAt.Sub(now))
 		}

@@ -21,6 +21,7 @@ import (
 type containerStatus struct {
 	Name         string         `json:"name"`
 	Ready        bool           `json:"ready"`
+	Started      *bool          `json:"started"`
 	RestartCount int            `json:"restartCount"`
 	ContainerID  string         `json:"containerID"`
 	State        containerState `json:"state"`

@@ -371,3 +371,148 @@ func TestCadvisorMetricsAreThisAgentsPods(t *testing.T) {
 		return true, ""
 	})
 }
+
+// cgroupFile reads a number from a file of the container's cgroup in the
+// given v1 hierarchy (cpuacct, memory), found through its main process.
+func cgroupValue(t *testing.T, pid int, hierarchy, file string) float64 {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	must(t, err)
+	for _, line := range strings.Split(string(data), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, h := range strings.Split(parts[1], ",") {
+			if h != hierarchy {
+				continue
+			}
+			content, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", hierarchy, parts[2], file))
+			must(t, err)
+			if file == "memory.stat" { // the working set: usage less inactive file pages
+				usage, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", hierarchy, parts[2], "memory.usage_in_bytes"))
+				must(t, err)
+				u, _ := strconv.ParseFloat(strings.TrimSpace(string(usage)), 64)
+				for _, l := range strings.Split(string(content), "\n") {
+					if v, ok := strings.CutPrefix(l, "total_inactive_file "); ok {
+						inactive, _ := strconv.ParseFloat(v, 64)
+						return u - inactive
+					}
+				}
+			}
+			v, err := strconv.ParseFloat(strings.TrimSpace(string(content)), 64)
+			must(t, err)
+			return v
+		}
+	}
+	t.Fatalf("no %s cgroup for pid %d (cgroup v1 expected on this machine)", hierarchy, pid)
+	return 0
+}
+
+// netRx is the bytes received on eth0 of the network namespace of pid.
+func netRx(t *testing.T, pid int) float64 {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/dev", pid))
+	must(t, err)
+	for _, line := range strings.Split(string(data), "\n") {
+		if name, rest, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && name == "eth0" {
+			v, _ := strconv.ParseFloat(strings.Fields(rest)[0], 64)
+			return v
+		}
+	}
+	t.Fatalf("no eth0 in the network namespace of %d", pid)
+	return 0
+}
+
+// A pod's CPU, memory and network summed over its series of
+// /metrics/cadvisor agree with the kernel's own counters: the cgroups' CPU
+// time over the same window, their working set, and the bytes its network
+// namespace received (counted once, not once per container).
+func TestCadvisorPodSumsMatchCgroups(t *testing.T) {
+	a := startAgent(t, "--housekeeping-interval", "1s")
+	a.writeManifest("sums.yaml", lifecyclePod("sums", "Always", `  containers:
+  - name: spin
+    image: `+testImage+`
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "while :; do :; done"]
+    resources: {limits: {cpu: 500m}}
+  - name: hold
+    image: `+testImage+`
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "head -c 67108864 /dev/zero > /mem/fill; exec /testserver"]
+    volumeMounts: [{name: mem, mountPath: /mem}]
+  volumes:
+  - name: mem
+    emptyDir: {medium: Memory}
+`))
+	running := a.waitRunning("sums", "spin", "hold")
+	pids := map[string]int{}
+	for _, name := range []string{"spin", "hold"} {
+		pids[name] = inspect(t, running[name].ID).State.Pid
+	}
+	podIP := ""
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		podIP = a.status("sums").PodIP
+		return podIP != "", "no pod IP"
+	})
+	// podSum is the pod's sum of one cAdvisor series, and the time of its
+	// newest sample.
+	podSum := func(name string) (float64, int64) {
+		resp, err := http.Get(a.api(true) + "/metrics/cadvisor")
+		must(t, err)
+		defer resp.Body.Close()
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		mf, err := parser.TextToMetricFamilies(resp.Body)
+		must(t, err)
+		sum, newest := 0.0, int64(0)
+		for _, m := range mf[name].GetMetric() {
+			if !labelsMatch(m, map[string]string{"pod": "sums"}) {
+				continue
+			}
+			if m.Counter != nil {
+				sum += m.Counter.GetValue()
+			} else {
+				sum += m.Gauge.GetValue()
+			}
+			newest = max(newest, m.GetTimestampMs())
+		}
+		return sum, newest
+	}
+	kernelCPU := func() float64 {
+		return (cgroupValue(t, pids["spin"], "cpuacct", "cpuacct.usage") + cgroupValue(t, pids["hold"], "cpuacct", "cpuacct.usage")) / 1e9
+	}
+	// Both sides sampled when cAdvisor has just taken a sample.
+	settle := func() {
+		_, before := podSum("container_cpu_usage_seconds_total")
+		waitFor(t, 10*time.Second, func() (bool, string) {
+			_, now := podSum("container_cpu_usage_seconds_total")
+			return now > before, "no new cAdvisor sample"
+		})
+	}
+	settle()
+	c0, _ := podSum("container_cpu_usage_seconds_total")
+	k0 := kernelCPU()
+	n0, _ := podSum("container_network_receive_bytes_total")
+	r0 := netRx(t, pids["hold"])
+	// Traffic into the pod: 100 requests to its server.
+	for i := 0; i < 100; i++ {
+		httpGet(fmt.Sprintf("http://%s:8080/?pad=%s", podIP, strings.Repeat("x", 1000)))
+	}
+	time.Sleep(30 * time.Second)
+	settle()
+	c1, _ := podSum("container_cpu_usage_seconds_total")
+	k1 := kernelCPU()
+	n1, _ := podSum("container_network_receive_bytes_total")
+	r1 := netRx(t, pids["hold"])
+	within := func(what string, got, want float64) {
+		if want <= 0 || got < 0.9*want || got > 1.1*want {
+			t.Errorf("%s: the pod's series sum to %.0f, the kernel counts %.0f (want within 10%%)", what, got, want)
+		} else {
+			t.Logf("%s: series %.3g, kernel %.3g", what, got, want)
+		}
+	}
+	within("CPU seconds over 30 s", c1-c0, k1-k0)
+	within("bytes received over 30 s", n1-n0, r1-r0)
+	ws, _ := podSum("container_memory_working_set_bytes")
+	within("working set", ws, cgroupValue(t, pids["spin"], "memory", "memory.stat")+cgroupValue(t, pids["hold"], "memory", "memory.stat"))
+}
