@@ -83,6 +83,9 @@ type admission struct {
 type Merger struct {
 	// OnError, if set, is called (without blocking) for each source failure.
 	OnError func(source string, err error)
+	// OnReject, if set, is called (without blocking) for each pod newly
+	// rejected, or rejected for a new reason.
+	OnReject func(Rejection)
 	// MaxPods caps the desired pods across all sources (0: no cap); pods
 	// beyond it, in admission order, are rejected as OutOfpods until room
 	// is made. Set it before the first snapshot.
@@ -568,6 +571,9 @@ func (m *Merger) merge() []api.PodUpdate {
 				glog.Errorf("%s", rejections[id])
 			}
 			fresh++
+			if m.OnReject != nil {
+				m.OnReject(rejected[id])
+			}
 		}
 	}
 	if fresh > maxLoggedRejections {

@@ -283,7 +283,13 @@ func TestMergerSetCancelledIsResent(t *testing.T) {
 func TestMergerMaxPods(t *testing.T) {
 	m, _ := NewMerger(t.TempDir(), "file")
 	m.MaxPods = 2
+	var told []string // each rejection is told once, for its event
+	m.OnReject = func(r Rejection) { told = append(told, r.Pod.Name+":"+r.Reason) }
 	got := set(t, m, "file", pod("a", 0, "i:1"), pod("b", 0, "i:1"), pod("c", 0, "i:1"))
+	set(t, m, "file", pod("a", 0, "i:1"), pod("b", 0, "i:1"), pod("c", 0, "i:1"))
+	if strings.Join(told, ",") != "c:OutOfpods" {
+		t.Errorf("rejections told %v, want c:OutOfpods once", told)
+	}
 	if strings.Join(got, "; ") != "ADD default/a i:1; ADD default/b i:1" {
 		t.Errorf("updates %q, want a and b only", got)
 	}

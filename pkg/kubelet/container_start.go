@@ -86,6 +86,8 @@ func (k *Kubelet) startInfra(ctx context.Context, pod *v1.Pod) (id, ip string, e
 		return "", "", err
 	}
 	spec := dockertools.InfraSpec(pod, k.cfg.InfraImage, k.cfg.NodeName, podSourceOf(pod), opts)
+	adj := max(infraOOMScoreAdj, k.oomFloor)
+	spec.OOMScoreAdj = &adj
 	release, err := k.acquireStart(ctx)
 	if err != nil {
 		return "", "", err
@@ -179,6 +181,8 @@ func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	}
 	spec := dockertools.AppSpec(pod, c, infraID, k.cfg.NodeName, opts, restartCount)
 	spec.Labels[dockertools.LabelSource] = podSourceOf(pod)
+	adj := max(oomScoreAdj(pod, c, k.nodeMemory), k.oomFloor)
+	spec.OOMScoreAdj = &adj
 	hk := k.housekeeping()
 	spec.LogMaxSize, spec.LogMaxFiles = hk.LogMaxSize, hk.LogMaxFiles
 	release, err := k.acquireStart(ctx)

@@ -113,6 +113,7 @@ type Kubelet struct {
 
 	nodeCPUs   int   // capacity: a missing CPU limit in the downward API
 	nodeMemory int64 // bytes: a missing memory limit; Memory emptyDir default size
+	oomFloor   int   // the lowest oom_score_adj this host lets containers have
 
 	images  *images.Manager
 	volumes *volumes.Manager
@@ -148,6 +149,10 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		cfg.ResolvConf = defaultResolvConf
 	}
 	docker = instrumentedRuntime{r: docker, m: cfg.Metrics}
+	oomFloor := oomScoreFloor()
+	if oomFloor > infraOOMScoreAdj {
+		glog.Warningf("This host does not let processes lower their oom_score_adj (no CAP_SYS_RESOURCE): Guaranteed, node-critical and infra containers get %d instead of the kubelet's -997/-998", oomFloor)
+	}
 	k := &Kubelet{
 		cfg:        cfg,
 		metrics:    cfg.Metrics,
@@ -159,6 +164,7 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		hostIP:     nodeIP(),
 		nodeCPUs:   runtime.NumCPU(),
 		nodeMemory: nodeMemory(),
+		oomFloor:   oomFloor,
 		status:     status.NewManager(filepath.Join(cfg.RootDir, "checkpoints", "conditions.json")),
 		desired:    newDesiredSet(),
 		dirty:      newDirtySet(),

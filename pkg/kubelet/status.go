@@ -302,33 +302,6 @@ func terminated(c *kubecontainer.ContainerState) v1.ContainerState {
 	}}
 }
 
-// qosClass is Kubernetes' QoS class: Guaranteed when every container's cpu
-// and memory limits equal its requests, BestEffort when none sets any,
-// Burstable otherwise.
-func qosClass(pod *v1.Pod) v1.PodQOSClass {
-	any, guaranteed := false, true
-	for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		for _, r := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-			req, hasReq := c.Resources.Requests[r]
-			lim, hasLim := c.Resources.Limits[r]
-			if hasReq || hasLim {
-				any = true
-			}
-			if !hasLim || (hasReq && req.Cmp(lim) != 0) {
-				guaranteed = false
-			}
-		}
-	}
-	switch {
-	case !any:
-		return v1.PodQOSBestEffort
-	case guaranteed:
-		return v1.PodQOSGuaranteed
-	default:
-		return v1.PodQOSBurstable
-	}
-}
-
 // nodeIP is the node's first non-loopback IPv4 address (the pods' host IP).
 func nodeIP() string {
 	addrs, err := net.InterfaceAddrs()

@@ -332,6 +332,11 @@ spec:
 		!strings.Contains(body, "claimed by pod default/first") {
 		t.Errorf("GET the rejected pod = %d %.600s", code, body)
 	}
+	// And an event says so.
+	if code, body := httpGet(a.api(true) + "/events"); code != 200 || !strings.Contains(body, `"reason": "NodePorts"`) ||
+		!strings.Contains(body, `"name": "second"`) {
+		t.Errorf("GET /events = %d %.800s, want the NodePorts rejection of second", code, body)
+	}
 	// A POST that is rejected answers 200 and says so.
 	a.waitAPI()
 	code, body = request(t, "POST", a.api(false)+"/pods", pod("third"))

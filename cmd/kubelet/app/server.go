@@ -61,6 +61,9 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 	logMax := resource.MustParse(o.ContainerLogMaxSize) // validated
 	m := metrics.New(o.HostnameOverride)
 	recorder := events.New(o.HostnameOverride)
+	merger.OnReject = func(r config.Rejection) {
+		recorder.Event(events.PodRef(r.Pod, ""), true, r.Reason, "Pod was rejected: %s", r.Message)
+	}
 	merger.OnError = func(source string, err error) {
 		m.SourceErrors.WithLabelValues(source).Inc()
 		recorder.Event(events.Ref{Name: source}, true, "FailedValidation", "source %s: %v", source, err)
