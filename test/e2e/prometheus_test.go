@@ -185,7 +185,7 @@ spec:
 					return true, ""
 				}
 			}
-			return false, fmt.Sprintf("panel %q: no positive sample from %s: %v", name, q, r)
+			return false, fmt.Sprintf("panel %q of the kubernetes-mixin at %s: no positive sample from %s: %v", name, mixinCommit[:12], q, r)
 		})
 	}
 	// The series the resource and probe endpoints add, as scraped.

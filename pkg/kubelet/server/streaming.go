@@ -190,16 +190,8 @@ func openWebSocketSession(w http.ResponseWriter, r *http.Request, o streamOption
 		errorChannel:  wsstream.WriteChannel,
 		resizeChannel: wsstream.ReadChannel,
 	}
-	protocols := wsstream.NewDefaultChannelProtocols(channels)
-	for _, p := range []string{"v4.channel.k8s.io", "v5.channel.k8s.io"} {
-		protocols[p] = wsstream.ChannelProtocolConfig{Binary: true, Channels: channels}
-	}
-	protocols["v4.base64.channel.k8s.io"] = wsstream.ChannelProtocolConfig{Binary: false, Channels: channels}
-	conn := wsstream.NewConn(protocols)
-	conn.SetIdleTimeout(streamIdleTimeout)
-	proto, streams, err := conn.Open(w, r)
-	if err != nil {
-		glog.V(2).Infof("WebSocket upgrade of %s: %v", r.URL.Path, err)
+	conn, proto, streams, ok := openChannels(w, r, channels, true)
+	if !ok {
 		return nil, false
 	}
 	// An empty message on the first writable channel tells the client the
@@ -226,6 +218,27 @@ func openWebSocketSession(w http.ResponseWriter, r *http.Request, o streamOption
 		s.status = jsonStatus(streams[errorChannel])
 	}
 	return s, true
+}
+
+// openChannels upgrades to a WebSocket carrying channels, in the
+// subprotocols the kubelet offers (v4, its base64 form, the unversioned
+// ones, and with streamClose v5, whose CLOSE signal ends a channel); on
+// failure the client has been answered and ok is false.
+func openChannels(w http.ResponseWriter, r *http.Request, channels []wsstream.ChannelType, streamClose bool) (conn *wsstream.Conn, proto string, streams []io.ReadWriteCloser, ok bool) {
+	protocols := wsstream.NewDefaultChannelProtocols(channels)
+	protocols["v4.channel.k8s.io"] = wsstream.ChannelProtocolConfig{Binary: true, Channels: channels}
+	protocols["v4.base64.channel.k8s.io"] = wsstream.ChannelProtocolConfig{Binary: false, Channels: channels}
+	if streamClose {
+		protocols["v5.channel.k8s.io"] = wsstream.ChannelProtocolConfig{Binary: true, Channels: channels}
+	}
+	conn = wsstream.NewConn(protocols)
+	conn.SetIdleTimeout(streamIdleTimeout)
+	proto, streams, err := conn.Open(w, r)
+	if err != nil {
+		glog.V(2).Infof("WebSocket upgrade of %s: %v", r.URL.Path, err)
+		return nil, "", nil, false
+	}
+	return conn, proto, streams, true
 }
 
 // acceptedStream is a stream the client opened, with the signal that its
@@ -530,14 +543,8 @@ func webSocketPortForward(w http.ResponseWriter, r *http.Request, forward func(c
 	for range ports {
 		channels = append(channels, wsstream.ReadWriteChannel, wsstream.WriteChannel)
 	}
-	protocols := wsstream.NewDefaultChannelProtocols(channels)
-	protocols["v4.channel.k8s.io"] = wsstream.ChannelProtocolConfig{Binary: true, Channels: channels}
-	protocols["v4.base64.channel.k8s.io"] = wsstream.ChannelProtocolConfig{Binary: false, Channels: channels}
-	conn := wsstream.NewConn(protocols)
-	conn.SetIdleTimeout(streamIdleTimeout)
-	_, streams, err := conn.Open(w, r)
-	if err != nil {
-		glog.V(2).Infof("WebSocket upgrade of %s: %v", r.URL.Path, err)
+	conn, _, streams, ok := openChannels(w, r, channels, false)
+	if !ok {
 		return
 	}
 	defer conn.Close()
