@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -341,6 +342,26 @@ func TestFullAccessPortRefusesOpenAddressWithoutClientCerts(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "client certificates") {
 		t.Errorf("agent on 0.0.0.0 without client certificates: err %v, output %s", err, out)
 	}
+}
+
+// Two agents with one node name would own the same containers: the second
+// refuses to start, whatever its root dir, naming the first; once the
+// first is gone (kill -9 included) the name is free.
+func TestSecondAgentWithTheSameNodeNameRefused(t *testing.T) {
+	a := startAgent(t)
+	a.waitAPI()
+	second := func() (string, error) {
+		out, err := exec.Command(agentBinary, "--hostname-override", a.node, "--root-dir", t.TempDir(),
+			"--port", "0", "--read-only-port", "0", "--healthz-port", "0").CombinedOutput()
+		return string(out), err
+	}
+	out, err := second()
+	if err == nil || !strings.Contains(out, "is taken by another agent") || !strings.Contains(out, fmt.Sprintf("pid %d", a.cmd.Process.Pid)) {
+		t.Errorf("second agent with node name %s: err %v, output %s", a.node, err, tail(out, 5))
+	}
+	a.stop(syscall.SIGKILL)
+	a.start()
+	a.waitAPI()
 }
 
 // /stats/summary carries the background disk measurement: a container's

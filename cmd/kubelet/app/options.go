@@ -17,6 +17,7 @@ import (
 	"github.com/golang/glog"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
@@ -207,6 +208,11 @@ func (o *Options) Validate() error {
 		o.HostnameOverride = h
 	}
 	o.HostnameOverride = strings.ToLower(o.HostnameOverride)
+	// The node name labels containers, keys etcd and names the node lock:
+	// a DNS subdomain, as Kubernetes' node names.
+	if msgs := validation.IsDNS1123Subdomain(o.HostnameOverride); len(msgs) > 0 {
+		return fmt.Errorf("node name %q (--hostname-override): %s", o.HostnameOverride, strings.Join(msgs, "; "))
+	}
 	for name, d := range map[string]time.Duration{
 		"--sync-frequency": o.SyncFrequency, "--file-check-frequency": o.FileCheckFrequency,
 		"--relist-period": o.RelistPeriod, "--backoff-initial": o.BackoffInitial, "--backoff-max": o.BackoffMax,

@@ -31,6 +31,7 @@ func TestParseFlags(t *testing.T) {
 		{"KubeletConfiguration refused with a hint", []string{"--config", kc, "--hostname-override=x"}, nil, "KubeletConfiguration"},
 		{"bad duration", []string{"--relist-period=0s", "--hostname-override=x"}, nil, "--relist-period must be positive"},
 		{"stray argument", []string{"--hostname-override=x", "extra"}, nil, "unexpected arguments"},
+		{"node name with a slash refused", []string{"--hostname-override=../etc"}, nil, "node name"},
 		{"glog verbosity", []string{"--hostname-override=x", "-v", "3"}, func(o *Options) bool { return true }, ""},
 	}
 	for _, c := range cases {

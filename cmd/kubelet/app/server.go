@@ -38,6 +38,11 @@ import (
 // and log settings apply at once; anything else is logged as needing a
 // restart.
 func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (*Options, error)) error {
+	lock, err := lockNode(o.HostnameOverride, o.RootDir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
 	if err := os.MkdirAll(o.RootDir, 0o755); err != nil {
 		return fmt.Errorf("root dir: %w", err)
 	}
