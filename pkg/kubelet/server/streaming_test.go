@@ -15,7 +15,7 @@ func TestParseStreamOptions(t *testing.T) {
 		wantErr bool
 	}{
 		{"input=1&output=1&error=1", streamOptions{stdin: true, stdout: true, stderr: true}, false},
-		{"output=true", streamOptions{stdout: true}, false}, // client-go's parameter codec writes "true"
+		{"output=true", streamOptions{stdout: true}, false},                                            // client-go's parameter codec writes "true"
 		{"input=1&output=1&error=1&tty=1", streamOptions{stdin: true, stdout: true, tty: true}, false}, // a terminal has one output
 		{"tty=1", streamOptions{}, true},
 		{"", streamOptions{}, true},
