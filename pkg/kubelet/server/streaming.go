@@ -300,6 +300,8 @@ func openSPDYSession(w http.ResponseWriter, r *http.Request, o streamOptions) (*
 		var st acceptedStream
 		select {
 		case st = <-incoming:
+		case <-closed: // the client went away
+			return nil, false
 		case <-timeout.C:
 			glog.V(2).Infof("Stream session %s: timed out waiting for the client's streams", r.URL.Path)
 			_ = conn.Close()
@@ -307,6 +309,8 @@ func openSPDYSession(w http.ResponseWriter, r *http.Request, o streamOptions) (*
 		}
 		select { // the reply must be sent before the streams are used
 		case <-st.replySent:
+		case <-closed:
+			return nil, false
 		case <-timeout.C:
 			_ = conn.Close()
 			return nil, false
