@@ -35,6 +35,11 @@ const (
 	// streamCreationTimeout bounds the wait for a client's streams.
 	streamCreationTimeout = 30 * time.Second
 
+	// maxPendingPairs bounds the port-forward requests of one connection
+	// that have one of their two streams: each holds its stream until the
+	// other comes or the creation timeout passes.
+	maxPendingPairs = 128
+
 	portForwardProtocol = "portforward.k8s.io"
 	// tunnelProtocol is client-go's port-forward over WebSocket: SPDY
 	// frames carried in WebSocket binary messages.
@@ -458,6 +463,10 @@ func (p *spdyPortForward) accept(st acceptedStream) {
 	defer p.mu.Unlock()
 	pair := p.pairs[id]
 	if pair == nil {
+		if len(p.pairs) >= maxPendingPairs {
+			_ = st.Reset() // a client opening halves of pairs without end
+			return
+		}
 		pair = &streamPair{created: time.Now()}
 		p.pairs[id] = pair
 	}
