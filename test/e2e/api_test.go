@@ -100,6 +100,15 @@ func TestStatsAndMetrics(t *testing.T) {
 	if code, body := httpGet(a.api(true) + "/spec"); code != 200 || !strings.Contains(body, `"num_cores"`) {
 		t.Errorf("GET /spec = %d %.200s", code, body)
 	}
+	// /runningpods/ lists the pod as found in Docker; /configz the agent's
+	// options (both on the full-access port only).
+	if code, body := httpGet(a.api(false) + "/runningpods/"); code != 200 || !strings.Contains(body, `"name": "busy"`) ||
+		!strings.Contains(body, running["spin"].ID) {
+		t.Errorf("GET /runningpods/ = %d %.400s", code, body)
+	}
+	if code, body := httpGet(a.api(false) + "/configz"); code != 200 || !strings.Contains(body, `"hostnameOverride": "`+a.node+`"`) {
+		t.Errorf("GET /configz = %d %.400s", code, body)
+	}
 
 	// Both metric endpoints parse as Prometheus text.
 	families := func(path string) map[string]*dto.MetricFamily {

@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -282,4 +284,63 @@ func mustURL(t *testing.T, s string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// goroutines is the agent's goroutine count, from its pprof endpoint.
+func (a *agent) goroutines(t *testing.T) int {
+	t.Helper()
+	code, body := httpGet(a.api(false) + "/debug/pprof/goroutine?debug=1")
+	if code != 200 {
+		t.Fatalf("goroutine profile: %d %.200s", code, body)
+	}
+	var n int
+	if _, err := fmt.Sscanf(body, "goroutine profile: total %d", &n); err != nil {
+		t.Fatalf("goroutine profile %.100q: %v", body, err)
+	}
+	return n
+}
+
+// Clients that ask for a streaming upgrade and vanish — before opening
+// their streams, or with a session running — leave nothing behind in the
+// agent, and it keeps serving.
+func TestDroppedStreamingClients(t *testing.T) {
+	a := startAgent(t, "--profiling")
+	a.writeManifest("drop.yaml", lifecyclePod("drop", "Always", `  containers:
+  - name: sh
+    image: `+testImage+`
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "sleep 3600"]
+`))
+	a.waitRunning("drop", "sh")
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		st := a.status("drop")
+		return len(st.ContainerStatuses) == 1 && st.ContainerStatuses[0].State.Running != nil, "not running in the agent's view"
+	})
+	cfg := &rest.Config{Host: a.api(false)}
+	before := a.goroutines(t)
+	for i := 0; i < 20; i++ {
+		// A raw SPDY upgrade whose client hangs up without a stream.
+		conn, err := net.Dial("tcp", strings.TrimPrefix(a.api(false), "http://"))
+		must(t, err)
+		fmt.Fprintf(conn, "POST /exec/default/drop/sh?command=cat&input=1&output=1 HTTP/1.1\r\nHost: x\r\n"+
+			"Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n\r\n")
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, _ = bufio.NewReader(conn).ReadString('\n') // 101 Switching Protocols
+		conn.Close()
+		// A client-go session cut while cat waits on its stdin.
+		ex, err := remotecommand.NewSPDYExecutor(cfg, "POST", mustURL(t, a.api(false)+"/exec/default/drop/sh?command=cat&input=1&output=1"))
+		must(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		stdin, stdinW := io.Pipe()
+		_ = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: io.Discard})
+		cancel()
+		stdinW.Close()
+	}
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		n := a.goroutines(t)
+		return n <= before+5, fmt.Sprintf("%d goroutines, %d before 40 dropped sessions", n, before)
+	})
+	if code, _ := httpGet(a.api(true) + "/healthz"); code != 200 {
+		t.Errorf("healthz after dropped sessions: %d", code)
+	}
 }
