@@ -17,6 +17,10 @@ import (
 // on this node.
 var ErrNotFound = errors.New("kubelet: not found")
 
+// errNoInstance marks an ErrNotFound for a desired container that the last
+// relist found no instance of.
+var errNoInstance = errors.New("no instance")
+
 // ContainerRef is a container the API may read logs from, exec in or report
 // stats of.
 type ContainerRef struct {
@@ -50,13 +54,36 @@ func (k *Kubelet) FindContainer(namespace, pod, uid, container string, previous 
 		i = 1
 	}
 	if len(instances) <= i {
-		what := "no instance"
 		if previous {
-			what = "no previous instance"
+			return ContainerRef{}, fmt.Errorf("%w: no previous instance of container %q in pod %s/%s", ErrNotFound, container, namespace, pod)
 		}
-		return ContainerRef{}, fmt.Errorf("%w: %s of container %q in pod %s/%s", ErrNotFound, what, container, namespace, pod)
+		return ContainerRef{}, fmt.Errorf("%w: %w of container %q in pod %s/%s", ErrNotFound, errNoInstance, container, namespace, pod)
 	}
 	return ContainerRef{ID: instances[i].ID, Running: instances[i].Running, Pod: p}, nil
+}
+
+// freshLookupTimeout bounds how long FindRunningContainer waits for the
+// relist it asks for.
+const freshLookupTimeout = 3 * time.Second
+
+// FindRunningContainer is FindContainer for a request that needs the
+// container running (exec, attach, port-forward). When the last relist
+// shows no running instance it relists at once and looks again: a container
+// started a moment ago is running in Docker before the periodic relist
+// sees it, and a client that just saw it start must not be told otherwise.
+func (k *Kubelet) FindRunningContainer(ctx context.Context, namespace, pod, uid, container string) (ContainerRef, error) {
+	ref, err := k.FindContainer(namespace, pod, uid, container, false)
+	if (err == nil && ref.Running) || (err != nil && !errors.Is(err, errNoInstance)) {
+		return ref, err
+	}
+	since := time.Now()
+	k.relist.RelistNow()
+	ctx, cancel := context.WithTimeout(ctx, freshLookupTimeout)
+	defer cancel()
+	if _, werr := k.cache.GetNewerThan(ctx, "", since); werr != nil {
+		return ref, err
+	}
+	return k.FindContainer(namespace, pod, uid, container, false)
 }
 
 // IsContainerLogFile reports whether path is the log file of a container of

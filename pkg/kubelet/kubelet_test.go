@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"sync"
 	"sync/atomic"
@@ -153,5 +154,37 @@ func TestPruneRecords(t *testing.T) {
 	k.records.prune(k.cache.LastUpdate(), func(uid types.UID) bool { return k.cache.Get(uid) == nil && k.desired.get(uid) == nil })
 	if _, ok := k.records.m["gone"]; ok {
 		t.Error("kept lastSync of a pod gone from a newer relist")
+	}
+}
+
+// A container that is running in the runtime but not yet in the last relist
+// (started a moment ago) is found by a request that needs it running; a
+// container the pod does not have is not waited for.
+func TestFindRunningContainerLooksAgain(t *testing.T) {
+	fake := dockertest.NewFakeClient("pause:1", "img:1")
+	k := New(Config{NodeName: "n", RootDir: t.TempDir(), RelistPeriod: time.Hour}, fake, seenAll{})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); k.relist.Run(ctx) }()
+	defer func() { cancel(); wg.Wait() }()
+	waitUntil(t, func() bool { return !k.cache.LastUpdate().IsZero() })
+
+	pod := desiredPod("web", "img:1")
+	k.desired.set(pod)
+	spec := dockertools.InfraSpec(pod, "pause:1", "n", "http", dockertools.InfraOptions{})
+	spec.Labels[dockertools.LabelContainerName] = "a"
+	fake.AddContainer(kubecontainer.ContainerDetail{Name: "k8s_a.1_web_default_" + string(pod.UID) + "_00000001",
+		Image: "img:1", Running: true, Labels: spec.Labels})
+
+	if _, err := k.FindContainer("default", "web", "", "a", false); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("before a relist: FindContainer = %v, want not found (the relist period is an hour)", err)
+	}
+	ref, err := k.FindRunningContainer(context.Background(), "default", "web", "", "a")
+	if err != nil || !ref.Running {
+		t.Fatalf("FindRunningContainer = %+v, %v; want the running container", ref, err)
+	}
+	if _, err := k.FindRunningContainer(context.Background(), "default", "web", "", "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a container the pod lacks: %v, want not found", err)
 	}
 }

@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -18,15 +17,9 @@ import (
 func (a *agent) execIn(pod, container string, cmd ...string) (int, string) {
 	a.t.Helper()
 	q := url.Values{"command": cmd}
-	var code int
-	var body string
-	// The agent learns that a container started from its next relist:
-	// until then (at most a relist period after Docker shows it running)
-	// an exec is 409, not running.
-	waitFor(a.t, 5*time.Second, func() (bool, string) {
-		code, body = request(a.t, "POST", fmt.Sprintf("%s/exec/default/%s/%s?%s", a.api(false), pod, container, q.Encode()), "")
-		return code != http.StatusConflict, body
-	})
+	// Called as soon as Docker shows the container running: the agent must
+	// not answer 404 or 409 because its periodic relist has not seen it yet.
+	code, body := request(a.t, "POST", fmt.Sprintf("%s/exec/default/%s/%s?%s", a.api(false), pod, container, q.Encode()), "")
 	if code != 200 {
 		a.t.Fatalf("exec %v in %s/%s: %d %s", cmd, pod, container, code, body)
 	}

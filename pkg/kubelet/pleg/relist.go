@@ -75,6 +75,9 @@ func (r *Relister) poke() {
 	}
 }
 
+// RelistNow asks for a relist at once (one already asked for counts).
+func (r *Relister) RelistNow() { r.poke() }
+
 // Refresh has the next relist, due at once, inspect a container whatever
 // the list says of it: its state changed in a way the list does not show
 // (a failed start leaves it "created", as before).

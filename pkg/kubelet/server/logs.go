@@ -181,7 +181,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, p map[string]strin
 		writeError(w, http.StatusBadRequest, "no command: pass ?command=<arg> (repeatable)")
 		return
 	}
-	ref, ok := s.runningContainer(w, p)
+	ref, ok := s.runningContainer(w, r, p)
 	if !ok {
 		return
 	}
@@ -206,8 +206,8 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, p map[string]strin
 // runningContainer finds the running container a streaming or exec request
 // names (with the pod's UID when the path has one), answering the error
 // itself when there is none.
-func (s *Server) runningContainer(w http.ResponseWriter, p map[string]string) (kubelet.ContainerRef, bool) {
-	ref, err := s.Host.FindContainer(p["namespace"], p["pod"], p["uid"], p["container"], false)
+func (s *Server) runningContainer(w http.ResponseWriter, r *http.Request, p map[string]string) (kubelet.ContainerRef, bool) {
+	ref, err := s.Host.FindRunningContainer(r.Context(), p["namespace"], p["pod"], p["uid"], p["container"])
 	if err != nil {
 		writeLookupError(w, err)
 		return ref, false
@@ -221,7 +221,7 @@ func (s *Server) runningContainer(w http.ResponseWriter, p map[string]string) (k
 
 // attach connects the client to a running container's main process.
 func (s *Server) attach(w http.ResponseWriter, r *http.Request, p map[string]string) {
-	ref, ok := s.runningContainer(w, p)
+	ref, ok := s.runningContainer(w, r, p)
 	if !ok {
 		return
 	}
@@ -237,7 +237,7 @@ func (s *Server) attach(w http.ResponseWriter, r *http.Request, p map[string]str
 // portForward forwards ports to a pod's network namespace.
 func (s *Server) portForward(w http.ResponseWriter, r *http.Request, p map[string]string) {
 	p["container"] = kubecontainer.InfraContainerName
-	ref, ok := s.runningContainer(w, p)
+	ref, ok := s.runningContainer(w, r, p)
 	if !ok {
 		return
 	}

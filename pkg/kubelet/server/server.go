@@ -39,6 +39,9 @@ type HostInterface interface {
 	GetPods() []*v1.Pod
 	GetPod(namespace, name string) (*v1.Pod, bool)
 	FindContainer(namespace, pod, uid, container string, previous bool) (kubelet.ContainerRef, error)
+	// FindRunningContainer is FindContainer for a container a request needs
+	// running: it may wait for a fresh look at the runtime.
+	FindRunningContainer(ctx context.Context, namespace, pod, uid, container string) (kubelet.ContainerRef, error)
 	// RunningPods are the pods as found in Docker, wanted or not.
 	RunningPods() []*v1.Pod
 	// DiskStats is the last background measurement of disk usage (nil

@@ -38,6 +38,9 @@ func (f *fakeHost) FindContainer(ns, pod, uid, container string, previous bool) 
 	}
 	return kubelet.ContainerRef{}, fmt.Errorf("%w: %s/%s %s", kubelet.ErrNotFound, ns, pod, container)
 }
+func (f *fakeHost) FindRunningContainer(_ context.Context, ns, pod, uid, container string) (kubelet.ContainerRef, error) {
+	return f.FindContainer(ns, pod, uid, container, false)
+}
 func (f *fakeHost) IsContainerLogFile(path string) bool { return path == f.logFile }
 func (f *fakeHost) Health() (error, error)              { return nil, f.relist }
 
