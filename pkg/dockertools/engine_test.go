@@ -16,6 +16,7 @@ import (
 	"time"
 
 	docker "github.com/fsouza/go-dockerclient"
+	v1 "k8s.io/api/core/v1"
 
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
@@ -29,17 +30,19 @@ type engine struct {
 	t   *testing.T
 	srv *httptest.Server
 
-	mu         sync.Mutex
-	containers map[string]*docker.Container
-	images     map[string]*docker.Image // by reference and by ID
-	execs      map[string]int           // exec ID → exit code
-	pulls      []string
-	nextID     int
+	mu          sync.Mutex
+	containers  map[string]*docker.Container
+	images      map[string]*docker.Image // by reference and by ID
+	execs       map[string]int           // exec ID → exit code
+	pulls       []string
+	resizes     []string        // "HxW" of each resize asked for
+	interactive map[string]bool // exec IDs created with stdin
+	nextID      int
 }
 
 func newEngine(t *testing.T) (*engine, *Client) {
 	t.Helper()
-	e := &engine{t: t, containers: map[string]*docker.Container{}, images: map[string]*docker.Image{}, execs: map[string]int{}}
+	e := &engine{t: t, containers: map[string]*docker.Container{}, images: map[string]*docker.Image{}, execs: map[string]int{}, interactive: map[string]bool{}}
 	e.addImage("img:1", "sha256:img1", "app")
 	e.srv = httptest.NewServer(http.HandlerFunc(e.serve))
 	t.Cleanup(e.srv.Close)
@@ -76,10 +79,22 @@ func (e *engine) reply(w http.ResponseWriter, code int, v any) {
 }
 
 func (e *engine) serve(w http.ResponseWriter, r *http.Request) {
+	path := regexp.MustCompile(`^/v[0-9.]+`).ReplaceAllString(r.URL.Path, "")
+	if r.Header.Get("Upgrade") == "tcp" && (strings.HasSuffix(path, "/attach") || e.interactiveExec(path)) {
+		e.echoSession(w, r) // holds no lock: resizes arrive while it runs
+		return
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	path := regexp.MustCompile(`^/v[0-9.]+`).ReplaceAllString(r.URL.Path, "")
 	switch {
+	case path == "/system/df":
+		e.reply(w, 200, map[string]any{"LayersSize": 4096, "Containers": []map[string]any{
+			{"Id": "mine", "SizeRw": 100, "Labels": map[string]string{LabelOwner: "n"}},
+			{"Id": "theirs", "SizeRw": 900, "Labels": map[string]string{LabelOwner: "other"}},
+		}})
+	case strings.HasSuffix(path, "/resize"):
+		e.resizes = append(e.resizes, r.URL.Query().Get("h")+"x"+r.URL.Query().Get("w"))
+		w.WriteHeader(200)
 	case path == "/version":
 		e.reply(w, 200, map[string]string{"ApiVersion": "1.41", "Version": "20.10.24"})
 	case path == "/info":
@@ -228,6 +243,9 @@ func (e *engine) container(w http.ResponseWriter, r *http.Request, id, verb stri
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		execID := fmt.Sprintf("exec%d", len(e.execs)+1)
 		e.execs[execID] = len(body.Cmd) // a recognisable exit code
+		if body.AttachStdin {
+			e.interactive[execID] = true
+		}
 		e.reply(w, 201, map[string]string{"Id": execID})
 	case r.Method == http.MethodDelete:
 		delete(e.containers, c.ID)
@@ -240,6 +258,46 @@ func (e *engine) container(w http.ResponseWriter, r *http.Request, id, verb stri
 // rawStream writes Docker's multiplexed stream: an 8-byte header (stream 1,
 // big-endian length) before each stdout frame. A request asking for an
 // upgrade (exec start) gets it on the hijacked connection, as from Docker.
+// interactiveExec reports whether path starts an exec created with stdin.
+func (e *engine) interactiveExec(path string) bool {
+	m := rxExec.FindStringSubmatch(path)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return m != nil && m[2] == "start" && e.interactive[m[1]]
+}
+
+// echoSession is a hijacked attach or exec session without a TTY: each read
+// of the client's stdin comes back as a stdout frame, then "bye" on stderr
+// once stdin ends.
+func (e *engine) echoSession(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body) // the start options, before the raw stream
+	conn, buf, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		e.t.Errorf("hijack: %v", err)
+		return
+	}
+	defer conn.Close()
+	fmt.Fprint(buf, "HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
+	_ = buf.Flush()
+	frame := func(stream byte, p []byte) {
+		h := make([]byte, 8)
+		h[0] = stream
+		binary.BigEndian.PutUint32(h[4:], uint32(len(p)))
+		_, _ = conn.Write(append(h, p...))
+	}
+	p := make([]byte, 512)
+	for {
+		n, err := buf.Read(p)
+		if n > 0 {
+			frame(1, p[:n])
+		}
+		if err != nil {
+			break
+		}
+	}
+	frame(2, []byte("bye\n"))
+}
+
 func (e *engine) rawStream(w http.ResponseWriter, r *http.Request, payload string) {
 	frame := make([]byte, 8, 8+len(payload))
 	frame[0] = 1
@@ -430,6 +488,17 @@ func TestCreateOptionsReachDocker(t *testing.T) {
 			func(hc *docker.HostConfig) bool {
 				return hc.CgroupParent == "/kubepods/podu1" && hc.OomScoreAdj == -997
 			}},
+		{"ports, memory without swap, log rotation", kubecontainer.CreateSpec{
+			Ports:      []kubecontainer.PortMapping{{ContainerPort: 80, HostPort: 8080, HostIP: "127.0.0.1", Protocol: "tcp"}},
+			Resources:  kubecontainer.Resources{Memory: 64 << 20},
+			LogMaxSize: 1 << 20, NoNewPrivileges: true},
+			func(hc *docker.HostConfig) bool {
+				b := hc.PortBindings["80/tcp"]
+				return len(b) == 1 && b[0].HostPort == "8080" && b[0].HostIP == "127.0.0.1" &&
+					hc.Memory == 64<<20 && hc.MemorySwap == 64<<20 &&
+					hc.LogConfig.Config["max-size"] == "1048576" && hc.LogConfig.Config["max-file"] == "1" &&
+					strings.Join(hc.SecurityOpt, ",") == "no-new-privileges"
+			}},
 		{"mounts", kubecontainer.CreateSpec{Mounts: []kubecontainer.Mount{{Source: "/srv/a:b", Target: "/data", ReadOnly: true}}},
 			func(hc *docker.HostConfig) bool {
 				return len(hc.Mounts) == 1 && hc.Mounts[0].Source == "/srv/a:b" && hc.Mounts[0].Type == "bind" && hc.Mounts[0].ReadOnly
@@ -449,5 +518,98 @@ func TestCreateOptionsReachDocker(t *testing.T) {
 				t.Errorf("HostConfig security %v, cgroup %q, oom %d, mounts %+v", hc.SecurityOpt, hc.CgroupParent, hc.OomScoreAdj, hc.Mounts)
 			}
 		})
+	}
+}
+
+// The streaming calls carry stdin to the session and its stdout and stderr
+// back apart, forward terminal sizes once the exec runs, and end when the
+// runtime closes the session.
+func TestStreamsAgainstEngine(t *testing.T) {
+	e, c := newEngine(t)
+	id, err := c.Create(context.Background(), &kubecontainer.CreateSpec{Name: "k8s_s.1_p_ns_u_0001", Image: "img:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := make(chan kubecontainer.TerminalSize, 1)
+	sizes <- kubecontainer.TerminalSize{Width: 80, Height: 24}
+	var out, errOut strings.Builder
+	stdin, feed := io.Pipe()
+	go func() {
+		// stdin ends only once the size went through, so the session is
+		// still running when it is forwarded.
+		_, _ = feed.Write([]byte("hello\n"))
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			e.mu.Lock()
+			n := len(e.resizes)
+			e.mu.Unlock()
+			if n > 0 {
+				break
+			}
+		}
+		feed.Close()
+	}()
+	code, err := c.ExecStream(context.Background(), id, []string{"cat", "-"}, kubecontainer.Streams{Stdin: stdin, Stdout: &out, Stderr: &errOut, Resize: sizes})
+	if err != nil || code != 2 {
+		t.Fatalf("ExecStream = %d, %v; want exit code 2 (the stand-in's len(cmd))", code, err)
+	}
+	if out.String() != "hello\n" || errOut.String() != "bye\n" {
+		t.Errorf("stdout %q, stderr %q; want the echo and bye apart", out.String(), errOut.String())
+	}
+	e.mu.Lock()
+	resizes := strings.Join(e.resizes, ",")
+	e.mu.Unlock()
+	if resizes != "24x80" {
+		t.Errorf("resizes %q, want 24x80", resizes)
+	}
+
+	out.Reset()
+	errOut.Reset()
+	if err := c.Attach(context.Background(), id, kubecontainer.Streams{Stdin: strings.NewReader("typed"), Stdout: &out, Stderr: &errOut}); err != nil {
+		t.Fatalf("Attach: %v", err)
+	}
+	if out.String() != "typed" || errOut.String() != "bye\n" {
+		t.Errorf("attach stdout %q, stderr %q", out.String(), errOut.String())
+	}
+
+	// A session whose client is gone (ctx ended) returns without error.
+	ctx, cancel := context.WithCancel(context.Background())
+	blocked, _ := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- c.Attach(ctx, id, kubecontainer.Streams{Stdin: blocked, Stdout: io.Discard}) }()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("attach ended by its client: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("attach did not end with its context")
+	}
+}
+
+// DiskUsage counts the writable layers of this owner's containers only.
+func TestDiskUsageAgainstEngine(t *testing.T) {
+	_, c := newEngine(t)
+	du, err := c.DiskUsage(context.Background(), LabelOwner, "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if du.Images != 4096 || du.RootDir != "/" || len(du.Writable) != 1 || du.Writable["mine"] != 100 {
+		t.Errorf("DiskUsage = %+v, want images 4096, root /, only mine=100", du)
+	}
+}
+
+func TestContainerLabels(t *testing.T) {
+	pod := &v1.Pod{}
+	pod.Name, pod.Namespace, pod.UID = "p", "ns", "u1"
+	l := ContainerLabels(pod, "n", "c", "h", TypeContainer, 3)
+	if l[LabelGracePeriod] != "30" || l[LabelRestartCount] != "3" || l[LabelOwner] != "n" || l[LabelPodUID] != "u1" {
+		t.Errorf("labels %v", l)
+	}
+	grace := int64(5)
+	pod.Spec.TerminationGracePeriodSeconds = &grace
+	if l := ContainerLabels(pod, "n", "c", "h", TypeContainer, 0); l[LabelGracePeriod] != "5" {
+		t.Errorf("grace label %q, want 5", l[LabelGracePeriod])
 	}
 }

@@ -1,5 +1,11 @@
 package dockertools
 
+import (
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+)
+
 // Labels on every container the agent creates. The pod and container labels
 // are the ones Kubernetes tools know; the owner label scopes everything the
 // agent lists or touches to one node name, so two agents on one daemon never
@@ -18,3 +24,24 @@ const (
 	TypeSandbox        = "podsandbox"
 	TypeContainer      = "container"
 )
+
+// ContainerLabels are the labels of a container the agent creates: they name
+// its pod, container, spec hash, restart count and owner, so the relist can
+// rebuild the agent's view from Docker alone.
+func ContainerLabels(pod *v1.Pod, node, container, hash, kind string, restartCount int) map[string]string {
+	grace := int64(30)
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		grace = *g
+	}
+	return map[string]string{
+		LabelPodName:       pod.Name,
+		LabelPodNamespace:  pod.Namespace,
+		LabelPodUID:        string(pod.UID),
+		LabelContainerName: container,
+		LabelContainerHash: hash,
+		LabelRestartCount:  strconv.Itoa(restartCount),
+		LabelType:          kind,
+		LabelOwner:         node,
+		LabelGracePeriod:   strconv.FormatInt(grace, 10),
+	}
+}

@@ -81,13 +81,10 @@ func (k *Kubelet) startInfra(ctx context.Context, pod *v1.Pod) (id, ip string, e
 	if !present {
 		return "", "", &kubecontainer.StartError{Reason: reasonInfraImageAbsent, Message: fmt.Sprintf("infra image %s is not present (build it with `make images`, or install the pause program beside the agent)", k.cfg.InfraImage)}
 	}
-	opts, err := k.infraOptions(pod)
+	spec, err := k.infraSpec(pod)
 	if err != nil {
 		return "", "", err
 	}
-	spec := dockertools.InfraSpec(pod, k.cfg.InfraImage, k.cfg.NodeName, podSourceOf(pod), opts)
-	adj := max(infraOOMScoreAdj, k.oomFloor)
-	spec.OOMScoreAdj = &adj
 	release, err := k.acquireStart(ctx)
 	if err != nil {
 		return "", "", err
@@ -175,16 +172,10 @@ func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if err := k.images.Ensure(ctx, pod, c); err != nil {
 		return err
 	}
-	opts, err := k.appOptions(ctx, pod, c, podIP, hostPaths, restartCount)
+	spec, err := k.appSpec(ctx, pod, c, infraID, podIP, hostPaths, restartCount)
 	if err != nil {
 		return err
 	}
-	spec := dockertools.AppSpec(pod, c, infraID, k.cfg.NodeName, opts, restartCount)
-	spec.Labels[dockertools.LabelSource] = podSourceOf(pod)
-	adj := max(oomScoreAdj(pod, c, k.nodeMemory), k.oomFloor)
-	spec.OOMScoreAdj = &adj
-	hk := k.housekeeping()
-	spec.LogMaxSize, spec.LogMaxFiles = hk.LogMaxSize, hk.LogMaxFiles
 	release, err := k.acquireStart(ctx)
 	if err != nil {
 		return err
@@ -236,29 +227,6 @@ func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		}
 	}
 	return nil
-}
-
-// appOptions resolves what a container runs with: its environment (with
-// downward values), its command and args with $(VAR) expanded, its mounts
-// and its security settings.
-func (k *Kubelet) appOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, podIP string, hostPaths map[string]string, restartCount int) (dockertools.AppOptions, error) {
-	o := dockertools.AppOptions{HostPID: pod.Spec.HostPID, HostIPC: pod.Spec.HostIPC}
-	env, vars, err := k.containerEnv(pod, c, podIP)
-	if err != nil {
-		return o, &kubecontainer.StartError{Reason: reasonConfigError, Message: err.Error()}
-	}
-	o.Env = env
-	lookup := func(n string) (string, bool) { v, ok := vars[n]; return v, ok }
-	for _, a := range c.Command {
-		o.Command = append(o.Command, expand(a, lookup))
-	}
-	for _, a := range c.Args {
-		o.Args = append(o.Args, expand(a, lookup))
-	}
-	if o.Binds, err = k.volumes.Binds(pod, c, hostPaths, func(s string) string { return expand(s, lookup) }, restartCount); err != nil {
-		return o, err
-	}
-	return o, k.securityOptions(ctx, pod, c, &o)
 }
 
 func podSourceOf(pod *v1.Pod) string {

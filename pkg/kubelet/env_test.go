@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 	"github.com/classic-kubelet/kubelet/pkg/dockertools/dockertest"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
@@ -95,7 +94,7 @@ func TestSecurityOptions(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			k := New(Config{NodeName: "n", RootDir: t.TempDir(), AllowPrivileged: c.privileged}, dockertest.NewFakeClient(), seenAll{})
 			pod := &v1.Pod{Spec: v1.PodSpec{SecurityContext: c.pod, Containers: []v1.Container{{Name: "c", Image: "i", SecurityContext: c.c}}}}
-			var o dockertools.AppOptions
+			var o kubecontainer.CreateSpec
 			err := k.securityOptions(context.Background(), pod, &pod.Spec.Containers[0], &o)
 			switch {
 			case c.wantErr == "" && err != nil:

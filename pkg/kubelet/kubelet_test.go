@@ -118,8 +118,9 @@ func TestKubeletKeepsPodsOfUnseenSources(t *testing.T) {
 	fake := dockertest.NewFakeClient("pause:1", "img:1")
 	pod := desiredPod("web", "img:1")
 	fake.AddContainer(kubecontainer.ContainerDetail{
-		Name: dockertools.InfraSpec(pod, "pause:1", "n", "http", dockertools.InfraOptions{}).Name, Image: "pause:1", Running: true,
-		Labels: dockertools.InfraSpec(pod, "pause:1", "n", "http", dockertools.InfraOptions{}).Labels,
+		Name:  dockertools.BuildName(dockertools.ContainerName{Container: dockertools.InfraContainerName, Hash: dockertools.HashInfra(pod), Pod: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID)}),
+		Image: "pause:1", Running: true,
+		Labels: dockertools.ContainerLabels(pod, "n", dockertools.InfraContainerName, dockertools.HashInfra(pod), dockertools.TypeSandbox, 0),
 	})
 	sources := &seenNone{}
 	_, _, stop := newTestKubelet(t, fake, sources)
@@ -172,10 +173,8 @@ func TestFindRunningContainerLooksAgain(t *testing.T) {
 
 	pod := desiredPod("web", "img:1")
 	k.desired.set(pod)
-	spec := dockertools.InfraSpec(pod, "pause:1", "n", "http", dockertools.InfraOptions{})
-	spec.Labels[dockertools.LabelContainerName] = "a"
 	fake.AddContainer(kubecontainer.ContainerDetail{Name: "k8s_a.1_web_default_" + string(pod.UID) + "_00000001",
-		Image: "img:1", Running: true, Labels: spec.Labels})
+		Image: "img:1", Running: true, Labels: dockertools.ContainerLabels(pod, "n", "a", "1", dockertools.TypeContainer, 0)})
 
 	if _, err := k.FindContainer("default", "web", "", "a", false); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("before a relist: FindContainer = %v, want not found (the relist period is an hour)", err)

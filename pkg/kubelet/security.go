@@ -1,13 +1,11 @@
 package kubelet
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -16,7 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
@@ -24,10 +21,10 @@ import (
 const reasonConfigError = kubecontainer.ReasonCreateContainerConfigError
 
 // securityOptions applies a container's security context over the pod's
-// (the container's settings win) to o. It refuses what must not run: a
+// (the container's settings win) to its create spec o. It refuses what must not run: a
 // container that would run as root under runAsNonRoot, or a privileged one
 // when the agent does not allow it.
-func (k *Kubelet) securityOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, o *dockertools.AppOptions) error {
+func (k *Kubelet) securityOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, o *kubecontainer.CreateSpec) error {
 	var user, group *int64
 	var nonRoot *bool
 	if psc := pod.Spec.SecurityContext; psc != nil {
@@ -107,84 +104,6 @@ func (k *Kubelet) securityOptions(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		}
 	}
 	return nil
-}
-
-// infraOptions resolves the pod's hostname and DNS settings.
-func (k *Kubelet) infraOptions(pod *v1.Pod) (dockertools.InfraOptions, error) {
-	o := dockertools.InfraOptions{Hostname: dockertools.PodHostname(pod), HostIPC: pod.Spec.HostIPC}
-	if pod.Spec.Subdomain != "" {
-		o.Domainname = fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, k.cfg.ClusterDomain)
-	}
-	for _, ha := range pod.Spec.HostAliases {
-		for _, h := range ha.Hostnames {
-			o.ExtraHosts = append(o.ExtraHosts, h+":"+ha.IP)
-		}
-	}
-	dc := pod.Spec.DNSConfig
-	if pod.Spec.DNSPolicy == v1.DNSNone {
-		o.DNS = kubecontainer.DNSSettings{Nameservers: dc.Nameservers, Searches: dc.Searches, Options: dnsOptions(dc)}
-		return o, nil
-	}
-	// Default, ClusterFirst and ClusterFirstWithHostNet: the node's resolver
-	// (there is no cluster DNS). Docker derives it from /etc/resolv.conf
-	// itself; another --resolv-conf, or a dnsConfig, is spelled out.
-	if dc == nil && k.cfg.ResolvConf == defaultResolvConf {
-		return o, nil
-	}
-	base, err := parseResolvConf(k.cfg.ResolvConf)
-	if err != nil {
-		return o, &kubecontainer.StartError{Reason: reasonConfigError, Message: fmt.Sprintf("--resolv-conf: %v", err)}
-	}
-	if dc != nil {
-		base.Nameservers = append(base.Nameservers, dc.Nameservers...)
-		base.Searches = append(base.Searches, dc.Searches...)
-		base.Options = append(base.Options, dnsOptions(dc)...)
-	}
-	o.DNS = base
-	return o, nil
-}
-
-const defaultResolvConf = "/etc/resolv.conf"
-
-func dnsOptions(dc *v1.PodDNSConfig) []string {
-	if dc == nil {
-		return nil
-	}
-	var out []string
-	for _, o := range dc.Options {
-		if o.Value != nil {
-			out = append(out, o.Name+":"+*o.Value)
-		} else {
-			out = append(out, o.Name)
-		}
-	}
-	return out
-}
-
-// parseResolvConf reads nameservers, search domains and options.
-func parseResolvConf(path string) (kubecontainer.DNSSettings, error) {
-	var s kubecontainer.DNSSettings
-	f, err := os.Open(path)
-	if err != nil {
-		return s, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 || strings.HasPrefix(fields[0], "#") || strings.HasPrefix(fields[0], ";") {
-			continue
-		}
-		switch fields[0] {
-		case "nameserver":
-			s.Nameservers = append(s.Nameservers, fields[1])
-		case "search", "domain":
-			s.Searches = append(s.Searches, fields[1:]...)
-		case "options":
-			s.Options = append(s.Options, fields[1:]...)
-		}
-	}
-	return s, sc.Err()
 }
 
 func sortStrings(s []string) { sort.Strings(s) }

@@ -1,4 +1,4 @@
-package dockertools
+package kubelet
 
 import (
 	v1 "k8s.io/api/core/v1"
@@ -15,15 +15,15 @@ const (
 	// maxShares is the largest CPU shares value the kernel accepts; larger
 	// requests are clamped to it, as in Kubernetes.
 	maxShares = 262144
-	// QuotaPeriod is the CFS period in microseconds (100 ms), Kubernetes'.
-	QuotaPeriod = 100000
+	// quotaPeriod is the CFS period in microseconds (100 ms), Kubernetes'.
+	quotaPeriod = 100000
 	// minQuota is the smallest CFS quota the kernel accepts: 1 ms.
 	minQuota = 1000
 )
 
-// CPUShares converts a CPU request in milliCPU to cgroup shares. Zero means
+// cpuShares converts a CPU request in milliCPU to cgroup shares. Zero means
 // no request, which gets the minimum.
-func CPUShares(milliCPU int64) int64 {
+func cpuShares(milliCPU int64) int64 {
 	if milliCPU == 0 {
 		return minShares
 	}
@@ -31,37 +31,37 @@ func CPUShares(milliCPU int64) int64 {
 	return min(max(shares, minShares), maxShares)
 }
 
-// CPUQuota converts a CPU limit in milliCPU to a CFS quota over QuotaPeriod.
+// cpuQuota converts a CPU limit in milliCPU to a CFS quota over quotaPeriod.
 // Zero means no limit (no quota).
-func CPUQuota(milliCPU int64) int64 {
+func cpuQuota(milliCPU int64) int64 {
 	if milliCPU == 0 {
 		return 0
 	}
-	quota := milliCPU * QuotaPeriod / 1000
+	quota := milliCPU * quotaPeriod / 1000
 	if quota < minQuota {
 		return minQuota
 	}
 	return quota
 }
 
-// ContainerResources computes a container's Docker resources as Kubernetes
+// containerResources computes a container's resources as Kubernetes
 // does: requests default to limits when only a limit is written; shares come
 // from the CPU request, the quota only from the CPU limit.
-func ContainerResources(c *v1.Container) kubecontainer.Resources {
+func containerResources(c *v1.Container) kubecontainer.Resources {
 	var r kubecontainer.Resources
 	cpuReq, hasReq := c.Resources.Requests[v1.ResourceCPU]
 	cpuLim, hasLim := c.Resources.Limits[v1.ResourceCPU]
 	switch {
 	case hasReq:
-		r.CPUShares = CPUShares(cpuReq.MilliValue())
+		r.CPUShares = cpuShares(cpuReq.MilliValue())
 	case hasLim:
-		r.CPUShares = CPUShares(cpuLim.MilliValue())
+		r.CPUShares = cpuShares(cpuLim.MilliValue())
 	default:
-		r.CPUShares = CPUShares(0)
+		r.CPUShares = cpuShares(0)
 	}
 	if hasLim && !cpuLim.IsZero() {
-		r.CPUQuota = CPUQuota(cpuLim.MilliValue())
-		r.CPUPeriod = QuotaPeriod
+		r.CPUQuota = cpuQuota(cpuLim.MilliValue())
+		r.CPUPeriod = quotaPeriod
 	}
 	if mem, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
 		r.Memory = mem.Value()

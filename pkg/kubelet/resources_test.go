@@ -1,4 +1,4 @@
-package dockertools
+package kubelet
 
 import (
 	"testing"
@@ -27,11 +27,11 @@ func TestCPUSharesAndQuota(t *testing.T) {
 		{1000000, 262144, 100000000}, // shares clamped to the kernel's maximum
 	}
 	for _, c := range cases {
-		if got := CPUShares(c.milli); got != c.shares {
-			t.Errorf("CPUShares(%dm) = %d, want %d", c.milli, got, c.shares)
+		if got := cpuShares(c.milli); got != c.shares {
+			t.Errorf("cpuShares(%dm) = %d, want %d", c.milli, got, c.shares)
 		}
-		if got := CPUQuota(c.milli); got != c.quota {
-			t.Errorf("CPUQuota(%dm) = %d, want %d", c.milli, got, c.quota)
+		if got := cpuQuota(c.milli); got != c.quota {
+			t.Errorf("cpuQuota(%dm) = %d, want %d", c.milli, got, c.quota)
 		}
 	}
 }
@@ -46,14 +46,14 @@ func TestContainerResources(t *testing.T) {
 		{"none", v1.ResourceRequirements{}, kubecontainer.Resources{CPUShares: 2}},
 		{"request only", v1.ResourceRequirements{Requests: v1.ResourceList{"cpu": q("500m")}}, kubecontainer.Resources{CPUShares: 512}},
 		{"limit only: request defaults to it", v1.ResourceRequirements{Limits: v1.ResourceList{"cpu": q("2")}},
-			kubecontainer.Resources{CPUShares: 2048, CPUQuota: 200000, CPUPeriod: QuotaPeriod}},
+			kubecontainer.Resources{CPUShares: 2048, CPUQuota: 200000, CPUPeriod: quotaPeriod}},
 		{"both", v1.ResourceRequirements{Requests: v1.ResourceList{"cpu": q("100m")}, Limits: v1.ResourceList{"cpu": q("300m"), "memory": q("64Mi")}},
-			kubecontainer.Resources{CPUShares: 102, CPUQuota: 30000, CPUPeriod: QuotaPeriod, Memory: 64 << 20}},
+			kubecontainer.Resources{CPUShares: 102, CPUQuota: 30000, CPUPeriod: quotaPeriod, Memory: 64 << 20}},
 		{"memory only", v1.ResourceRequirements{Limits: v1.ResourceList{"memory": q("1Gi")}}, kubecontainer.Resources{CPUShares: 2, Memory: 1 << 30}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := ContainerResources(&v1.Container{Resources: c.res}); got != c.want {
+			if got := containerResources(&v1.Container{Resources: c.res}); got != c.want {
 				t.Errorf("got %+v, want %+v", got, c.want)
 			}
 		})
