@@ -107,7 +107,7 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"setHostnameAsFQDN":             reject(notYet),
 		"hostUsers":                     reject("user namespaces are not supported"),
 		"resourceClaims":                reject("dynamic resource allocation needs an API server"),
-		"resources":                     reject("pod-level resources are not supported"),
+		"resources":                     impl("pod-level cpu and memory: the pod cgroup's bounds (needs --cgroups-per-qos)"),
 		"hostnameOverride":              reject(notYet),
 		"evictionResponders":            reject("not supported"),
 	},

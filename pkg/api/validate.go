@@ -67,6 +67,9 @@ func validateSpec(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.Erro
 	default:
 		errs = append(errs, field.NotSupported(p.Child("dnsPolicy"), spec.DNSPolicy, []string{"ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"}))
 	}
+	if spec.Resources != nil {
+		errs = append(errs, validatePodResources(spec, p.Child("resources"), ignored)...)
+	}
 	if spec.DNSPolicy == v1.DNSNone && (spec.DNSConfig == nil || len(spec.DNSConfig.Nameservers) == 0) {
 		errs = append(errs, field.Required(p.Child("dnsConfig", "nameservers"), "dnsPolicy None needs at least one nameserver"))
 	}
@@ -609,6 +612,39 @@ func validateResources(r *v1.ResourceRequirements, p *field.Path, ignored *[]str
 		lim, hasLim := r.Limits[name]
 		if hasReq && hasLim && req.Cmp(lim) > 0 {
 			errs = append(errs, field.Invalid(p.Child("requests").Key(string(name)), req.String(), "must be less than or equal to the limit "+lim.String()))
+		}
+	}
+	return errs
+}
+
+// validatePodResources checks pod-level resources as the API server does:
+// cpu and memory only; no container's limit above the pod's; the pod's
+// request (its limit when unset) at least what its containers request.
+func validatePodResources(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.ErrorList {
+	errs := validateResources(spec.Resources, p, ignored)
+	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+		podLim, hasLim := spec.Resources.Limits[name]
+		podReq, hasReq := spec.Resources.Requests[name]
+		if !hasReq && hasLim {
+			podReq, hasReq = podLim, true
+		}
+		var sum resource.Quantity
+		for _, cs := range [][]v1.Container{spec.InitContainers, spec.Containers} {
+			for _, c := range cs {
+				if l, ok := c.Resources.Limits[name]; ok && hasLim && l.Cmp(podLim) > 0 {
+					errs = append(errs, field.Invalid(p.Child("limits").Key(string(name)), podLim.String(),
+						fmt.Sprintf("must be at least container %s's limit %s", c.Name, l.String())))
+				}
+			}
+		}
+		for _, c := range spec.Containers {
+			if r, ok := c.Resources.Requests[name]; ok {
+				sum.Add(r)
+			}
+		}
+		if hasReq && sum.Cmp(podReq) > 0 {
+			errs = append(errs, field.Invalid(p.Child("requests").Key(string(name)), podReq.String(),
+				"must be at least the sum of the containers' requests, "+sum.String()))
 		}
 	}
 	return errs

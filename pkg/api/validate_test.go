@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 )
@@ -62,6 +63,21 @@ func TestValidate(t *testing.T) {
 			p.Spec.Containers[1].Ports = nil
 		}, "spec.containers[1].name: Duplicate"},
 		{"bad container name", func(p *v1.Pod) { c0(p).Name = "Server" }, "spec.containers[0].name: Invalid"},
+		{"pod-level resources", func(p *v1.Pod) {
+			p.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("128Mi")}}
+			c0(p).Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}
+		}, ""},
+		{"pod-level limit below a container's", func(p *v1.Pod) {
+			p.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("64Mi")}}
+			c0(p).Resources.Limits = v1.ResourceList{v1.ResourceMemory: resource.MustParse("128Mi")}
+		}, "spec.resources.limits[memory]: Invalid value: \"64Mi\": must be at least container"},
+		{"pod-level request below the containers'", func(p *v1.Pod) {
+			p.Spec.Resources = &v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}}
+			c0(p).Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("150m")}
+		}, "spec.resources.requests[cpu]: Invalid value: \"100m\": must be at least the sum"},
+		{"pod-level hugepages", func(p *v1.Pod) {
+			p.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{"hugepages-2Mi": resource.MustParse("2Mi")}}
+		}, "spec.resources.limits[hugepages-2Mi]: Unsupported"},
 		{"no image", func(p *v1.Pod) { c0(p).Image = "" }, "spec.containers[0].image: Invalid"},
 		{"port zero", func(p *v1.Pod) { c0(p).Ports[0].ContainerPort = 0 }, "ports[0].containerPort: Invalid"},
 		{"port too big", func(p *v1.Pod) { c0(p).Ports[0].ContainerPort = 65536 }, "ports[0].containerPort: Invalid"},

@@ -393,3 +393,13 @@ func ParseRestartCount(labels map[string]string) int {
 	}
 	return n
 }
+
+// CgroupDriver is how Docker names the cgroups of its containers:
+// "cgroupfs" or "systemd" (a CgroupParent must be spelled to match).
+func (c *Client) CgroupDriver() (string, error) {
+	info, err := c.c.Info()
+	if err != nil {
+		return "", fmt.Errorf("docker info: %w", translate(err))
+	}
+	return info.CgroupDriver, nil
+}

@@ -73,6 +73,10 @@ func (k *Kubelet) admit(pod *v1.Pod) *rejection {
 		return &rejection{"SupplementalGroupsPolicyNotSupported",
 			"SupplementalGroupsPolicy=Strict is not supported by the container runtime (Docker) on this node"}
 	}
+	if r := pod.Spec.Resources; r != nil && (len(r.Limits) > 0 || len(r.Requests) > 0) && k.cfg.Cgroups == nil {
+		return &rejection{"PodLevelResourcesNotSupported",
+			"pod-level resources need pod cgroups, and this agent runs with --cgroups-per-qos=false"}
+	}
 	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range cs {
 			if p := appArmorProfile(pod, &cs[i]); p != nil && p.Type != v1.AppArmorProfileTypeUnconfined && !k.appArmor() {

@@ -31,9 +31,10 @@ func (k *Kubelet) infraSpec(pod *v1.Pod) (*kubecontainer.CreateSpec, error) {
 		Image:  k.cfg.InfraImage,
 		Labels: labels,
 		// Shareable so app containers can join its IPC namespace.
-		IpcMode:     "shareable",
-		Resources:   kubecontainer.Resources{CPUShares: minShares},
-		OOMScoreAdj: &adj,
+		IpcMode:      "shareable",
+		Resources:    kubecontainer.Resources{CPUShares: minShares},
+		OOMScoreAdj:  &adj,
+		CgroupParent: k.cgroupParent(pod),
 	}
 	if pod.Spec.HostIPC {
 		spec.IpcMode = "host"
@@ -98,19 +99,20 @@ func (k *Kubelet) appSpec(ctx context.Context, pod *v1.Pod, c *v1.Container, inf
 	adj := max(oomScoreAdj(pod, c, k.nodeMemory), k.oomFloor)
 	hk := k.housekeeping()
 	spec := &kubecontainer.CreateSpec{
-		Name:        dockertools.BuildName(dockertools.ContainerName{Container: c.Name, Hash: hash, Pod: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID)}),
-		Image:       c.Image,
-		WorkingDir:  c.WorkingDir,
-		Labels:      labels,
-		NetworkMode: "container:" + infraID,
-		IpcMode:     "container:" + infraID,
-		Resources:   containerResources(c),
-		Tty:         c.TTY,
-		OpenStdin:   c.Stdin,
-		StdinOnce:   c.StdinOnce,
-		OOMScoreAdj: &adj,
-		LogMaxSize:  hk.LogMaxSize,
-		LogMaxFiles: hk.LogMaxFiles,
+		Name:         dockertools.BuildName(dockertools.ContainerName{Container: c.Name, Hash: hash, Pod: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID)}),
+		Image:        c.Image,
+		WorkingDir:   c.WorkingDir,
+		Labels:       labels,
+		NetworkMode:  "container:" + infraID,
+		IpcMode:      "container:" + infraID,
+		Resources:    containerResources(c),
+		Tty:          c.TTY,
+		OpenStdin:    c.Stdin,
+		StdinOnce:    c.StdinOnce,
+		OOMScoreAdj:  &adj,
+		LogMaxSize:   hk.LogMaxSize,
+		LogMaxFiles:  hk.LogMaxFiles,
+		CgroupParent: k.cgroupParent(pod),
 	}
 	if pod.Spec.HostIPC {
 		spec.IpcMode = "host"

@@ -53,6 +53,11 @@ func (k *Kubelet) killPod(ctx context.Context, uid types.UID, pod *v1.Pod, state
 		}
 	}
 	k.forgetPod(uid)
+	// The pod cgroup before the directory: the directory marks the pod as
+	// this agent's for the GC that finishes what a crash interrupts.
+	if err := k.removePodCgroup(uid); err != nil {
+		return acted, err
+	}
 	if err := volumes.CleanupPodDir(k.podDir(uid)); err != nil {
 		return acted, fmt.Errorf("remove pod directory: %w", err)
 	}

@@ -30,9 +30,10 @@ func (k *Kubelet) garbageCollect(ctx context.Context) {
 	}
 }
 
-// removeOrphanPodDirs removes the directories of pods that are neither
-// desired nor have containers (left by a crash between a pod's container
-// removal and its directory's), unmounting what is mounted inside first.
+// removeOrphanPodDirs removes the cgroups and directories of pods that are
+// neither desired nor have containers (left by a crash between a pod's
+// container removal and its directory's), unmounting what is mounted
+// inside first.
 func (k *Kubelet) removeOrphanPodDirs() {
 	entries, err := os.ReadDir(filepath.Join(k.cfg.RootDir, "pods"))
 	if err != nil {
@@ -42,6 +43,10 @@ func (k *Kubelet) removeOrphanPodDirs() {
 	for _, e := range entries {
 		uid := types.UID(e.Name())
 		if !e.IsDir() || k.desired.get(uid) != nil || cached[uid] != nil {
+			continue
+		}
+		if err := k.removePodCgroup(uid); err != nil {
+			glog.Errorf("GC: orphaned pod cgroup: %v", err)
 			continue
 		}
 		if err := volumes.CleanupPodDir(k.podDir(uid)); err != nil {

@@ -83,6 +83,9 @@ type Config struct {
 	// PauseBinary, if set, is the pause program the infra image is built
 	// from when it is absent (never pulled).
 	PauseBinary string
+	// Cgroups, if set, puts each pod's containers in a pod cgroup under
+	// its QoS class's (--cgroups-per-qos).
+	Cgroups PodCgroups
 }
 
 // housekeepingPeriod is how often pods left on the node without a desired
@@ -111,9 +114,10 @@ type Kubelet struct {
 	hostIP   string
 	metrics  *metrics.Metrics
 
-	nodeCPUs   int   // capacity: a missing CPU limit in the downward API
-	nodeMemory int64 // bytes: a missing memory limit; Memory emptyDir default size
-	oomFloor   int   // the lowest oom_score_adj this host lets containers have
+	nodeCPUs   int       // capacity: a missing CPU limit in the downward API
+	nodeMemory int64     // bytes: a missing memory limit; Memory emptyDir default size
+	oomFloor   int       // the lowest oom_score_adj this host lets containers have
+	lastQoS    qosShares // the QoS cgroups' shares last written; owned by Run
 
 	images  *images.Manager
 	volumes *volumes.Manager
@@ -289,6 +293,7 @@ func (k *Kubelet) syncLoopIteration(ctx context.Context, workers *podWorkers, up
 	case <-housekeeping:
 		start = time.Now()
 		k.backoff.gc(time.Now())
+		k.updateQoSCgroups()
 		cached := k.cache.All()
 		for uid := range cached {
 			if k.desired.get(uid) == nil && !workers.Busy(uid) {

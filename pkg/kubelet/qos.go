@@ -20,19 +20,30 @@ const (
 
 // qosClass is Kubernetes' QoS class: Guaranteed when every container's cpu
 // and memory limits equal its requests, BestEffort when none sets any,
-// Burstable otherwise.
+// Burstable otherwise. Pod-level resources, when set, decide alone (a
+// pod-level request defaults to its limit, as the API server defaults it).
 func qosClass(pod *v1.Pod) v1.PodQOSClass {
 	any, guaranteed := false, true
-	for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+	judge := func(reqs, limits v1.ResourceList, defaultReqs bool) {
 		for _, r := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-			req, hasReq := c.Resources.Requests[r]
-			lim, hasLim := c.Resources.Limits[r]
+			req, hasReq := reqs[r]
+			lim, hasLim := limits[r]
+			if !hasReq && hasLim && defaultReqs {
+				req, hasReq = lim, true
+			}
 			if hasReq || hasLim {
 				any = true
 			}
 			if !hasLim || (hasReq && req.Cmp(lim) != 0) {
 				guaranteed = false
 			}
+		}
+	}
+	if pr := pod.Spec.Resources; pr != nil && (len(pr.Requests) > 0 || len(pr.Limits) > 0) {
+		judge(pr.Requests, pr.Limits, true)
+	} else {
+		for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+			judge(c.Resources.Requests, c.Resources.Limits, false)
 		}
 	}
 	switch {

@@ -1,11 +1,13 @@
 package kubelet
 
 import (
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/cgroups"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
@@ -54,6 +56,73 @@ func TestContainerResources(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if got := containerResources(&v1.Container{Resources: c.res}); got != c.want {
+				t.Errorf("got %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+// The pod cgroup's bounds, as the kubelet's ResourceConfigForPod computes
+// them.
+func TestPodCgroupResources(t *testing.T) {
+	res := func(req, lim string) v1.ResourceRequirements {
+		var r v1.ResourceRequirements
+		parse := func(s string) v1.ResourceList {
+			if s == "" {
+				return nil
+			}
+			l := v1.ResourceList{}
+			for _, kv := range strings.Split(s, ",") {
+				k, v, _ := strings.Cut(kv, "=")
+				l[v1.ResourceName(k)] = resource.MustParse(v)
+			}
+			return l
+		}
+		r.Requests, r.Limits = parse(req), parse(lim)
+		return r
+	}
+	always := v1.ContainerRestartPolicyAlways
+	cases := []struct {
+		name string
+		pod  v1.PodSpec
+		qos  v1.PodQOSClass
+		want cgroups.Resources
+	}{
+		{"best effort", v1.PodSpec{Containers: []v1.Container{{Name: "a"}}}, v1.PodQOSBestEffort,
+			cgroups.Resources{CPUShares: 2, CPUQuota: -1, CPUPeriod: 100000}},
+		{"guaranteed: sums", v1.PodSpec{Containers: []v1.Container{
+			{Name: "a", Resources: res("", "cpu=500m,memory=64Mi")},
+			{Name: "b", Resources: res("", "cpu=250m,memory=32Mi")}}}, v1.PodQOSGuaranteed,
+			cgroups.Resources{CPUShares: 768, CPUQuota: 75000, CPUPeriod: 100000, Memory: 96 << 20}},
+		{"burstable: memory only where every container has a limit", v1.PodSpec{Containers: []v1.Container{
+			{Name: "a", Resources: res("cpu=100m", "memory=64Mi")},
+			{Name: "b", Resources: res("cpu=100m", "cpu=1,memory=64Mi")}}}, v1.PodQOSBurstable,
+			cgroups.Resources{CPUShares: 204, CPUQuota: -1, CPUPeriod: 100000, Memory: 128 << 20}},
+		{"burstable: no bounds when one container has none", v1.PodSpec{Containers: []v1.Container{
+			{Name: "a", Resources: res("cpu=100m", "cpu=1,memory=64Mi")}, {Name: "b"}}}, v1.PodQOSBurstable,
+			cgroups.Resources{CPUShares: 102, CPUQuota: -1, CPUPeriod: 100000}},
+		{"init containers as a maximum, sidecars added", v1.PodSpec{
+			InitContainers: []v1.Container{
+				{Name: "init", Resources: res("cpu=2", "cpu=2,memory=512Mi")},
+				{Name: "side", RestartPolicy: &always, Resources: res("cpu=100m", "cpu=100m,memory=16Mi")}},
+			Containers: []v1.Container{{Name: "a", Resources: res("cpu=250m", "cpu=500m,memory=64Mi")}}}, v1.PodQOSBurstable,
+			cgroups.Resources{CPUShares: 2048, CPUQuota: 200000, CPUPeriod: 100000, Memory: 512 << 20}},
+		{"pod-level resources win", v1.PodSpec{Resources: &v1.ResourceRequirements{Limits: v1.ResourceList{
+			v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("1Gi")}},
+			Containers: []v1.Container{{Name: "a", Resources: res("cpu=100m", "")}, {Name: "b"}}}, v1.PodQOSGuaranteed,
+			cgroups.Resources{CPUShares: 2048, CPUQuota: 200000, CPUPeriod: 100000, Memory: 1 << 30}},
+		{"pod-level memory limit alone: burstable", v1.PodSpec{Resources: &v1.ResourceRequirements{Limits: v1.ResourceList{
+			v1.ResourceMemory: resource.MustParse("256Mi")}},
+			Containers: []v1.Container{{Name: "a", Resources: res("cpu=100m", "")}}}, v1.PodQOSBurstable,
+			cgroups.Resources{CPUShares: 102, CPUQuota: -1, CPUPeriod: 100000, Memory: 256 << 20}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pod := &v1.Pod{Spec: c.pod}
+			if q := qosClass(pod); q != c.qos {
+				t.Fatalf("QoS %s, want %s", q, c.qos)
+			}
+			if got := podCgroupResources(pod); got != c.want {
 				t.Errorf("got %+v, want %+v", got, c.want)
 			}
 		})

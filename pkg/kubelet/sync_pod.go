@@ -418,6 +418,8 @@ func (k *Kubelet) prepareSandbox(ctx context.Context, pod *v1.Pod, state *kubeco
 	hostPaths, err = k.volumes.Setup(pod)
 	if err != nil {
 		err = &kubecontainer.StartError{Reason: reasonVolumeSetup, Message: err.Error()}
+	} else if err = k.ensurePodCgroup(pod); err != nil {
+		err = &kubecontainer.StartError{Reason: reasonCreateSandbox, Message: err.Error()}
 	} else if a.createInfra {
 		infraID, podIP, err = k.startInfra(ctx, pod)
 	} else {

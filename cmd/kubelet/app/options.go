@@ -75,6 +75,7 @@ type Options struct {
 	Profiling            bool          `yaml:"profiling"`
 	AllowPrivileged      bool          `yaml:"allow-privileged"`
 	SeccompDefault       bool          `yaml:"seccomp-default"`
+	CgroupsPerQOS        bool          `yaml:"cgroups-per-qos"`
 	ClusterDomain        string        `yaml:"cluster-domain"`
 	ResolvConf           string        `yaml:"resolv-conf"`
 
@@ -115,6 +116,7 @@ func NewOptions() *Options {
 		HealthzPort:                       10248,
 		MaxPods:                           110,
 		SeccompDefault:                    true,
+		CgroupsPerQOS:                     true,
 		HTTPCheckFrequency:                20 * time.Second,
 		EtcdPrefix:                        config.DefaultEtcdPrefix,
 		EtcdResyncPeriod:                  time.Minute,
@@ -179,6 +181,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.DiskUsagePeriod, "disk-usage-period", o.DiskUsagePeriod, "How often the disk usage of containers (writable layers, logs), pod volumes and images is measured, in the background, for /stats/summary.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve /debug/pprof/ on the full-access port.")
 	fs.BoolVar(&o.AllowPrivileged, "allow-privileged", o.AllowPrivileged, "Allow containers with securityContext.privileged.")
+	fs.BoolVar(&o.CgroupsPerQOS, "cgroups-per-qos", o.CgroupsPerQOS, "Put each pod's containers in a pod cgroup (kubepods/[burstable|besteffort/]pod<uid>) sized to the whole pod, as the kubelet does; pods started without it stay where they are.")
 	fs.BoolVar(&o.SeccompDefault, "seccomp-default", o.SeccompDefault, "Give containers without a seccompProfile Docker's default profile (false: unconfined, the kubelet's default).")
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "Domain of pods with a subdomain: <subdomain>.<namespace>.svc.<cluster-domain>.")
 	fs.StringVar(&o.DockerConfig, "docker-config", o.DockerConfig, "Docker config file with registry credentials (default: ~/.docker/config.json and the legacy ~/.dockercfg).")

@@ -22,6 +22,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/cadvisor"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/cgroups"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/gc"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/images"
@@ -37,6 +38,9 @@ import (
 // command line and --kubelet-config file): sources, -v, garbage collection
 // and log settings apply at once; anything else is logged as needing a
 // restart.
+// cgroupMount is where the cgroup file system is mounted.
+const cgroupMount = "/sys/fs/cgroup"
+
 func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (*Options, error)) error {
 	lock, err := lockNode(o.HostnameOverride, o.RootDir)
 	if err != nil {
@@ -73,7 +77,7 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 		m.SourceErrors.WithLabelValues(source).Inc()
 		recorder.Event(events.Ref{Name: source}, true, "FailedValidation", "source %s: %v", source, err)
 	}
-	k := kubelet.New(kubelet.Config{
+	cfg := kubelet.Config{
 		NodeName:        o.HostnameOverride,
 		RootDir:         o.RootDir,
 		InfraImage:      o.PodInfraContainerImage,
@@ -97,7 +101,18 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 		Events:          recorder,
 		Images: images.Policy{Keyring: keyring, QPS: o.RegistryQPS, Burst: o.RegistryBurst,
 			HighThreshold: o.ImageGCHighThreshold, LowThreshold: o.ImageGCLowThreshold, MinAge: o.MinimumImageTTLDuration},
-	}, docker, merger)
+	}
+	if o.CgroupsPerQOS {
+		cfg.Cgroups = cgroups.NewDetected(func() (cgroups.Config, error) {
+			driver, err := docker.CgroupDriver()
+			if err != nil {
+				return cgroups.Config{}, err
+			}
+			v2, err := cgroups.IsV2(cgroupMount)
+			return cgroups.Config{Mount: cgroupMount, Driver: driver, V2: v2}, err
+		})
+	}
+	k := kubelet.New(cfg, docker, merger)
 
 	glog.Infof("Classic Kubelet starting: node %q, root dir %s, docker %s, sources %v", o.HostnameOverride, o.RootDir, o.DockerEndpoint, sources)
 	// On the way out: cancel, then wait for every goroutine, then close.

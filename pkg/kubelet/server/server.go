@@ -49,6 +49,9 @@ type HostInterface interface {
 	DiskStats() *kubelet.DiskStats
 	IsContainerLogFile(path string) bool
 	Health() (syncLoop, relist error)
+	// PodCgroupPath is the pod's cgroup as cAdvisor names it ("" if the
+	// pod has none).
+	PodCgroupPath(pod *v1.Pod) string
 }
 
 // ContainerRuntime runs the container operations the API exposes.

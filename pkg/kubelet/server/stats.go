@@ -216,6 +216,13 @@ func (s *Server) buildSummary() (*statsapi.Summary, error) {
 			ps.CPU = &statsapi.CPUStats{Time: latest, UsageCoreNanoSeconds: &cpuTotal, UsageNanoCores: &cpuRate}
 			ps.Memory = &statsapi.MemoryStats{Time: latest, UsageBytes: &mem, WorkingSetBytes: &ws, RSSBytes: &rss}
 		}
+		// The pod cgroup, where there is one, holds the pod's true totals:
+		// the infra container's and exited containers' share included.
+		if path := s.Host.PodCgroupPath(pod); path != "" {
+			if ci, err := s.Stats.ContainerInfo(path, req); err == nil && len(ci.Stats) > 0 {
+				ps.CPU, ps.Memory = cpuStats(ci.Stats), memoryStats(ci.Stats)
+			}
+		}
 		if disk != nil {
 			ephemeral += disk.Volumes[pod.UID]
 			ps.EphemeralStorage = usedOn(fsStats(s.opts.RootDir), disk.Taken, ephemeral)
