@@ -338,8 +338,17 @@ func removeNodeContainers(node string) {
 	if err != nil {
 		return
 	}
+	uids := map[string]bool{}
 	for _, c := range list {
 		_ = dockerc.RemoveContainer(docker.RemoveContainerOptions{ID: c.ID, Force: true, RemoveVolumes: true})
+		uids[c.Labels["io.kubernetes.pod.uid"]] = true
+	}
+	// Their pods' cgroups, which the agent removes only for pods it
+	// stopped itself (empty once the containers are gone).
+	for uid := range uids {
+		for _, d := range podCgroupDirs(uid) {
+			_ = os.Remove(d)
+		}
 	}
 }
 
