@@ -12,6 +12,8 @@ import (
 	"github.com/golang/glog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 )
@@ -22,9 +24,14 @@ const (
 	DefaultEtcdPrefix = "/registry/hosts"
 	// etcdTimeout bounds one read.
 	etcdTimeout = 5 * time.Second
-	// etcdRetryMin and etcdRetryMax bound the back-off between failed reads.
-	etcdRetryMin = 500 * time.Millisecond
-	etcdRetryMax = 30 * time.Second
+	// etcdRetryMin and etcdRetryMax bound the back-off between failed
+	// reads: a change made during an outage applies within etcdRetryMax of
+	// etcd answering again.
+	etcdRetryMin = 250 * time.Millisecond
+	etcdRetryMax = 2 * time.Second
+	// keepAliveTime and keepAliveTimeout: gRPC pings on an idle link.
+	keepAliveTime    = 5 * time.Second
+	keepAliveTimeout = 3 * time.Second
 )
 
 // EtcdKey is the key holding a node's pods.
@@ -39,7 +46,16 @@ type EtcdTLS struct{ CAFile, CertFile, KeyFile string }
 func NewEtcdClient(endpoints []string, t EtcdTLS) (*clientv3.Client, error) {
 	lc := zap.NewProductionConfig()
 	lc.Level = zap.NewAtomicLevelAt(zap.WarnLevel)
-	cfg := clientv3.Config{Endpoints: endpoints, DialTimeout: etcdTimeout, LogConfig: &lc}
+	cfg := clientv3.Config{Endpoints: endpoints, DialTimeout: etcdTimeout, LogConfig: &lc,
+		// A link that died silently (a partition, a dropped route) is
+		// noticed within keepAliveTime + keepAliveTimeout, and the client
+		// moves to another endpoint.
+		DialKeepAliveTime: keepAliveTime, DialKeepAliveTimeout: keepAliveTimeout,
+		// Reconnect attempts toward an endpoint back off at most a second.
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+		})},
+	}
 	if t != (EtcdTLS{}) {
 		tc := &tls.Config{MinVersion: tls.VersionTLS12}
 		if t.CertFile != "" || t.KeyFile != "" {

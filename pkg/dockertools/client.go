@@ -394,12 +394,19 @@ func ParseRestartCount(labels map[string]string) int {
 	return n
 }
 
-// CgroupDriver is how Docker names the cgroups of its containers:
-// "cgroupfs" or "systemd" (a CgroupParent must be spelled to match).
-func (c *Client) CgroupDriver() (string, error) {
+// DaemonInfo is what the agent reports of Docker (its version) and needs
+// to know of it: how it names the cgroups of its containers, "cgroupfs" or
+// "systemd" (a CgroupParent must be spelled to match).
+type DaemonInfo struct {
+	Version      string
+	CgroupDriver string
+}
+
+// DaemonInfo asks Docker for its DaemonInfo.
+func (c *Client) DaemonInfo() (DaemonInfo, error) {
 	info, err := c.c.Info()
 	if err != nil {
-		return "", fmt.Errorf("docker info: %w", translate(err))
+		return DaemonInfo{}, fmt.Errorf("docker info: %w", translate(err))
 	}
-	return info.CgroupDriver, nil
+	return DaemonInfo{Version: info.ServerVersion, CgroupDriver: info.CgroupDriver}, nil
 }

@@ -185,3 +185,6 @@ func (k *Kubelet) PortForward(ctx context.Context, infraID string, port int32, s
 	}
 	return err
 }
+
+// HostIP is the node's address that pods' status.hostIP reports.
+func (k *Kubelet) HostIP() string { return k.hostIP }

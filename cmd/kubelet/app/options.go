@@ -58,12 +58,15 @@ type Options struct {
 	ManifestURLHeader  []string      `yaml:"manifest-url-header"`
 	HTTPCheckFrequency time.Duration `yaml:"http-check-frequency"`
 
-	EtcdServers      []string      `yaml:"etcd-servers"`
-	EtcdCAFile       string        `yaml:"etcd-cafile"`
-	EtcdCertFile     string        `yaml:"etcd-certfile"`
-	EtcdKeyFile      string        `yaml:"etcd-keyfile"`
-	EtcdPrefix       string        `yaml:"etcd-prefix"`
-	EtcdResyncPeriod time.Duration `yaml:"etcd-resync-period"`
+	EtcdServers            []string      `yaml:"etcd-servers"`
+	EtcdCAFile             string        `yaml:"etcd-cafile"`
+	EtcdCertFile           string        `yaml:"etcd-certfile"`
+	EtcdKeyFile            string        `yaml:"etcd-keyfile"`
+	EtcdPrefix             string        `yaml:"etcd-prefix"`
+	EtcdResyncPeriod       time.Duration `yaml:"etcd-resync-period"`
+	NodeLeaseDuration      time.Duration `yaml:"node-lease-duration"`
+	NodeLeaseRenewInterval time.Duration `yaml:"node-lease-renew-interval"`
+	EventTTL               time.Duration `yaml:"event-ttl"`
 
 	TLSCertFile          string        `yaml:"tls-cert-file"`
 	TLSPrivateKeyFile    string        `yaml:"tls-private-key-file"`
@@ -117,6 +120,9 @@ func NewOptions() *Options {
 		MaxPods:                           110,
 		SeccompDefault:                    true,
 		CgroupsPerQOS:                     true,
+		NodeLeaseDuration:                 40 * time.Second,
+		NodeLeaseRenewInterval:            10 * time.Second,
+		EventTTL:                          time.Hour,
 		HTTPCheckFrequency:                20 * time.Second,
 		EtcdPrefix:                        config.DefaultEtcdPrefix,
 		EtcdResyncPeriod:                  time.Minute,
@@ -172,6 +178,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.EtcdPrefix, "etcd-prefix", o.EtcdPrefix, "etcd key prefix of the node keys.")
 	fs.DurationVar(&o.EtcdResyncPeriod, "etcd-resync-period", o.EtcdResyncPeriod, "Full re-read of the etcd key besides the watch (advanced).")
 	_ = fs.MarkHidden("etcd-resync-period")
+	fs.DurationVar(&o.NodeLeaseDuration, "node-lease-duration", o.NodeLeaseDuration, "TTL of the node's lease key in etcd (<etcd-prefix>/<node>/lease): the node counts as gone this long after its agent stops renewing.")
+	fs.DurationVar(&o.NodeLeaseRenewInterval, "node-lease-renew-interval", o.NodeLeaseRenewInterval, "How often the node lease is renewed and the Node object (<etcd-prefix>/<node>/node) checked for changes.")
+	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "How long events written to etcd (/events/<node>/...) are kept.")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "Certificate (PEM) for HTTPS on the full-access port.")
 	fs.StringVar(&o.TLSPrivateKeyFile, "tls-private-key-file", o.TLSPrivateKeyFile, "Private key (PEM) of --tls-cert-file.")
 	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "CA bundle: the full-access port then requires client certificates signed by it.")
@@ -221,7 +230,8 @@ func (o *Options) Validate() error {
 		"--relist-period": o.RelistPeriod, "--backoff-initial": o.BackoffInitial, "--backoff-max": o.BackoffMax,
 		"--http-check-frequency": o.HTTPCheckFrequency, "--etcd-resync-period": o.EtcdResyncPeriod,
 		"--housekeeping-interval": o.HousekeepingInterval, "--gc-period": o.GCPeriod,
-		"--disk-usage-period": o.DiskUsagePeriod,
+		"--disk-usage-period": o.DiskUsagePeriod, "--event-ttl": o.EventTTL,
+		"--node-lease-duration": o.NodeLeaseDuration, "--node-lease-renew-interval": o.NodeLeaseRenewInterval,
 	} {
 		if d <= 0 {
 			return fmt.Errorf("%s must be positive, got %v", name, d)
@@ -242,6 +252,11 @@ func (o *Options) Validate() error {
 		if u, err := url.Parse(o.ManifestURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 			return fmt.Errorf("--manifest-url %q: want an http or https URL", o.ManifestURL)
 		}
+	}
+	// etcd leases count whole seconds; a renewal must come well before
+	// the lease runs out.
+	if o.NodeLeaseDuration < 2*time.Second || o.NodeLeaseRenewInterval*2 > o.NodeLeaseDuration {
+		return fmt.Errorf("--node-lease-duration (%v) must be at least 2s and twice --node-lease-renew-interval (%v)", o.NodeLeaseDuration, o.NodeLeaseRenewInterval)
 	}
 	if !strings.HasPrefix(o.EtcdPrefix, "/") {
 		return fmt.Errorf("--etcd-prefix %q must start with /", o.EtcdPrefix)

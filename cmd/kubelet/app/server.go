@@ -104,12 +104,12 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 	}
 	if o.CgroupsPerQOS {
 		cfg.Cgroups = cgroups.NewDetected(func() (cgroups.Config, error) {
-			driver, err := docker.CgroupDriver()
+			info, err := docker.DaemonInfo()
 			if err != nil {
 				return cgroups.Config{}, err
 			}
 			v2, err := cgroups.IsV2(cgroupMount)
-			return cgroups.Config{Mount: cgroupMount, Driver: driver, V2: v2}, err
+			return cgroups.Config{Mount: cgroupMount, Driver: info.CgroupDriver, V2: v2}, err
 		})
 	}
 	k := kubelet.New(cfg, docker, merger)
@@ -188,7 +188,9 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 		})
 	}
 
-	srcs, err := startSources(ctx, o, merger, recorder)
+	report := nodeReport{pods: k, node: (&nodeBuilder{name: o.HostnameOverride, rootDir: o.RootDir, maxPods: o.MaxPods,
+		hostIP: k.HostIP(), health: k.Health, docker: docker}).build}
+	srcs, err := startSources(ctx, o, merger, recorder, report)
 	if err != nil {
 		return err
 	}
@@ -205,7 +207,7 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 	for {
 		select {
 		case <-hup:
-			srcs = reload(ctx, o, reparse, k, merger, recorder, srcs)
+			srcs = reload(ctx, o, reparse, k, merger, recorder, report, srcs)
 			continue
 		case <-ctx.Done():
 		}

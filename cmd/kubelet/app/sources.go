@@ -2,15 +2,20 @@ package app
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/golang/glog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/config"
+	"github.com/classic-kubelet/kubelet/pkg/etcdnode"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/gc"
@@ -41,7 +46,17 @@ type sourceSet struct {
 	wg     sync.WaitGroup
 }
 
-func startSources(ctx context.Context, o *Options, merger *config.Merger, recorder *events.Recorder) (*sourceSet, error) {
+// nodeReport is what the agent writes about its node to etcd.
+type nodeReport struct {
+	pods etcdnode.PodSource
+	node func() *v1.Node
+}
+
+// podStatusPeriod is how often pod statuses are written to etcd: at most
+// one write per pod per period.
+const podStatusPeriod = time.Second
+
+func startSources(ctx context.Context, o *Options, merger *config.Merger, recorder *events.Recorder, report nodeReport) (*sourceSet, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &sourceSet{cancel: cancel}
 	run := func(f func()) {
@@ -57,11 +72,25 @@ func startSources(ctx context.Context, o *Options, merger *config.Merger, record
 			cancel()
 			return nil, err
 		}
+		lease, err := claimNodeName(ctx, etcd, o)
+		if err != nil {
+			etcd.Close()
+			cancel()
+			return nil, err
+		}
 		src := config.NewEtcdSource(etcd, config.EtcdKey(o.EtcdPrefix, o.HostnameOverride), o.HostnameOverride, o.EtcdResyncPeriod, merger)
+		workers := []func(context.Context){
+			src.Run,
+			func(ctx context.Context) { recorder.RunEtcdWriter(ctx, etcd, o.EventTTL) },
+			lease.Run,
+			etcdnode.NewNodeWriter(etcd, lease, o.EtcdPrefix, o.HostnameOverride, report.node, o.NodeLeaseRenewInterval).Run,
+			etcdnode.NewPodWriter(etcd, lease, o.EtcdPrefix, o.HostnameOverride, report.pods, podStatusPeriod).Run,
+		}
 		var inner sync.WaitGroup
-		inner.Add(2)
-		go func() { defer inner.Done(); src.Run(ctx) }()
-		go func() { defer inner.Done(); recorder.RunEtcdWriter(ctx, etcd) }()
+		for _, w := range workers {
+			inner.Add(1)
+			go func() { defer inner.Done(); w(ctx) }()
+		}
 		run(func() { inner.Wait(); etcd.Close() })
 	}
 	if o.ManifestURL != "" {
@@ -80,6 +109,33 @@ func startSources(ctx context.Context, o *Options, merger *config.Merger, record
 	return s, nil
 }
 
+// claimNodeName takes the node's lease key in etcd. A name another live
+// agent holds refuses the start; an etcd that does not answer does not:
+// the lease is claimed in the background once it does.
+func claimNodeName(ctx context.Context, etcd *clientv3.Client, o *Options) (*etcdnode.Lease, error) {
+	holder, err := etcdnode.NewHolder(o.RootDir)
+	if err != nil {
+		return nil, err
+	}
+	lease := etcdnode.NewLease(etcd, o.EtcdPrefix, o.HostnameOverride, holder, o.NodeLeaseDuration, o.NodeLeaseRenewInterval)
+	cctx, cancel := context.WithTimeout(ctx, claimTimeout)
+	defer cancel()
+	err = lease.Claim(cctx)
+	var taken *etcdnode.TakenError
+	switch {
+	case errors.As(err, &taken):
+		return nil, err
+	case err != nil:
+		glog.Warningf("etcd: %v; the node name will be claimed once etcd answers", err)
+	default:
+		glog.Infof("Holding node name %q in etcd (lease %v)", o.HostnameOverride, o.NodeLeaseDuration)
+	}
+	return lease, nil
+}
+
+// claimTimeout bounds the wait for etcd at start.
+const claimTimeout = 5 * time.Second
+
 // stop stops the sources and waits for them.
 func (s *sourceSet) stop() {
 	s.cancel()
@@ -97,7 +153,7 @@ var housekeepingSettings = map[string]bool{
 var sourceSettings = map[string]bool{
 	"pod-manifest-path": true, "file-check-frequency": true, "manifest-url": true, "manifest-url-header": true,
 	"http-check-frequency": true, "etcd-servers": true, "etcd-cafile": true, "etcd-certfile": true, "etcd-keyfile": true,
-	"etcd-prefix": true, "etcd-resync-period": true,
+	"etcd-prefix": true, "etcd-resync-period": true, "node-lease-duration": true, "node-lease-renew-interval": true, "event-ttl": true,
 }
 
 // changedSettings names (by their yaml tags, the long flag names) the
@@ -121,7 +177,7 @@ func changedSettings(a, b *Options) []string {
 // -v has already applied: parsing sets glog's flags. It returns the source
 // set now running.
 func reload(ctx context.Context, o *Options, reparse func() (*Options, error), k *kubelet.Kubelet,
-	merger *config.Merger, recorder *events.Recorder, srcs *sourceSet) *sourceSet {
+	merger *config.Merger, recorder *events.Recorder, report nodeReport, srcs *sourceSet) *sourceSet {
 	n, err := reparse()
 	if err != nil {
 		glog.Errorf("SIGHUP: settings not reloaded: %v", err)
@@ -147,10 +203,10 @@ func reload(ctx context.Context, o *Options, reparse func() (*Options, error), k
 	if restartSources {
 		srcs.stop()
 		merger.SetConfigured(configuredSources(n)...)
-		next, err := startSources(ctx, n, merger, recorder)
+		next, err := startSources(ctx, n, merger, recorder, report)
 		if err != nil {
 			glog.Errorf("SIGHUP: sources: %v; running the previous ones", err)
-			next, _ = startSources(ctx, o, merger, recorder)
+			next, _ = startSources(ctx, o, merger, recorder, report)
 			merger.SetConfigured(configuredSources(o)...)
 		} else {
 			copySourceSettings(o, n)
@@ -170,6 +226,7 @@ func copySourceSettings(o, n *Options) {
 	o.ManifestURL, o.ManifestURLHeader, o.HTTPCheckFrequency = n.ManifestURL, n.ManifestURLHeader, n.HTTPCheckFrequency
 	o.EtcdServers, o.EtcdCAFile, o.EtcdCertFile, o.EtcdKeyFile = n.EtcdServers, n.EtcdCAFile, n.EtcdCertFile, n.EtcdKeyFile
 	o.EtcdPrefix, o.EtcdResyncPeriod = n.EtcdPrefix, n.EtcdResyncPeriod
+	o.NodeLeaseDuration, o.NodeLeaseRenewInterval, o.EventTTL = n.NodeLeaseDuration, n.NodeLeaseRenewInterval, n.EventTTL
 }
 
 func copyHousekeeping(o, n *Options) {

@@ -26,10 +26,8 @@ const (
 	// queueSize bounds the events waiting to be written to etcd; beyond
 	// it they are dropped (and counted): pod work never waits for etcd.
 	queueSize = 1000
-	// leaseTTL is how long events live in etcd: two days, as the classic
-	// agent kept them.
-	leaseTTL = 48 * time.Hour
-	// leasePeriod: one lease is shared by the events of a minute.
+	// leasePeriod: one lease is shared by the events of a minute (so the
+	// live leases stay bounded: TTL / leasePeriod of them).
 	leasePeriod = time.Minute
 	// dedupWindow folds repeats of one event into its count.
 	dedupWindow = 10 * time.Minute
@@ -129,9 +127,10 @@ func (r *Recorder) List() v1.EventList {
 func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
 
 // RunEtcdWriter writes queued events to /events/<node>/<namespace>/<pod>/<id>
-// under a shared 48-hour lease until ctx is cancelled. Without a writer the
+// until ctx is cancelled, each kept at least ttl (under a lease shared by
+// the events of a minute). Without a writer the
 // queue fills and further events are only dropped from it.
-func (r *Recorder) RunEtcdWriter(ctx context.Context, c *clientv3.Client) {
+func (r *Recorder) RunEtcdWriter(ctx context.Context, c *clientv3.Client, ttl time.Duration) {
 	var lease clientv3.LeaseID
 	var leaseAt time.Time
 	for {
@@ -143,7 +142,8 @@ func (r *Recorder) RunEtcdWriter(ctx context.Context, c *clientv3.Client) {
 		}
 		if lease == 0 || time.Since(leaseAt) > leasePeriod {
 			gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			resp, err := c.Grant(gctx, int64(leaseTTL/time.Second))
+			// The last event put under the lease lives at least ttl.
+			resp, err := c.Grant(gctx, int64((ttl+leasePeriod)/time.Second))
 			cancel()
 			if err != nil {
 				r.dropped.Add(1)

@@ -41,7 +41,7 @@ func (f *fakeHost) FindContainer(ns, pod, uid, container string, previous bool) 
 func (f *fakeHost) FindRunningContainer(_ context.Context, ns, pod, uid, container string) (kubelet.ContainerRef, error) {
 	return f.FindContainer(ns, pod, uid, container, false)
 }
-func (f *fakeHost) PodCgroupPath(*v1.Pod) string { return "" }
+func (f *fakeHost) PodCgroupPath(*v1.Pod) string        { return "" }
 func (f *fakeHost) IsContainerLogFile(path string) bool { return path == f.logFile }
 func (f *fakeHost) Health() (error, error)              { return nil, f.relist }
 

@@ -1,0 +1,173 @@
+package etcdnode
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/golang/glog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PodReport is what a pod's status key holds: the pod's identity, its
+// status and the hash of the spec it runs. The spec itself is not copied:
+// its environment values must not end up in etcd.
+type PodReport struct {
+	Metadata metav1.ObjectMeta `json:"metadata"`
+	SpecHash string            `json:"specHash"`
+	Status   v1.PodStatus      `json:"status"`
+}
+
+// Batch bounds, below etcd's defaults (128 operations and 1.5 MiB per
+// request).
+const (
+	maxOpsPerTxn   = 64
+	maxBytesPerTxn = 512 << 10
+)
+
+// PodSource gives the node's pods with their current status.
+type PodSource interface {
+	GetPods() []*v1.Pod
+}
+
+// PodWriter keeps <node>/pods/<ns>/<name> equal to the pods' reports: every
+// period it writes what changed since the last write (so at most one write
+// per pod per period, however often its status changes) and deletes the
+// keys of pods that are gone. It reads statuses as the API does, so it
+// never blocks a pod worker or the sync loop.
+type PodWriter struct {
+	c      *clientv3.Client
+	lease  *Lease
+	prefix string // <prefix>/<node>/pods/
+	pods   PodSource
+	period time.Duration
+
+	written map[string][]byte // key → value as last written; owned by Run
+	gen     int               // the lease claim written was known under
+}
+
+// NewPodWriter writes the reports of pods under node's keys every period.
+func NewPodWriter(c *clientv3.Client, lease *Lease, prefix, node string, pods PodSource, period time.Duration) *PodWriter {
+	return &PodWriter{c: c, lease: lease, prefix: NodeKey(prefix, node) + "/pods/", pods: pods, period: period}
+}
+
+// Run writes until ctx ends.
+func (w *PodWriter) Run(ctx context.Context) {
+	t := time.NewTicker(w.period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := w.sync(ctx); err != nil && ctx.Err() == nil {
+			glog.V(2).Infof("Pod status to etcd: %v (retrying)", err)
+		}
+	}
+}
+
+// sync writes one round. After a new claim (the first, or after an outage
+// that lost the lease) it first reads what etcd holds, so stale keys are
+// deleted and unchanged ones not rewritten.
+func (w *PodWriter) sync(ctx context.Context) error {
+	guard, gen, ok := w.lease.guard()
+	if !ok {
+		return nil
+	}
+	if w.written == nil || gen != w.gen {
+		rctx, cancel := context.WithTimeout(ctx, w.period*5)
+		resp, err := w.c.Get(rctx, w.prefix, clientv3.WithPrefix())
+		cancel()
+		if err != nil {
+			return fmt.Errorf("read %s: %w", w.prefix, err)
+		}
+		w.written, w.gen = map[string][]byte{}, gen
+		for _, kv := range resp.Kvs {
+			w.written[string(kv.Key)] = kv.Value
+		}
+	}
+	want := map[string][]byte{}
+	for _, p := range w.pods.GetPods() {
+		data, err := json.Marshal(Report(p))
+		if err != nil {
+			continue
+		}
+		want[w.prefix+p.Namespace+"/"+p.Name] = data
+	}
+	var ops []clientv3.Op
+	var keys []string
+	for k, v := range want {
+		if !bytes.Equal(w.written[k], v) {
+			keys = append(keys, k)
+		}
+	}
+	for k := range w.written {
+		if _, ok := want[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	size := 0
+	flush := func() error {
+		if len(ops) == 0 {
+			return nil
+		}
+		tctx, cancel := context.WithTimeout(ctx, w.period*5)
+		resp, err := w.c.Txn(tctx).If(guard).Then(ops...).Commit()
+		cancel()
+		if err != nil {
+			return fmt.Errorf("write pod status: %w", err)
+		}
+		if !resp.Succeeded {
+			w.lease.lost(gen)
+			w.written = nil
+			return fmt.Errorf("write pod status: the node lease is no longer this agent's")
+		}
+		for _, op := range ops {
+			k := string(op.KeyBytes())
+			if op.IsDelete() {
+				delete(w.written, k)
+			} else {
+				w.written[k] = want[k]
+			}
+		}
+		ops, size = ops[:0], 0
+		return nil
+	}
+	for _, k := range keys {
+		v, keep := want[k]
+		op := clientv3.OpDelete(k)
+		if keep {
+			op = clientv3.OpPut(k, string(v))
+		}
+		if len(ops) == maxOpsPerTxn || (len(ops) > 0 && size+len(k)+len(v) > maxBytesPerTxn) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		ops = append(ops, op)
+		size += len(k) + len(v)
+	}
+	return flush()
+}
+
+// Report is the pod's status report.
+func Report(p *v1.Pod) PodReport {
+	meta := metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, Labels: p.Labels,
+		Annotations: p.Annotations, CreationTimestamp: p.CreationTimestamp}
+	return PodReport{Metadata: meta, SpecHash: specHash(&p.Spec), Status: p.Status}
+}
+
+func specHash(spec *v1.PodSpec) string {
+	data, _ := json.Marshal(spec)
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
+}
