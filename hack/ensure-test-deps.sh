@@ -4,7 +4,7 @@
 # loopback), systemd-analyze (to verify the service unit; systemd need not
 # run), and the peers the benchmark measures the agent against: podman (with
 # catatonit, from which it builds its pause image) and docker-compose; gcc
-# for the -race build; Prometheus.
+# for the -race build; Prometheus; etcd's server and etcdctl.
 set -euo pipefail
 missing=()
 command -v docker-registry >/dev/null 2>&1 || missing+=(docker-registry)
@@ -17,6 +17,10 @@ command -v gcc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 # The client tests scrape the agent with a real Prometheus and check its
 # exposition with promtool.
 command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
+# The fleet test runs a 3-member etcd cluster of real etcd server processes
+# (etcdctl reads the keys as an operator would).
+command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
+command -v etcdctl >/dev/null 2>&1 || missing+=(etcd-client)
 # The Docker restart test gives its private daemon a bridge of its own.
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 if [ ${#missing[@]} -gt 0 ]; then

@@ -140,6 +140,8 @@ type fakePods struct {
 	pods []*v1.Pod
 }
 
+func (f *fakePods) StatusChanged() <-chan struct{} { return nil }
+
 func (f *fakePods) GetPods() []*v1.Pod {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -172,7 +174,16 @@ func TestPodWriter(t *testing.T) {
 	}
 	src := &fakePods{}
 	src.set(pod("web", v1.PodPending))
-	w := NewPodWriter(c, l, "/hosts", "n1", src, time.Second)
+	w := NewPodWriter(c, l, "/hosts", "n1", src, 100*time.Millisecond)
+	if err := w.sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A new pod still starting is reported a period after it was first
+	// seen (its first report is then usually Running).
+	if v, _ := get(t, c, "/hosts/n1/pods/default/web"); v != "" {
+		t.Errorf("a pod seen Pending for the first time was reported at once: %s", v)
+	}
+	time.Sleep(150 * time.Millisecond)
 	if err := w.sync(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ type Lease struct {
 
 	mu    sync.Mutex
 	id    clientv3.LeaseID // 0 when not held
-	gen   int              // counts the claims: writers reconcile on a new one
+	gen   int              // counts claims and recoveries from outages: writers reconcile on a new one
 	taken *TakenError      // set while another agent holds the name
 }
 
@@ -176,6 +176,7 @@ func (l *Lease) revoke(id clientv3.LeaseID) {
 func (l *Lease) Run(ctx context.Context) {
 	t := time.NewTicker(l.renew)
 	defer t.Stop()
+	failing := false // the last renewal failed: etcd was out of reach
 	for {
 		select {
 		case <-ctx.Done():
@@ -189,12 +190,26 @@ func (l *Lease) Run(ctx context.Context) {
 			rctx, cancel := context.WithTimeout(ctx, l.renew)
 			_, err := l.c.KeepAliveOnce(rctx, id)
 			cancel()
-			if err == nil || !errors.Is(err, rpctypes.ErrLeaseNotFound) {
-				if err != nil && ctx.Err() == nil {
+			switch {
+			case err == nil && failing:
+				// Back from an outage: what was written meanwhile by
+				// others is read again.
+				glog.Infof("Node lease %s renewed: etcd answers again", l.key)
+				l.mu.Lock()
+				l.gen++
+				l.mu.Unlock()
+				failing = false
+				continue
+			case err == nil:
+				continue
+			case !errors.Is(err, rpctypes.ErrLeaseNotFound):
+				failing = true
+				if ctx.Err() == nil {
 					glog.V(2).Infof("Node lease %s: renew: %v (retrying)", l.key, err)
 				}
 				continue
 			}
+			failing = false
 			glog.Warningf("Node lease %s expired (etcd out of reach longer than %v): claiming the name again", l.key, l.ttl)
 			l.mu.Lock()
 			l.id = 0

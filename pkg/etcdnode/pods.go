@@ -32,16 +32,19 @@ const (
 	maxBytesPerTxn = 512 << 10
 )
 
-// PodSource gives the node's pods with their current status.
+// PodSource gives the node's pods with their current status, and says when
+// one changed.
 type PodSource interface {
 	GetPods() []*v1.Pod
+	StatusChanged() <-chan struct{}
 }
 
-// PodWriter keeps <node>/pods/<ns>/<name> equal to the pods' reports: every
-// period it writes what changed since the last write (so at most one write
-// per pod per period, however often its status changes) and deletes the
-// keys of pods that are gone. It reads statuses as the API does, so it
-// never blocks a pod worker or the sync loop.
+// PodWriter keeps <node>/pods/<ns>/<name> equal to the pods' reports: when
+// a status changes (and at least every period) it writes what changed since
+// the last write and deletes the keys of pods that are gone, in rounds at
+// least a period apart (so at most one write per pod per period, however
+// often its status changes). It reads statuses as the API does, so it never
+// blocks a pod worker or the sync loop.
 type PodWriter struct {
 	c      *clientv3.Client
 	lease  *Lease
@@ -49,33 +52,47 @@ type PodWriter struct {
 	pods   PodSource
 	period time.Duration
 
-	written map[string][]byte // key → value as last written; owned by Run
-	gen     int               // the lease claim written was known under
+	written   map[string][]byte    // key → value as last written; owned by Run
+	gen       int                  // the lease generation written was known under
+	firstSeen map[string]time.Time // when each pod not yet reported was first seen
 }
 
 // NewPodWriter writes the reports of pods under node's keys every period.
 func NewPodWriter(c *clientv3.Client, lease *Lease, prefix, node string, pods PodSource, period time.Duration) *PodWriter {
-	return &PodWriter{c: c, lease: lease, prefix: NodeKey(prefix, node) + "/pods/", pods: pods, period: period}
+	return &PodWriter{c: c, lease: lease, prefix: NodeKey(prefix, node) + "/pods/", pods: pods, period: period,
+		firstSeen: map[string]time.Time{}}
 }
 
 // Run writes until ctx ends.
 func (w *PodWriter) Run(ctx context.Context) {
-	t := time.NewTicker(w.period)
+	t := time.NewTimer(0)
 	defer t.Stop()
+	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-w.pods.StatusChanged():
 		}
+		if wait := w.period - time.Since(last); wait > 0 {
+			t.Reset(wait)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+		last = time.Now()
 		if err := w.sync(ctx); err != nil && ctx.Err() == nil {
 			glog.V(2).Infof("Pod status to etcd: %v (retrying)", err)
 		}
+		t.Reset(w.period)
 	}
 }
 
-// sync writes one round. After a new claim (the first, or after an outage
-// that lost the lease) it first reads what etcd holds, so stale keys are
+// sync writes one round. After a new claim or an outage (the lease's
+// generation changed) it first reads what etcd holds, so stale keys are
 // deleted and unchanged ones not rewritten.
 func (w *PodWriter) sync(ctx context.Context) error {
 	guard, gen, ok := w.lease.guard()
@@ -95,12 +112,34 @@ func (w *PodWriter) sync(ctx context.Context) error {
 		}
 	}
 	want := map[string][]byte{}
+	now := time.Now()
+	seen := map[string]bool{}
 	for _, p := range w.pods.GetPods() {
+		key := w.prefix + p.Namespace + "/" + p.Name
+		seen[key] = true
+		if _, reported := w.written[key]; !reported && p.Status.Phase == v1.PodPending {
+			// A new pod's first report waits up to a period while it
+			// starts: its key then usually begins at Running, and the
+			// one write a period allows is not spent on a passing state.
+			first, ok := w.firstSeen[key]
+			if !ok {
+				w.firstSeen[key] = now
+				continue
+			}
+			if now.Sub(first) < w.period {
+				continue
+			}
+		}
 		data, err := json.Marshal(Report(p))
 		if err != nil {
 			continue
 		}
-		want[w.prefix+p.Namespace+"/"+p.Name] = data
+		want[key] = data
+	}
+	for key := range w.firstSeen {
+		if _, reported := w.written[key]; reported || !seen[key] {
+			delete(w.firstSeen, key)
+		}
 	}
 	var ops []clientv3.Op
 	var keys []string
@@ -124,6 +163,7 @@ func (w *PodWriter) sync(ctx context.Context) error {
 		resp, err := w.c.Txn(tctx).If(guard).Then(ops...).Commit()
 		cancel()
 		if err != nil {
+			w.written = nil // what etcd holds is no longer known
 			return fmt.Errorf("write pod status: %w", err)
 		}
 		if !resp.Succeeded {

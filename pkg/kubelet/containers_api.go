@@ -188,3 +188,7 @@ func (k *Kubelet) PortForward(ctx context.Context, infraID string, port int32, s
 
 // HostIP is the node's address that pods' status.hostIP reports.
 func (k *Kubelet) HostIP() string { return k.hostIP }
+
+// StatusChanged is poked when a pod's status changes or a pod is gone (a
+// single reader: the etcd status writer).
+func (k *Kubelet) StatusChanged() <-chan struct{} { return k.status.Changed() }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -29,8 +30,9 @@ type entry struct {
 // never waits on the disk: changes are checkpointed by Run, in the
 // background, coalesced (a GET of every pod used to fsync under the lock).
 type Manager struct {
-	path  string
-	dirty chan struct{} // cap 1: "conds changed since the last save"
+	path    string
+	dirty   chan struct{} // cap 1: "conds changed since the last save"
+	changed chan struct{} // cap 1: "a status changed since Changed was last read"
 
 	saveMu sync.Mutex // serializes saves, so an older snapshot never overwrites a newer one
 
@@ -42,7 +44,7 @@ type Manager struct {
 
 // NewManager returns a manager checkpointing to path (loaded now if there).
 func NewManager(path string) *Manager {
-	m := &Manager{path: path, now: time.Now, dirty: make(chan struct{}, 1),
+	m := &Manager{path: path, now: time.Now, dirty: make(chan struct{}, 1), changed: make(chan struct{}, 1),
 		conds: map[types.UID]map[v1.PodConditionType]entry{}, statuses: map[types.UID]v1.PodStatus{}}
 	data, err := os.ReadFile(path)
 	if err == nil {
@@ -91,7 +93,21 @@ func (m *Manager) SetClock(now func() time.Time) {
 func (m *Manager) Set(uid types.UID, st v1.PodStatus) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if old, ok := m.statuses[uid]; !ok || !apiequality.Semantic.DeepEqual(old, st) {
+		m.poke()
+	}
 	m.statuses[uid] = st
+}
+
+// Changed is poked (one slot, never blocking) when a status changes or a
+// pod is forgotten: for a single reader that reports statuses elsewhere.
+func (m *Manager) Changed() <-chan struct{} { return m.changed }
+
+func (m *Manager) poke() {
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
 }
 
 // Get returns a pod's last status, if its worker produced one.
@@ -107,6 +123,7 @@ func (m *Manager) Forget(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.statuses, uid)
+	m.poke()
 	if _, ok := m.conds[uid]; ok {
 		delete(m.conds, uid)
 		m.save()

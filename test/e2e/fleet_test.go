@@ -1,0 +1,465 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	docker "github.com/fsouza/go-dockerclient"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// etcdMember is one etcd server process of a test cluster.
+type etcdMember struct {
+	name, dir, clientURL, peerURL string
+	cmd                           *exec.Cmd
+	exited                        chan struct{}
+}
+
+// etcdCluster is a cluster of real etcd server processes (Debian's
+// etcd-server), data on tmpfs, ports picked by the test.
+type etcdCluster struct {
+	t       *testing.T
+	token   string
+	members []*etcdMember
+}
+
+func startEtcdCluster(t *testing.T, n int) *etcdCluster {
+	t.Helper()
+	if _, err := exec.LookPath("etcd"); err != nil {
+		t.Fatalf("etcd server not installed (hack/ensure-test-deps.sh installs etcd-server): %v", err)
+	}
+	base, err := os.MkdirTemp("/dev/shm", "fleet-etcd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &etcdCluster{t: t, token: filepath.Base(base)}
+	var initial []string
+	for i := range n {
+		m := &etcdMember{name: fmt.Sprintf("m%d", i), dir: filepath.Join(base, fmt.Sprintf("m%d", i)),
+			clientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), peerURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}
+		c.members = append(c.members, m)
+		initial = append(initial, m.name+"="+m.peerURL)
+	}
+	t.Cleanup(func() {
+		for _, m := range c.members {
+			c.kill(m)
+		}
+		os.RemoveAll(base)
+	})
+	for _, m := range c.members {
+		c.start(m, "new", strings.Join(initial, ","))
+	}
+	cl := c.client()
+	defer cl.Close()
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		for _, m := range c.members {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_, err := cl.Status(ctx, m.clientURL)
+			cancel()
+			if err != nil {
+				return false, fmt.Sprintf("member %s: %v", m.name, err)
+			}
+		}
+		return true, ""
+	})
+	return c
+}
+
+func (c *etcdCluster) start(m *etcdMember, state, initial string) {
+	c.t.Helper()
+	if initial == "" {
+		var all []string
+		for _, o := range c.members {
+			all = append(all, o.name+"="+o.peerURL)
+		}
+		initial = strings.Join(all, ",")
+	}
+	log, err := os.OpenFile(m.dir+".log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	m.cmd = exec.Command("etcd", "--name", m.name, "--data-dir", m.dir,
+		"--listen-client-urls", m.clientURL, "--advertise-client-urls", m.clientURL,
+		"--listen-peer-urls", m.peerURL, "--initial-advertise-peer-urls", m.peerURL,
+		"--initial-cluster", initial, "--initial-cluster-token", c.token, "--initial-cluster-state", state,
+		"--heartbeat-interval", "100", "--election-timeout", "1000", "--log-level", "warn", "--logger", "zap")
+	m.cmd.Stdout, m.cmd.Stderr = log, log
+	if err := m.cmd.Start(); err != nil {
+		c.t.Fatalf("start etcd %s: %v", m.name, err)
+	}
+	m.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); log.Close(); close(done) }(m.cmd, m.exited)
+}
+
+func (c *etcdCluster) kill(m *etcdMember) {
+	if m.cmd == nil {
+		return
+	}
+	_ = m.cmd.Process.Kill()
+	<-m.exited
+	m.cmd = nil
+}
+
+func (c *etcdCluster) endpoints() []string {
+	var eps []string
+	for _, m := range c.members {
+		eps = append(eps, m.clientURL)
+	}
+	return eps
+}
+
+func (c *etcdCluster) client() *clientv3.Client {
+	c.t.Helper()
+	cl, err := clientv3.New(clientv3.Config{Endpoints: c.endpoints(), DialTimeout: 5 * time.Second})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return cl
+}
+
+// leader is the member that leads now (nil if none answers as leader).
+func (c *etcdCluster) leader(cl *clientv3.Client) *etcdMember {
+	for _, m := range c.members {
+		if m.cmd == nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		st, err := cl.Status(ctx, m.clientURL)
+		cancel()
+		if err == nil && st.Leader == st.Header.MemberId {
+			return m
+		}
+	}
+	return nil
+}
+
+// cutProxy stands between an agent and one etcd member: it forwards, or
+// resets every connection, or silently drops every byte.
+type cutProxy struct {
+	ln     net.Listener
+	target string
+
+	mu    sync.Mutex
+	mode  string // "pass", "reset", "drop"
+	conns map[net.Conn]bool
+}
+
+func newCutProxy(t *testing.T, target string) *cutProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln, target: strings.TrimPrefix(target, "http://"), mode: "pass", conns: map[net.Conn]bool{}}
+	t.Cleanup(func() { ln.Close(); p.set("reset") })
+	go p.serve()
+	return p
+}
+
+func (p *cutProxy) url() string { return "http://" + p.ln.Addr().String() }
+
+func (p *cutProxy) set(mode string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mode = mode
+	if mode == "reset" {
+		for c := range p.conns {
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0)
+			}
+			c.Close()
+			delete(p.conns, c)
+		}
+	}
+}
+
+func (p *cutProxy) current() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mode
+}
+
+func (p *cutProxy) serve() {
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		switch p.current() {
+		case "reset":
+			_ = in.(*net.TCPConn).SetLinger(0)
+			in.Close()
+			continue
+		case "drop":
+			go func() { _, _ = io.Copy(io.Discard, in) }() // never answered
+			continue
+		}
+		out, err := net.Dial("tcp", p.target)
+		if err != nil {
+			in.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns[in], p.conns[out] = true, true
+		p.mu.Unlock()
+		go p.pipe(in, out)
+		go p.pipe(out, in)
+	}
+}
+
+// pipe forwards while the proxy passes, drops bytes while it drops.
+func (p *cutProxy) pipe(from, to net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := from.Read(buf)
+		if n > 0 && p.current() == "pass" {
+			if _, werr := to.Write(buf[:n]); werr != nil {
+				err = werr
+			}
+		}
+		if err != nil {
+			from.Close()
+			to.Close()
+			return
+		}
+	}
+}
+
+type fleetAgent struct {
+	*agent
+	proxies []*cutProxy
+}
+
+// leaseHolder reads the node's lease key: its value and lease ("" if absent).
+func leaseHolder(t *testing.T, cl *clientv3.Client, prefix, node string) (string, int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := cl.Get(ctx, prefix+"/"+node+"/lease")
+	if err != nil || len(resp.Kvs) == 0 {
+		return "", 0
+	}
+	return string(resp.Kvs[0].Value), resp.Kvs[0].Lease
+}
+
+type podReport struct {
+	Status struct {
+		Phase             string `json:"phase"`
+		ContainerStatuses []struct {
+			Name         string `json:"name"`
+			RestartCount int    `json:"restartCount"`
+			ContainerID  string `json:"containerID"`
+		} `json:"containerStatuses"`
+	} `json:"status"`
+	SpecHash string `json:"specHash"`
+}
+
+func podStatusKey(cl *clientv3.Client, prefix, node, pod string) (podReport, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	var r podReport
+	resp, err := cl.Get(ctx, prefix+"/"+node+"/pods/default/"+pod)
+	if err != nil || len(resp.Kvs) == 0 || json.Unmarshal(resp.Kvs[0].Value, &r) != nil {
+		return r, false
+	}
+	return r, true
+}
+
+// Three agents and a 3-member etcd cluster of real etcd processes: pods
+// assigned through etcd run and report back; the agents ride out a leader
+// failover, an agent's kill -9 and restart, and cuts between an agent and
+// every etcd member (reset and silent drop, shorter and longer than the
+// lease); a second agent cannot take a live agent's node name.
+func TestFleet(t *testing.T) {
+	const ttl = 6 * time.Second
+	cluster := startEtcdCluster(t, 3)
+	cl := cluster.client()
+	defer cl.Close()
+	prefix := "/fleet-" + cluster.token
+	var agents []*fleetAgent
+	for range 3 {
+		var proxies []*cutProxy
+		var eps []string
+		for _, m := range cluster.members {
+			p := newCutProxy(t, m.clientURL)
+			proxies = append(proxies, p)
+			eps = append(eps, p.url())
+		}
+		a := startAgent(t, "--etcd-servers", strings.Join(eps, ","), "--etcd-prefix", prefix,
+			"--node-lease-duration", ttl.String(), "--node-lease-renew-interval", "2s", "--port", "0")
+		agents = append(agents, &fleetAgent{agent: a, proxies: proxies})
+	}
+	put := func(key, value string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := cl.Put(ctx, key, value); err != nil {
+			t.Fatalf("put %s: %v", key, err)
+		}
+	}
+	for _, a := range agents {
+		waitFor(t, 15*time.Second, func() (bool, string) {
+			v, _ := leaseHolder(t, cl, prefix, a.node)
+			return v != "", a.node + " holds no lease"
+		})
+	}
+
+	// Assignment → running → the status key says Running.
+	var worst time.Duration
+	for i, a := range agents {
+		start := time.Now()
+		put(prefix+"/"+a.node+"/kubelet", "["+simplePod(fmt.Sprintf("f%d", i), "1")+"]")
+		waitFor(t, 20*time.Second, func() (bool, string) {
+			r, ok := podStatusKey(cl, prefix, a.node, fmt.Sprintf("f%d", i))
+			return ok && r.Status.Phase == "Running", fmt.Sprintf("%s: status key %+v", a.node, r)
+		})
+		worst = max(worst, time.Since(start))
+	}
+	t.Logf("assignment written → status key Running: at most %v", worst.Round(10*time.Millisecond))
+	if worst > 2*time.Second {
+		t.Errorf("a pod assigned through etcd took %v to show Running in its status key, want ≤ 2 s", worst)
+	}
+	// etcdctl reads what an operator reads.
+	out, err := exec.Command("etcdctl", "--endpoints", strings.Join(cluster.endpoints(), ","), "get", "--prefix", "--keys-only",
+		prefix+"/"+agents[0].node+"/").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "/lease") || !strings.Contains(string(out), "/node") || !strings.Contains(string(out), "/pods/default/f0") {
+		t.Errorf("etcdctl get --prefix: %v\n%s", err, out)
+	}
+	before := map[string]string{}
+	for i, a := range agents {
+		before[a.node] = a.running(fmt.Sprintf("f%d", i))["server"].ID
+	}
+
+	// Leader failover: SIGKILL the leader, restart it as a member of the
+	// existing cluster.
+	leader := cluster.leader(cl)
+	if leader == nil {
+		t.Fatal("no etcd leader")
+	}
+	cluster.kill(leader)
+	var failover time.Time
+	waitFor(t, 15*time.Second, func() (bool, string) {
+		if l := cluster.leader(cl); l != nil {
+			failover = time.Now()
+			return true, ""
+		}
+		return false, "no new leader"
+	})
+	cluster.start(leader, "existing", "")
+	// A container killed after the failover reaches its status key.
+	victim := agents[0]
+	if err := dockerc.KillContainer(docker.KillContainerOptions{ID: before[victim.node], Signal: docker.SIGKILL}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		r, _ := podStatusKey(cl, prefix, victim.node, "f0")
+		return len(r.Status.ContainerStatuses) == 1 && r.Status.ContainerStatuses[0].RestartCount == 1 && r.Status.Phase == "Running",
+			fmt.Sprintf("status key after the kill: %+v", r)
+	})
+	t.Logf("container killed after the failover: in its status key %v after the new leader", time.Since(failover).Round(10*time.Millisecond))
+	time.Sleep(time.Until(failover.Add(ttl + 10*time.Second)))
+	for i, a := range agents {
+		if v, _ := leaseHolder(t, cl, prefix, a.node); v == "" {
+			t.Errorf("%s: lease key gone %v after the failover", a.node, ttl+10*time.Second)
+		}
+		if i > 0 && a.running(fmt.Sprintf("f%d", i))["server"].ID != before[a.node] {
+			t.Errorf("%s: its pod's container was replaced over the failover", a.node)
+		}
+	}
+
+	// kill -9 an agent: its lease goes within TTL + 5 s, its pod stays;
+	// restarted, it takes the name back and recreates nothing.
+	dead := agents[1]
+	_, oldLease := leaseHolder(t, cl, prefix, dead.node)
+	dead.stop(syscall.SIGKILL)
+	died := time.Now()
+	waitFor(t, ttl+5*time.Second, func() (bool, string) {
+		v, _ := leaseHolder(t, cl, prefix, dead.node)
+		return v == "", "lease key still there after the agent's kill -9"
+	})
+	t.Logf("kill -9: lease key gone %v after the agent died (TTL %v)", time.Since(died).Round(100*time.Millisecond), ttl)
+	if id := dead.running("f1")["server"].ID; id != before[dead.node] {
+		t.Errorf("the dead agent's pod did not keep running (%s)", id)
+	}
+	// A status key left stale meanwhile (a pod assigned to no one) goes.
+	put(prefix+"/"+dead.node+"/pods/default/stale", `{"status":{"phase":"Running"}}`)
+	dead.start()
+	waitFor(t, 15*time.Second, func() (bool, string) {
+		v, id := leaseHolder(t, cl, prefix, dead.node)
+		_, stale := podStatusKey(cl, prefix, dead.node, "stale")
+		return v != "" && id != oldLease && !stale, fmt.Sprintf("restarted agent: lease %q, stale key present %v", v, stale)
+	})
+	dead.waitRounds(3)
+	if id := dead.running("f1")["server"].ID; id != before[dead.node] {
+		t.Errorf("the restarted agent recreated its pod's container")
+	}
+
+	// Cuts between one agent and every etcd member.
+	cut := agents[2]
+	for _, c := range []struct {
+		mode string
+		d    time.Duration
+	}{{"reset", ttl - 2*time.Second}, {"drop", ttl + 9*time.Second}} {
+		for _, p := range cut.proxies {
+			p.set(c.mode)
+		}
+		cutAt := time.Now()
+		// Made during the cut: a new pod for the agent, and a stale key.
+		put(prefix+"/"+cut.node+"/kubelet", "["+simplePod("f2", "1")+","+simplePod("g2-"+c.mode, "1")+"]")
+		put(prefix+"/"+cut.node+"/pods/default/stale-"+c.mode, `{"status":{"phase":"Running"}}`)
+		time.Sleep(time.Until(cutAt.Add(c.d)))
+		if id := cut.running("f2")["server"].ID; id != before[cut.node] {
+			t.Errorf("%s cut: the agent's pod was touched", c.mode)
+		}
+		for _, p := range cut.proxies {
+			p.set("pass")
+		}
+		healed := time.Now()
+		cut.waitRunning("g2-"+c.mode, "server")
+		took := time.Since(healed)
+		t.Logf("%s cut of %v: the change made during it ran %v after healing", c.mode, c.d, took.Round(10*time.Millisecond))
+		if took > 2*time.Second {
+			t.Errorf("%s cut: the change made during it applied %v after healing, want ≤ 2 s", c.mode, took)
+		}
+		waitFor(t, 15*time.Second, func() (bool, string) {
+			_, stale := podStatusKey(cl, prefix, cut.node, "stale-"+c.mode)
+			r, ok := podStatusKey(cl, prefix, cut.node, "g2-"+c.mode)
+			v, _ := leaseHolder(t, cl, prefix, cut.node)
+			return !stale && ok && r.Status.Phase == "Running" && v != "",
+				fmt.Sprintf("after the %s cut: stale key %v, new pod's key %+v, lease %q", c.mode, stale, r, v)
+		})
+	}
+	// The lease is this agent's own again.
+	if v, _ := leaseHolder(t, cl, prefix, cut.node); !strings.Contains(v, `"pid":`) {
+		t.Errorf("lease value %q", v)
+	}
+
+	// Another agent (another root dir; a mount namespace of its own so the
+	// host's node lock does not stop it first) cannot take a live name.
+	second := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c",
+		`mkdir -p /run/classic-kubelet && mount -t tmpfs tmpfs /run/classic-kubelet && exec "$0" "$@"`,
+		agentBinary, "--hostname-override", agents[0].node, "--root-dir", t.TempDir(),
+		"--etcd-servers", strings.Join(cluster.endpoints(), ","), "--etcd-prefix", prefix, "--port", "0", "--read-only-port", "0", "--healthz-port", "0")
+	done := make(chan struct{})
+	var output []byte
+	go func() { output, err = second.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = second.Process.Kill()
+		<-done
+		t.Fatalf("a second agent with a live node name kept running:\n%s", tail(string(output), 20))
+	}
+	if err == nil || !strings.Contains(string(output), "is held in etcd by") {
+		t.Errorf("second agent with %s: %v\n%s", agents[0].node, err, tail(string(output), 20))
+	}
+}
