@@ -4,7 +4,7 @@ GO ?= go
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all build images run test unit e2e bench install clean
+.PHONY: all build images run test unit e2e bench scale install clean
 
 all: build
 
@@ -35,6 +35,11 @@ e2e: images
 # Benchmarks against the Docker API baseline; writes docs/benchmarks.md.
 bench: images
 	hack/bench.sh
+
+# Simulated fleets of 100, 500 and 1,000 nodes against one real etcd;
+# writes docs/scale.md (a smoke run of 20 nodes is part of make test).
+scale:
+	hack/scale.sh
 
 # Installs the agent as classic-kubelet, the pause program beside it (the
 # agent builds its infra image from it on a node that lacks the image), the

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,132 +15,9 @@ import (
 
 	docker "github.com/fsouza/go-dockerclient"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/classic-kubelet/kubelet/test/etcdtest"
 )
-
-// etcdMember is one etcd server process of a test cluster.
-type etcdMember struct {
-	name, dir, clientURL, peerURL string
-	cmd                           *exec.Cmd
-	exited                        chan struct{}
-}
-
-// etcdCluster is a cluster of real etcd server processes (Debian's
-// etcd-server), data on tmpfs, ports picked by the test.
-type etcdCluster struct {
-	t       *testing.T
-	token   string
-	members []*etcdMember
-}
-
-func startEtcdCluster(t *testing.T, n int) *etcdCluster {
-	t.Helper()
-	if _, err := exec.LookPath("etcd"); err != nil {
-		t.Fatalf("etcd server not installed (hack/ensure-test-deps.sh installs etcd-server): %v", err)
-	}
-	base, err := os.MkdirTemp("/dev/shm", "fleet-etcd-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &etcdCluster{t: t, token: filepath.Base(base)}
-	var initial []string
-	for i := range n {
-		m := &etcdMember{name: fmt.Sprintf("m%d", i), dir: filepath.Join(base, fmt.Sprintf("m%d", i)),
-			clientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), peerURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}
-		c.members = append(c.members, m)
-		initial = append(initial, m.name+"="+m.peerURL)
-	}
-	t.Cleanup(func() {
-		for _, m := range c.members {
-			c.kill(m)
-		}
-		os.RemoveAll(base)
-	})
-	for _, m := range c.members {
-		c.start(m, "new", strings.Join(initial, ","))
-	}
-	cl := c.client()
-	defer cl.Close()
-	waitFor(t, 30*time.Second, func() (bool, string) {
-		for _, m := range c.members {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			_, err := cl.Status(ctx, m.clientURL)
-			cancel()
-			if err != nil {
-				return false, fmt.Sprintf("member %s: %v", m.name, err)
-			}
-		}
-		return true, ""
-	})
-	return c
-}
-
-func (c *etcdCluster) start(m *etcdMember, state, initial string) {
-	c.t.Helper()
-	if initial == "" {
-		var all []string
-		for _, o := range c.members {
-			all = append(all, o.name+"="+o.peerURL)
-		}
-		initial = strings.Join(all, ",")
-	}
-	log, err := os.OpenFile(m.dir+".log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	m.cmd = exec.Command("etcd", "--name", m.name, "--data-dir", m.dir,
-		"--listen-client-urls", m.clientURL, "--advertise-client-urls", m.clientURL,
-		"--listen-peer-urls", m.peerURL, "--initial-advertise-peer-urls", m.peerURL,
-		"--initial-cluster", initial, "--initial-cluster-token", c.token, "--initial-cluster-state", state,
-		"--heartbeat-interval", "100", "--election-timeout", "1000", "--log-level", "warn", "--logger", "zap")
-	m.cmd.Stdout, m.cmd.Stderr = log, log
-	if err := m.cmd.Start(); err != nil {
-		c.t.Fatalf("start etcd %s: %v", m.name, err)
-	}
-	m.exited = make(chan struct{})
-	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); log.Close(); close(done) }(m.cmd, m.exited)
-}
-
-func (c *etcdCluster) kill(m *etcdMember) {
-	if m.cmd == nil {
-		return
-	}
-	_ = m.cmd.Process.Kill()
-	<-m.exited
-	m.cmd = nil
-}
-
-func (c *etcdCluster) endpoints() []string {
-	var eps []string
-	for _, m := range c.members {
-		eps = append(eps, m.clientURL)
-	}
-	return eps
-}
-
-func (c *etcdCluster) client() *clientv3.Client {
-	c.t.Helper()
-	cl, err := clientv3.New(clientv3.Config{Endpoints: c.endpoints(), DialTimeout: 5 * time.Second})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return cl
-}
-
-// leader is the member that leads now (nil if none answers as leader).
-func (c *etcdCluster) leader(cl *clientv3.Client) *etcdMember {
-	for _, m := range c.members {
-		if m.cmd == nil {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		st, err := cl.Status(ctx, m.clientURL)
-		cancel()
-		if err == nil && st.Leader == st.Header.MemberId {
-			return m
-		}
-	}
-	return nil
-}
 
 // cutProxy stands between an agent and one etcd member: it forwards, or
 // resets every connection, or silently drops every byte.
@@ -281,16 +156,16 @@ func podStatusKey(cl *clientv3.Client, prefix, node, pod string) (podReport, boo
 // lease); a second agent cannot take a live agent's node name.
 func TestFleet(t *testing.T) {
 	const ttl = 6 * time.Second
-	cluster := startEtcdCluster(t, 3)
-	cl := cluster.client()
+	cluster := etcdtest.Start(t, 3, "--heartbeat-interval", "100", "--election-timeout", "1000")
+	cl := cluster.Client()
 	defer cl.Close()
-	prefix := "/fleet-" + cluster.token
+	prefix := "/fleet-" + cluster.Token
 	var agents []*fleetAgent
 	for range 3 {
 		var proxies []*cutProxy
 		var eps []string
-		for _, m := range cluster.members {
-			p := newCutProxy(t, m.clientURL)
+		for _, m := range cluster.Members {
+			p := newCutProxy(t, m.ClientURL)
 			proxies = append(proxies, p)
 			eps = append(eps, p.url())
 		}
@@ -329,7 +204,7 @@ func TestFleet(t *testing.T) {
 		t.Errorf("a pod assigned through etcd took %v to show Running in its status key, want ≤ 2 s", worst)
 	}
 	// etcdctl reads what an operator reads.
-	out, err := exec.Command("etcdctl", "--endpoints", strings.Join(cluster.endpoints(), ","), "get", "--prefix", "--keys-only",
+	out, err := exec.Command("etcdctl", "--endpoints", strings.Join(cluster.Endpoints(), ","), "get", "--prefix", "--keys-only",
 		prefix+"/"+agents[0].node+"/").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "/lease") || !strings.Contains(string(out), "/node") || !strings.Contains(string(out), "/pods/default/f0") {
 		t.Errorf("etcdctl get --prefix: %v\n%s", err, out)
@@ -341,20 +216,20 @@ func TestFleet(t *testing.T) {
 
 	// Leader failover: SIGKILL the leader, restart it as a member of the
 	// existing cluster.
-	leader := cluster.leader(cl)
+	leader := cluster.Leader(cl)
 	if leader == nil {
 		t.Fatal("no etcd leader")
 	}
-	cluster.kill(leader)
+	cluster.Kill(leader)
 	var failover time.Time
 	waitFor(t, 15*time.Second, func() (bool, string) {
-		if l := cluster.leader(cl); l != nil {
+		if l := cluster.Leader(cl); l != nil {
 			failover = time.Now()
 			return true, ""
 		}
 		return false, "no new leader"
 	})
-	cluster.start(leader, "existing", "")
+	cluster.Restart(leader)
 	// A container killed after the failover reaches its status key.
 	victim := agents[0]
 	if err := dockerc.KillContainer(docker.KillContainerOptions{ID: before[victim.node], Signal: docker.SIGKILL}); err != nil {
@@ -448,7 +323,7 @@ func TestFleet(t *testing.T) {
 	second := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c",
 		`mkdir -p /run/classic-kubelet && mount -t tmpfs tmpfs /run/classic-kubelet && exec "$0" "$@"`,
 		agentBinary, "--hostname-override", agents[0].node, "--root-dir", t.TempDir(),
-		"--etcd-servers", strings.Join(cluster.endpoints(), ","), "--etcd-prefix", prefix, "--port", "0", "--read-only-port", "0", "--healthz-port", "0")
+		"--etcd-servers", strings.Join(cluster.Endpoints(), ","), "--etcd-prefix", prefix, "--port", "0", "--read-only-port", "0", "--healthz-port", "0")
 	done := make(chan struct{})
 	var output []byte
 	go func() { output, err = second.CombinedOutput(); close(done) }()
