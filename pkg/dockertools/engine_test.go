@@ -1,12 +1,14 @@
 package dockertools
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -271,46 +273,52 @@ func (e *engine) interactiveExec(path string) bool {
 // once stdin ends.
 func (e *engine) echoSession(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body) // the start options, before the raw stream
-	conn, buf, err := w.(http.Hijacker).Hijack()
-	if err != nil {
-		e.t.Errorf("hijack: %v", err)
+	conn, buf, ok := e.upgrade(w)
+	if !ok {
 		return
 	}
 	defer conn.Close()
-	fmt.Fprint(buf, "HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
 	_ = buf.Flush()
-	frame := func(stream byte, p []byte) {
-		h := make([]byte, 8)
-		h[0] = stream
-		binary.BigEndian.PutUint32(h[4:], uint32(len(p)))
-		_, _ = conn.Write(append(h, p...))
-	}
 	p := make([]byte, 512)
 	for {
 		n, err := buf.Read(p)
 		if n > 0 {
-			frame(1, p[:n])
+			_, _ = conn.Write(rawFrame(1, p[:n]))
 		}
 		if err != nil {
 			break
 		}
 	}
-	frame(2, []byte("bye\n"))
+	_, _ = conn.Write(rawFrame(2, []byte("bye\n")))
+}
+
+// upgrade hijacks the connection and answers Docker's 101 for a raw stream.
+func (e *engine) upgrade(w http.ResponseWriter) (net.Conn, *bufio.ReadWriter, bool) {
+	conn, buf, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		e.t.Errorf("hijack: %v", err)
+		return nil, nil, false
+	}
+	fmt.Fprint(buf, "HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
+	return conn, buf, true
+}
+
+// rawFrame is one frame of Docker's multiplexed stream (1 stdout, 2 stderr).
+func rawFrame(stream byte, p []byte) []byte {
+	h := make([]byte, 8, 8+len(p))
+	h[0] = stream
+	binary.BigEndian.PutUint32(h[4:], uint32(len(p)))
+	return append(h, p...)
 }
 
 func (e *engine) rawStream(w http.ResponseWriter, r *http.Request, payload string) {
-	frame := make([]byte, 8, 8+len(payload))
-	frame[0] = 1
-	binary.BigEndian.PutUint32(frame[4:], uint32(len(payload)))
-	frame = append(frame, payload...)
+	frame := rawFrame(1, []byte(payload))
 	if r.Header.Get("Upgrade") != "" {
-		conn, buf, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			e.t.Errorf("hijack: %v", err)
+		conn, buf, ok := e.upgrade(w)
+		if !ok {
 			return
 		}
 		defer conn.Close()
-		fmt.Fprint(buf, "HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
 		_, _ = buf.Write(frame)
 		_ = buf.Flush()
 		return
