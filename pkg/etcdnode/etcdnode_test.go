@@ -183,7 +183,7 @@ func TestPodWriter(t *testing.T) {
 	if v, _ := get(t, c, "/hosts/n1/pods/default/web"); v != "" {
 		t.Errorf("a pod seen Pending for the first time was reported at once: %s", v)
 	}
-	time.Sleep(150 * time.Millisecond)
+	time.Sleep(250 * time.Millisecond)
 	if err := w.sync(ctx); err != nil {
 		t.Fatal(err)
 	}

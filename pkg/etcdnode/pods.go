@@ -32,6 +32,10 @@ const (
 	maxBytesPerTxn = 512 << 10
 )
 
+// firstReportPeriods is how many periods a new pod that is still Pending
+// waits for its first report (a container start takes about one).
+const firstReportPeriods = 2
+
 // PodSource gives the node's pods with their current status, and says when
 // one changed.
 type PodSource interface {
@@ -118,15 +122,16 @@ func (w *PodWriter) sync(ctx context.Context) error {
 		key := w.prefix + p.Namespace + "/" + p.Name
 		seen[key] = true
 		if _, reported := w.written[key]; !reported && p.Status.Phase == v1.PodPending {
-			// A new pod's first report waits up to a period while it
-			// starts: its key then usually begins at Running, and the
-			// one write a period allows is not spent on a passing state.
+			// A new pod's first report waits up to firstReportDelay
+			// while it starts: its key then usually begins at Running,
+			// and the one write a period allows is not spent on a
+			// passing state.
 			first, ok := w.firstSeen[key]
 			if !ok {
 				w.firstSeen[key] = now
 				continue
 			}
-			if now.Sub(first) < w.period {
+			if now.Sub(first) < firstReportPeriods*w.period {
 				continue
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/golang/glog"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+	"github.com/classic-kubelet/kubelet/pkg/etcdnode"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/cadvisor"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/cgroups"
@@ -141,8 +143,18 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 	// it runs, and for good if it cannot (no cgroups).
 	stats := cadvisor.New(o.DockerEndpoint, o.HousekeepingInterval)
 	defer stats.Stop()
+	// The etcd lease of the node name, once the sources made one.
+	var lease atomic.Pointer[etcdnode.Lease]
 	deps := server.Deps{Host: k, Runtime: k, Pods: apiSource, Sources: merger, Metrics: m.Registry, ProbeMetrics: m.ProbeRegistry,
-		Config: func() any { return o.Configz() }, StatsErr: stats.Err(), Events: recorder}
+		Config: func() any { return o.Configz() }, StatsErr: stats.Err(), Events: recorder,
+		NodeName: func() error {
+			if l := lease.Load(); l != nil {
+				if _, taken := l.Held(); taken != nil {
+					return fmt.Errorf("%w; nothing is written to etcd until the name is free", taken)
+				}
+			}
+			return nil
+		}}
 	if stats.Err() == nil {
 		deps.Stats = stats
 		if cols, err := stats.Collectors(o.HostnameOverride); err == nil {
@@ -188,7 +200,7 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 		})
 	}
 
-	report := nodeReport{pods: k, node: (&nodeBuilder{name: o.HostnameOverride, rootDir: o.RootDir, maxPods: o.MaxPods,
+	report := nodeReport{pods: k, lease: &lease, node: (&nodeBuilder{name: o.HostnameOverride, rootDir: o.RootDir, maxPods: o.MaxPods,
 		hostIP: k.HostIP(), health: k.Health, docker: docker}).build}
 	srcs, err := startSources(ctx, o, merger, recorder, report)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/golang/glog"
@@ -48,8 +49,9 @@ type sourceSet struct {
 
 // nodeReport is what the agent writes about its node to etcd.
 type nodeReport struct {
-	pods etcdnode.PodSource
-	node func() *v1.Node
+	pods  etcdnode.PodSource
+	node  func() *v1.Node
+	lease *atomic.Pointer[etcdnode.Lease] // set to the sources' lease (nil without etcd)
 }
 
 // podStatusPeriod is how often pod statuses are written to etcd: at most
@@ -59,6 +61,7 @@ const podStatusPeriod = time.Second
 func startSources(ctx context.Context, o *Options, merger *config.Merger, recorder *events.Recorder, report nodeReport) (*sourceSet, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &sourceSet{cancel: cancel}
+	report.lease.Store(nil)
 	run := func(f func()) {
 		s.wg.Add(1)
 		go func() {
@@ -78,6 +81,7 @@ func startSources(ctx context.Context, o *Options, merger *config.Merger, record
 			cancel()
 			return nil, err
 		}
+		report.lease.Store(lease)
 		src := config.NewEtcdSource(etcd, config.EtcdKey(o.EtcdPrefix, o.HostnameOverride), o.HostnameOverride, o.EtcdResyncPeriod, merger)
 		workers := []func(context.Context){
 			src.Run,

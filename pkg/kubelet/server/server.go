@@ -108,6 +108,9 @@ type Deps struct {
 	StatsErr error
 	// Events lists recent events (nil: 404).
 	Events interface{ List() v1.EventList }
+	// NodeName says whether the agent still holds its node name (nil:
+	// nothing to check); /healthz/nodename.
+	NodeName func() error
 }
 
 // Options are the server's settings.
@@ -333,24 +336,26 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 // healthz answers ok when the sync loop and the relist have completed
-// recently; /healthz/syncloop and /healthz/relist check one each.
+// recently and the agent still holds its node name; /healthz/syncloop,
+// /healthz/relist and /healthz/nodename check one each.
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request, p map[string]string) {
 	syncLoop, relist := s.Host.Health()
+	var nodeName error
+	if s.NodeName != nil {
+		nodeName = s.NodeName()
+	}
+	checks := map[string]error{"syncloop": syncLoop, "relist": relist, "nodename": nodeName}
 	var failed []string
-	switch p["check"] {
+	switch c := p["check"]; c {
 	case "":
-		for _, err := range []error{syncLoop, relist} {
+		for _, err := range []error{syncLoop, relist, nodeName} {
 			if err != nil {
 				failed = append(failed, err.Error())
 			}
 		}
-	case "syncloop":
-		if syncLoop != nil {
-			failed = append(failed, syncLoop.Error())
-		}
-	case "relist":
-		if relist != nil {
-			failed = append(failed, relist.Error())
+	case "syncloop", "relist", "nodename":
+		if err := checks[c]; err != nil {
+			failed = append(failed, err.Error())
 		}
 	default:
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such health check: %s", p["check"]))

@@ -308,3 +308,29 @@ func TestNodeLogsPathTraversal(t *testing.T) {
 		}
 	}
 }
+
+// An agent whose node name another agent took in etcd says so on /healthz
+// (it writes nothing to etcd any more), while the other checks pass.
+func TestHealthzNodeName(t *testing.T) {
+	taken := errors.New(`node name "n" is held in etcd by instance b on host h2`)
+	var nodeName error
+	s := New(Deps{Host: &fakeHost{}, Runtime: fakeRuntime{}, Sources: fakeSources{},
+		NodeName: func() error { return nodeName }}, Options{})
+	get := func(path string) (int, string) {
+		rec := httptest.NewRecorder()
+		s.HealthzHandler().ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := get("/healthz/nodename"); code != 200 || body != "ok" {
+		t.Errorf("held: %d %q", code, body)
+	}
+	nodeName = taken
+	for _, path := range []string{"/healthz", "/healthz/nodename"} {
+		if code, body := get(path); code != 500 || !strings.Contains(body, "held in etcd by instance b") {
+			t.Errorf("%s when taken: %d %q", path, code, body)
+		}
+	}
+	if code, _ := get("/healthz/relist"); code != 200 {
+		t.Errorf("/healthz/relist failed with the node name check: %d", code)
+	}
+}
