@@ -21,6 +21,8 @@ import (
 	"time"
 
 	docker "github.com/fsouza/go-dockerclient"
+
+	"github.com/classic-kubelet/kubelet/test/cleanup"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -92,7 +94,9 @@ func (h *Harness) removeLabelled(label string) {
 	list, _ := h.docker.ListContainers(docker.ListContainersOptions{All: true, Filters: map[string][]string{"label": {label}}})
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
+	uids := map[string]bool{}
 	for _, c := range list {
+		uids[c.Labels["io.kubernetes.pod.uid"]] = true
 		wg.Add(1)
 		sem <- struct{}{}
 		go func(id string) {
@@ -102,6 +106,7 @@ func (h *Harness) removeLabelled(label string) {
 		}(c.ID)
 	}
 	wg.Wait()
+	cleanup.PodCgroups(uids)
 }
 
 func (h *Harness) logf(format string, args ...any) { fmt.Fprintf(h.log, format+"\n", args...) }

@@ -24,6 +24,8 @@ import (
 	"time"
 
 	docker "github.com/fsouza/go-dockerclient"
+
+	"github.com/classic-kubelet/kubelet/test/cleanup"
 )
 
 const (
@@ -343,13 +345,7 @@ func removeNodeContainers(node string) {
 		_ = dockerc.RemoveContainer(docker.RemoveContainerOptions{ID: c.ID, Force: true, RemoveVolumes: true})
 		uids[c.Labels["io.kubernetes.pod.uid"]] = true
 	}
-	// Their pods' cgroups, which the agent removes only for pods it
-	// stopped itself (empty once the containers are gone).
-	for uid := range uids {
-		for _, d := range podCgroupDirs(uid) {
-			_ = os.Remove(d)
-		}
-	}
+	cleanup.PodCgroups(uids)
 }
 
 // unmountUnder detaches every mount below dir, and dir itself if it is one.

@@ -1,0 +1,39 @@
+// Package cleanup removes what tests leave on the host besides containers.
+package cleanup
+
+import (
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// PodCgroups removes the pod cgroups (every hierarchy, every QoS class) of
+// the pods whose containers a test force-removed: the agent removes a pod
+// cgroup only for pods it stopped itself. Docker may finish removing a
+// container's own cgroup just after the removal returns, so an empty-to-be
+// pod cgroup is retried for a moment.
+func PodCgroups(uids map[string]bool) {
+	var dirs []string
+	for uid := range uids {
+		if uid == "" {
+			continue
+		}
+		for _, qos := range []string{"kubepods", "kubepods/burstable", "kubepods/besteffort"} {
+			m, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", qos, "pod"+uid))
+			dirs = append(dirs, m...)
+		}
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for len(dirs) > 0 && time.Now().Before(deadline) {
+		left := dirs[:0]
+		for _, d := range dirs {
+			if err := os.Remove(d); err != nil && !os.IsNotExist(err) {
+				left = append(left, d)
+			}
+		}
+		dirs = left
+		if len(dirs) > 0 {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
