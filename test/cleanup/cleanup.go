@@ -15,12 +15,8 @@ import (
 func PodCgroups(uids map[string]bool) {
 	var dirs []string
 	for uid := range uids {
-		if uid == "" {
-			continue
-		}
-		for _, qos := range []string{"kubepods", "kubepods/burstable", "kubepods/besteffort"} {
-			m, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", qos, "pod"+uid))
-			dirs = append(dirs, m...)
+		if uid != "" {
+			dirs = append(dirs, PodCgroupDirs(uid)...)
 		}
 	}
 	deadline := time.Now().Add(2 * time.Second)
@@ -36,4 +32,15 @@ func PodCgroups(uids map[string]bool) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+}
+
+// PodCgroupDirs lists the cgroup v1 directories of a pod's cgroup, in every
+// hierarchy and QoS class it may be in.
+func PodCgroupDirs(uid string) []string {
+	var found []string
+	for _, qos := range []string{"kubepods", "kubepods/burstable", "kubepods/besteffort"} {
+		m, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", qos, "pod"+uid))
+		found = append(found, m...)
+	}
+	return found
 }

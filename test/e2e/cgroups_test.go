@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/classic-kubelet/kubelet/test/cleanup"
 )
 
 const cgroupMount = "/sys/fs/cgroup"
@@ -20,16 +22,6 @@ func readCgroup(hierarchy, path, file string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(data))
-}
-
-// podCgroupDirs lists the hierarchies holding the pod's cgroup.
-func podCgroupDirs(uid string) []string {
-	var found []string
-	for _, qos := range []string{"kubepods", "kubepods/burstable", "kubepods/besteffort"} {
-		matches, _ := filepath.Glob(filepath.Join(cgroupMount, "*", qos, "pod"+uid))
-		found = append(found, matches...)
-	}
-	return found
 }
 
 func requireCgroupV1(t *testing.T) {
@@ -168,7 +160,7 @@ func TestPodCgroups(t *testing.T) {
 	}
 	for name, uid := range uids {
 		waitFor(t, 30*time.Second, func() (bool, string) {
-			left := podCgroupDirs(uid)
+			left := cleanup.PodCgroupDirs(uid)
 			return len(left) == 0, fmt.Sprintf("pod %s's cgroup left in %v", name, left)
 		})
 	}
