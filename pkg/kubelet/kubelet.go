@@ -132,9 +132,10 @@ type Kubelet struct {
 
 	lastSyncLoop atomic.Int64 // unix nanoseconds of the last sync loop iteration
 
-	desired *desiredSet // what the config wants here
-	dirty   *dirtySet   // pods to sync, from the relist, retries and probes
-	records *podRecords // what is remembered of each pod between syncs
+	desired *desiredSet                // what the config wants here
+	dirty   *dirtySet                  // pods to sync, from the relist, retries and probes
+	records *podRecords                // what is remembered of each pod between syncs
+	workers atomic.Pointer[podWorkers] // set by Run, for podStateSizes
 
 	appArmor func() bool // whether the host enforces AppArmor; replaced in tests
 
@@ -179,6 +180,7 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 	}
 	k.hk.Store(&Housekeeping{GC: cfg.GC, ContainerLogDir: cfg.ContainerLogDir, LogMaxSize: cfg.LogMaxSize, LogMaxFiles: cfg.LogMaxFiles})
 	k.volumes = &volumes.Manager{RootDir: cfg.RootDir, NodeMemory: k.nodeMemory, Downward: downwardValues{k}}
+	k.metrics.TrackPodState(k.podStateSizes)
 	k.relist = pleg.NewRelister(k.docker, cfg.NodeName, cfg.RelistPeriod, k.cache, k.dirty.mark)
 	k.relist.Metrics = k.metrics
 	// Log links are made from the relist's inspect rather than one of
@@ -231,6 +233,7 @@ func (k *Kubelet) Run(ctx context.Context, updates <-chan api.PodUpdate) {
 		k.retries.run(ctx, k.dirty.mark)
 	}()
 	workers := newPodWorkers(ctx, k.syncPodWork)
+	k.workers.Store(workers)
 	defer workers.Wait()
 	defer k.probes.Wait()
 

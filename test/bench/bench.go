@@ -37,13 +37,13 @@ const (
 type Config struct {
 	Binary       string        // the agent binary
 	Rounds       int           // alternations of the contenders (at least 5 for a real run)
+	SmallRounds  int           // rounds of bursts of 10 pods or fewer (at least 9)
 	Burst        []int         // pods dropped at once
 	Arrivals     int           // pods arriving at ArrivalRate
 	ArrivalRate  float64       // pods per second
 	IdleSizes    []int         // idle pod counts for the steady-state windows
 	IdleWindow   time.Duration // length of a steady-state window
 	Failures     int           // kill-to-replacement trials
-	BaselineJobs int           // concurrency of the baseline
 	Probed       int           // containers with 1 s liveness probes (5 per pod)
 	ProbeWindow  time.Duration // how long their probes are watched
 	Peers        bool          // measure podman and docker-compose too, where installed
@@ -57,6 +57,9 @@ type Result struct {
 	Met      bool               `json:"met"`
 	Note     string             `json:"note,omitempty"`   // why the scenario could not be measured
 	Remark   string             `json:"remark,omitempty"` // how to read a measurement
+	// Samples are the raw measurements behind some values (the charts'
+	// distributions), by contender.
+	Samples map[string][]float64 `json:"samples,omitempty"`
 }
 
 // Harness holds what every scenario uses.
@@ -111,65 +114,9 @@ func (h *Harness) removeLabelled(label string) {
 
 func (h *Harness) logf(format string, args ...any) { fmt.Fprintf(h.log, format+"\n", args...) }
 
-// baselinePods creates and starts the named pods directly through the Docker
-// API, BaselineJobs at a time, and returns how long it took.
-func (h *Harness) baselinePods(names []string) time.Duration {
-	start := time.Now()
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, max(h.cfg.BaselineJobs, 1))
-	for _, n := range names {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if _, _, err := h.baselinePod(n); err != nil {
-				h.logf("baseline: %v", err)
-			}
-		}()
-	}
-	wg.Wait()
-	return time.Since(start)
-}
-
-// baselineNode is the owner label value of the baseline's containers, so
-// the harness's event watcher sees them as it sees an agent's.
+// baselineNode is the owner label value of the baseline's and the CLI's
+// containers, so the harness's event watcher sees them as it sees an agent's.
 func (h *Harness) baselineNode() string { return "bench-" + h.run + "-baseline" }
-
-// baselinePod creates and starts one pod: its infra container, then the app
-// container in the infra container's namespaces.
-func (h *Harness) baselinePod(name string) (infraID, appID string, err error) {
-	infra, err := h.docker.CreateContainer(docker.CreateContainerOptions{
-		Name:       "bench-" + h.run + "-" + name + "-pod",
-		Config:     &docker.Config{Image: pauseImage, Labels: h.baselineLabels(name), Hostname: name},
-		HostConfig: &docker.HostConfig{IpcMode: "shareable", CPUShares: 2},
-	})
-	if err != nil {
-		return "", "", err
-	}
-	if err := h.docker.StartContainer(infra.ID, nil); err != nil {
-		return "", "", err
-	}
-	appID, err = h.baselineApp(name, infra.ID, 0)
-	return infra.ID, appID, err
-}
-
-func (h *Harness) baselineApp(name, infraID string, instance int) (string, error) {
-	app, err := h.docker.CreateContainer(docker.CreateContainerOptions{
-		Name:   fmt.Sprintf("bench-%s-%s-app%d", h.run, name, instance),
-		Config: &docker.Config{Image: testImage, Labels: h.baselineLabels(name), Cmd: []string{"/testserver"}},
-		HostConfig: &docker.HostConfig{NetworkMode: "container:" + infraID, IpcMode: "container:" + infraID, CPUShares: 2,
-			RestartPolicy: docker.RestartPolicy{Name: "no"}},
-	})
-	if err != nil {
-		return "", err
-	}
-	return app.ID, h.docker.StartContainer(app.ID, nil)
-}
-
-func (h *Harness) baselineLabels(pod string) map[string]string {
-	return map[string]string{benchLabel: h.run, ownerLabel: h.baselineNode(), "io.kubernetes.pod.name": pod}
-}
 
 // agent is one running agent under measurement.
 type agent struct {

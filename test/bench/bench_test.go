@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"flag"
 	"math"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	docker "github.com/fsouza/go-dockerclient"
 )
 
 var full = flag.Bool("full", false, "run the full benchmark (make bench) instead of the smoke run")
@@ -25,10 +28,10 @@ func TestBench(t *testing.T) {
 		t.Fatalf("build: %v %s", err, out)
 	}
 	cfg := Config{Binary: bin, Rounds: 1, Burst: []int{3}, Arrivals: 4, ArrivalRate: 4, IdleSizes: []int{0, 3},
-		IdleWindow: 3 * time.Second, Failures: 1, BaselineJobs: 4, Probed: 5, ProbeWindow: 3 * time.Second, Peers: true}
+		IdleWindow: 3 * time.Second, Failures: 1, Probed: 5, ProbeWindow: 3 * time.Second, Peers: true}
 	if *full {
-		cfg = Config{Binary: bin, Rounds: 5, Burst: []int{10, 30}, Arrivals: 20, ArrivalRate: 2, IdleSizes: []int{0, 35, 100},
-			IdleWindow: 60 * time.Second, Failures: 5, BaselineJobs: 4, Probed: 100, ProbeWindow: 30 * time.Second, Peers: true}
+		cfg = Config{Binary: bin, Rounds: 5, SmallRounds: 9, Burst: []int{10, 30}, Arrivals: 20, ArrivalRate: 2, IdleSizes: []int{0, 35, 100},
+			IdleWindow: 60 * time.Second, Failures: 5, Probed: 100, ProbeWindow: 30 * time.Second, Peers: true}
 	}
 	h, err := New(cfg, testWriter{t})
 	if err != nil {
@@ -70,4 +73,95 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// TestBaselineMakesTheAgentsContainers holds the baseline to the agent's
+// work: the containers it makes through the API, and those parallel
+// `docker run` makes, are the agent's for the same pod as docker inspect
+// shows them (Config and HostConfig whole, but labels; IDs, the pod's UID
+// and the termination-log path stand for themselves).
+func TestBaselineMakesTheAgentsContainers(t *testing.T) {
+	if _, err := exec.LookPath("docker"); err != nil && os.Getenv("CI") != "true" {
+		t.Skip("no docker")
+	}
+	bin := filepath.Join(t.TempDir(), "kubelet")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/classic-kubelet/kubelet/cmd/kubelet").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v %s", err, out)
+	}
+	h, err := New(Config{Binary: bin}, testWriter{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	a, err := h.startAgent("same")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.stopAgent(a)
+	const pod = "same"
+	if _, err := a.burst(h, []string{pod}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.baselinePod(h.baselineNode(), pod); err != nil {
+		t.Fatal(err)
+	}
+	cliNode := h.baselineNode() + "-cli"
+	if err := h.cliPod(cliNode, pod); err != nil {
+		t.Fatal(err)
+	}
+	want := h.inspectPod(t, a.node, pod)
+	for _, node := range []string{h.baselineNode(), cliNode} {
+		got := h.inspectPod(t, node, pod)
+		for _, role := range []string{"infra", "app"} {
+			for _, part := range []string{"Config", "HostConfig"} {
+				g, w := got[role][part], want[role][part]
+				if g != w {
+					t.Errorf("%s: the %s container's %s differs from the agent's:\n got %s\nwant %s", node, role, part, g, w)
+				}
+			}
+		}
+	}
+}
+
+// inspectPod returns the pod's infra and app containers' Config and
+// HostConfig as JSON, with what differs by nature replaced by placeholders.
+func (h *Harness) inspectPod(t *testing.T, node, pod string) map[string]map[string]string {
+	t.Helper()
+	list, err := h.docker.ListContainers(docker.ListContainersOptions{All: true, Filters: map[string][]string{"label": {
+		ownerLabel + "=" + node, "io.kubernetes.pod.name=" + pod}}})
+	if err != nil || len(list) != 2 {
+		t.Fatalf("%s: %d containers of pod %s (%v)", node, len(list), pod, err)
+	}
+	out := map[string]map[string]string{}
+	var replacer []string
+	for _, c := range list {
+		full, err := h.docker.InspectContainerWithOptions(docker.InspectContainerOptions{ID: c.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		role := "app"
+		if full.Config.Image == pauseImage {
+			role = "infra"
+			replacer = append(replacer, full.ID, "<infra>")
+		}
+		if uid := full.Config.Labels["io.kubernetes.pod.uid"]; uid != "" {
+			replacer = append(replacer, uid, "<uid>")
+		}
+		for _, b := range full.HostConfig.Binds {
+			if src, dst, _ := strings.Cut(b, ":"); dst == "/dev/termination-log" {
+				replacer = append(replacer, src, "<termination-log>")
+			}
+		}
+		full.Config.Labels = nil
+		cfg, _ := json.Marshal(full.Config)
+		hc, _ := json.Marshal(full.HostConfig)
+		out[role] = map[string]string{"Config": string(cfg), "HostConfig": string(hc)}
+	}
+	r := strings.NewReplacer(replacer...)
+	for _, parts := range out {
+		for k, v := range parts {
+			parts[k] = r.Replace(v)
+		}
+	}
+	return out
 }

@@ -158,3 +158,24 @@ func (m *Metrics) ForgetPod(uid types.UID, namespace, name string) {
 	m.ProbeResults.DeletePartialMatch(prometheus.Labels{"pod_uid": string(uid)})
 	m.ProbeDuration.DeletePartialMatch(prometheus.Labels{"pod": name, "namespace": namespace})
 }
+
+// TrackPodState serves, at scrape time, the number of entries in each of the
+// agent's per-pod tables (kubelet_pod_state_entries{table}): after pods
+// come and go it must fall back with the pod count, or state is kept for
+// pods that are gone.
+func (m *Metrics) TrackPodState(sizes func() map[string]int) {
+	m.Registry.MustRegister(podStateCollector{sizes})
+}
+
+var podStateDesc = prometheus.NewDesc(subsystem+"_pod_state_entries",
+	"Entries in each of the agent's per-pod tables (or per-container, by their names).", []string{"table"}, nil)
+
+type podStateCollector struct{ sizes func() map[string]int }
+
+func (c podStateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- podStateDesc }
+
+func (c podStateCollector) Collect(ch chan<- prometheus.Metric) {
+	for table, n := range c.sizes() {
+		ch <- prometheus.MustNewConstMetric(podStateDesc, prometheus.GaugeValue, float64(n), table)
+	}
+}

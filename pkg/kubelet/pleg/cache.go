@@ -79,3 +79,10 @@ func (c *Cache) GetNewerThan(ctx context.Context, uid types.UID, t time.Time) (*
 		}
 	}
 }
+
+// Len is the number of pods in the cache.
+func (c *Cache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pods)
+}

@@ -411,3 +411,10 @@ func ResolvePort(p intstr.IntOrString, c *v1.Container) (int, error) {
 	}
 	return 0, fmt.Errorf("no container port named %q", p.StrVal)
 }
+
+// Len is the number of probe workers and kept results.
+func (m *Manager) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.workers) + len(m.results)
+}

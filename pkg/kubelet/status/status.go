@@ -165,3 +165,10 @@ func (m *Manager) Flush() {
 		glog.Errorf("Checkpoint pod conditions: %v", err)
 	}
 }
+
+// Len is the number of pods the manager keeps a status or conditions of.
+func (m *Manager) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return max(len(m.statuses), len(m.conds))
+}

@@ -1,0 +1,57 @@
+package kubelet
+
+// podStateSizes counts the entries the agent keeps per pod (and per
+// container), by table, for kubelet_pod_state_entries: each must fall back
+// when pods go, or a node that runs pods for months grows without bound.
+func (k *Kubelet) podStateSizes() map[string]int {
+	sizes := map[string]int{
+		"desired":  k.desired.len(),
+		"records":  k.records.len(),
+		"dirty":    k.dirty.len(),
+		"retries":  k.retries.len(),
+		"backoff":  k.backoff.len(),
+		"cache":    k.cache.Len(),
+		"statuses": k.status.Len(),
+		"probes":   k.probes.Len(),
+	}
+	if w := k.workers.Load(); w != nil {
+		sizes["workers"] = w.len()
+	}
+	return sizes
+}
+
+func (d *desiredSet) len() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.pods)
+}
+
+func (d *dirtySet) len() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.uids)
+}
+
+func (r *podRecords) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.m)
+}
+
+func (q *retryQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.wake)
+}
+
+func (b *backoff) len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.entries)
+}
+
+func (p *podWorkers) len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.updates) + len(p.pending)
+}
