@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -47,6 +48,11 @@ type Config struct {
 	Probed       int           // containers with 1 s liveness probes (5 per pod)
 	ProbeWindow  time.Duration // how long their probes are watched
 	Peers        bool          // measure podman and docker-compose too, where installed
+	Density      int           // pods on the filled node
+	DensityBurst int           // of which this many come as the timed burst
+	Churn        int           // live pods during the churn
+	ChurnEvery   time.Duration // one pod added and one removed this often
+	ChurnFor     time.Duration // for this long
 }
 
 // Result is one scenario's outcome.
@@ -121,19 +127,42 @@ func (h *Harness) baselineNode() string { return "bench-" + h.run + "-baseline" 
 // agent is one running agent under measurement.
 type agent struct {
 	node, manifests string
-	port            int
+	port            int            // the read-only port
+	apiPort         int            // the full-access port (with pprof), 0 if off
+	calls           *socketCounter // its Docker calls, if it goes through a counter
 	cmd             *exec.Cmd
 }
 
-func (h *Harness) startAgent(name string, extra ...string) (*agent, error) {
+// agentOptions are what a scenario changes: the agent otherwise runs on
+// default flags but for its directories, ports and node name, and image
+// garbage collection off (it must not remove the test image mid-run).
+type agentOptions struct {
+	countCalls bool     // talk to Docker through a socketCounter
+	api        bool     // serve the full-access port, with /debug/pprof
+	flags      []string // more flags
+}
+
+func (h *Harness) startAgent(name string, opts agentOptions) (*agent, error) {
 	a := &agent{node: "bench-" + h.run + "-" + name, manifests: filepath.Join(h.dir, name, "manifests")}
 	root := filepath.Join(h.dir, name, "root")
 	os.MkdirAll(a.manifests, 0o755)
-	a.port = 20000 + int(time.Now().UnixNano()%20000)
-	args := append([]string{"--pod-manifest-path", a.manifests, "--root-dir", root, "--hostname-override", a.node,
+	a.port = freePort()
+	args := []string{"--pod-manifest-path", a.manifests, "--root-dir", root, "--hostname-override", a.node,
 		"--port", "0", "--healthz-port", "0", "--read-only-port", strconv.Itoa(a.port), "--container-log-dir", filepath.Join(h.dir, name, "logs"),
-		"--image-gc-high-threshold", "100", "--image-gc-low-threshold", "99"}, extra...)
-	a.cmd = exec.Command(h.cfg.Binary, args...)
+		"--image-gc-high-threshold", "100", "--image-gc-low-threshold", "99"}
+	if opts.api {
+		a.apiPort = freePort()
+		args = append(args, "--port", strconv.Itoa(a.apiPort), "--profiling")
+	}
+	a.cmd = exec.Command(h.cfg.Binary, append(args, opts.flags...)...)
+	if opts.countCalls {
+		sc, err := newSocketCounter(filepath.Join(h.dir, name))
+		if err != nil {
+			return nil, err
+		}
+		a.calls = sc
+		a.cmd.Env = append(os.Environ(), "DOCKER_HOST=unix://"+sc.path)
+	}
 	logf, _ := os.Create(filepath.Join(h.dir, name, "agent.log"))
 	a.cmd.Stdout, a.cmd.Stderr = logf, logf
 	if err := a.cmd.Start(); err != nil {
@@ -142,10 +171,23 @@ func (h *Harness) startAgent(name string, extra ...string) (*agent, error) {
 	return a, nil
 }
 
+// freePort returns a loopback TCP port nobody listens on now.
+func freePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 20000 + int(time.Now().UnixNano()%20000)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
 // stopAgent stops an agent and removes its containers.
 func (h *Harness) stopAgent(a *agent) {
 	_ = a.cmd.Process.Signal(syscall.SIGTERM)
 	_ = a.cmd.Wait()
+	if a.calls != nil {
+		a.calls.close()
+	}
 	h.removeLabelled(ownerLabel + "=" + a.node)
 }
 

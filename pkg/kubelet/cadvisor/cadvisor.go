@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/golang/glog"
@@ -55,8 +56,9 @@ type Interface interface {
 
 // Client is the embedded cAdvisor.
 type Client struct {
-	m   manager.Manager
-	err error // why cAdvisor is unavailable, if it is
+	m     manager.Manager
+	cache *inspectCache // between cAdvisor and Docker, if the endpoint is a unix socket
+	err   error         // why cAdvisor is unavailable, if it is
 }
 
 var _ Interface = (*Client)(nil)
@@ -66,7 +68,16 @@ var _ Interface = (*Client)(nil)
 // interval. If it cannot start (no cgroups, say), the returned client answers
 // every call with ErrUnavailable and the reason; the agent runs on.
 func New(dockerEndpoint string, interval time.Duration) *Client {
+	c := &Client{}
 	*docker.ArgDockerEndpoint = dockerEndpoint
+	if strings.HasPrefix(dockerEndpoint, "unix://") {
+		cache, err := newInspectCache(dockerEndpoint)
+		if err != nil {
+			return &Client{err: fmt.Errorf("%w: %v", ErrUnavailable, err)}
+		}
+		c.cache = cache
+		*docker.ArgDockerEndpoint = cache.Endpoint()
+	}
 	*raw.DockerOnly = true
 	*manager.HousekeepingInterval = interval
 	maxInterval := max(maxHousekeepingInterval, interval)
@@ -78,9 +89,13 @@ func New(dockerEndpoint string, interval time.Duration) *Client {
 		err = m.Start()
 	}
 	if err != nil {
+		if c.cache != nil {
+			c.cache.Close()
+		}
 		return &Client{err: fmt.Errorf("%w: %v", ErrUnavailable, err)}
 	}
-	return &Client{m: m}
+	c.m = m
+	return c
 }
 
 // Collectors returns the Prometheus collectors of /metrics/cadvisor: the
@@ -143,6 +158,9 @@ func (c *Client) Stop() {
 	case <-done:
 	case <-time.After(stopTimeout):
 		glog.V(1).Infof("cAdvisor did not stop within %v; exiting regardless", stopTimeout)
+	}
+	if c.cache != nil {
+		c.cache.Close()
 	}
 }
 

@@ -1,0 +1,207 @@
+package cadvisor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/golang/glog"
+)
+
+// inspectCache is the Docker socket cAdvisor is given: a proxy to the real
+// one that answers container inspects from memory. cAdvisor's Docker
+// handler inspects every container at each housekeeping (for its health
+// status), so a node of 250 idle pods cost dockerd some 40 inspects a
+// second. A container's inspect changes only with an event about it
+// (start, die, health_status, update, rename, destroy, ...), so an answer
+// is kept until Docker's event stream names the container; while that
+// stream is down nothing is kept.
+type inspectCache struct {
+	upstream *url.URL // a unix:// endpoint
+	dir      string   // holds the socket
+	srv      *http.Server
+	proxy    *httputil.ReverseProxy
+	client   *http.Client
+	cancel   context.CancelFunc
+	done     chan struct{}
+
+	mu      sync.Mutex
+	live    bool              // the event stream is connected
+	gen     uint64            // bumped by every event and stream loss
+	entries map[string]cached // by full container ID
+}
+
+type cached struct {
+	header http.Header
+	body   []byte
+}
+
+// newInspectCache starts a cache in front of the unix socket endpoint and
+// returns it; Endpoint is what cAdvisor is to use.
+func newInspectCache(endpoint string) (*inspectCache, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Scheme != "unix" {
+		return nil, fmt.Errorf("inspect cache: %q is not a unix socket endpoint", endpoint)
+	}
+	dir, err := os.MkdirTemp("", "classic-kubelet-cadvisor-")
+	if err != nil {
+		return nil, fmt.Errorf("inspect cache: %w", err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(dir, "docker.sock"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("inspect cache: %w", err)
+	}
+	transport := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", u.Path)
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &inspectCache{upstream: u, dir: dir, client: &http.Client{Transport: transport}, cancel: cancel,
+		done: make(chan struct{}), entries: map[string]cached{}}
+	c.proxy = httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: "docker"})
+	c.proxy.Transport = transport
+	c.proxy.FlushInterval = -1 // event and stats streams
+	c.srv = &http.Server{Handler: http.HandlerFunc(c.serve)}
+	go c.srv.Serve(ln)
+	go c.watch(ctx)
+	return c, nil
+}
+
+// Endpoint is the cache's own socket.
+func (c *inspectCache) Endpoint() string { return "unix://" + filepath.Join(c.dir, "docker.sock") }
+
+// Close stops the proxy and the event watch and removes the socket.
+func (c *inspectCache) Close() {
+	c.cancel()
+	c.srv.Close()
+	<-c.done
+	os.RemoveAll(c.dir)
+}
+
+var inspectPath = regexp.MustCompile(`^(/v[0-9.]+)?/containers/([0-9a-f]{64})/json$`)
+
+func (c *inspectCache) serve(w http.ResponseWriter, r *http.Request) {
+	m := inspectPath.FindStringSubmatch(r.URL.Path)
+	if r.Method != http.MethodGet || m == nil || r.URL.RawQuery != "" {
+		c.proxy.ServeHTTP(w, r)
+		return
+	}
+	id := m[2]
+	c.mu.Lock()
+	e, hit := c.entries[id]
+	live, gen := c.live, c.gen
+	c.mu.Unlock()
+	if hit {
+		writeCached(w, e)
+		return
+	}
+	req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, "http://docker"+r.URL.Path, nil)
+	req.Header = r.Header.Clone()
+	resp, err := c.client.Do(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	e = cached{header: resp.Header.Clone(), body: body}
+	if resp.StatusCode == http.StatusOK && live {
+		c.mu.Lock()
+		// Kept only if no event came while the answer was on its way: it
+		// may predate the change the event announced.
+		if c.live && c.gen == gen {
+			c.entries[id] = e
+		}
+		c.mu.Unlock()
+	}
+	for k, v := range e.header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	w.Write(body)
+}
+
+func writeCached(w http.ResponseWriter, e cached) {
+	for k, v := range e.header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(http.StatusOK)
+	w.Write(e.body)
+}
+
+// forget drops one container's answer (id) or, with id "", every answer.
+func (c *inspectCache) forget(id string, live bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	c.live = live
+	if id == "" {
+		c.entries = map[string]cached{}
+	} else {
+		delete(c.entries, id)
+	}
+}
+
+// watch follows Docker's container events until ctx ends, reconnecting
+// after a second when the stream breaks.
+func (c *inspectCache) watch(ctx context.Context) {
+	defer close(c.done)
+	for ctx.Err() == nil {
+		if err := c.follow(ctx); err != nil && ctx.Err() == nil {
+			glog.V(2).Infof("cAdvisor's inspect cache: Docker events: %v", err)
+		}
+		c.forget("", false)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (c *inspectCache) follow(ctx context.Context) error {
+	filters := url.QueryEscape(`{"type":["container"]}`)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://docker/events?filters="+filters, nil)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /events: %s", resp.Status)
+	}
+	c.forget("", true) // from here on no change goes unseen
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var ev struct {
+			ID    string `json:"id"`
+			Actor struct {
+				ID string `json:"ID"`
+			} `json:"Actor"`
+		}
+		if err := dec.Decode(&ev); err != nil {
+			return err
+		}
+		id := ev.Actor.ID
+		if id == "" {
+			id = ev.ID
+		}
+		if id = strings.TrimSpace(id); id != "" {
+			c.forget(id, true)
+		}
+	}
+}

@@ -1,0 +1,158 @@
+package cadvisor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeDocker is a stand-in Engine API on a unix socket: it counts inspects
+// and streams the events the test sends.
+type fakeDocker struct {
+	inspects atomic.Int32
+	lists    atomic.Int32
+	events   chan string // JSON lines; closing the stream: ""
+	mu       sync.Mutex
+	streams  int
+}
+
+func startFakeDocker(t *testing.T) (*fakeDocker, string) {
+	f := &fakeDocker{events: make(chan string)}
+	sock := filepath.Join(t.TempDir(), "docker.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/events":
+			f.mu.Lock()
+			f.streams++
+			f.mu.Unlock()
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			for {
+				select {
+				case ev := <-f.events:
+					if ev == "" {
+						return // the stream breaks
+					}
+					io.WriteString(w, ev+"\n")
+					w.(http.Flusher).Flush()
+				case <-r.Context().Done():
+					return
+				}
+			}
+		case strings.HasSuffix(r.URL.Path, "/containers/json"):
+			f.lists.Add(1)
+			io.WriteString(w, "[]")
+		case strings.HasSuffix(r.URL.Path, "/json"):
+			n := f.inspects.Add(1)
+			fmt.Fprintf(w, `{"Id":"x","n":%d}`, n)
+		default:
+			http.NotFound(w, r)
+		}
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return f, "unix://" + sock
+}
+
+func (f *fakeDocker) streamCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.streams
+}
+
+func TestInspectCache(t *testing.T) {
+	f, endpoint := startFakeDocker(t)
+	c, err := newInspectCache(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sock := strings.TrimPrefix(c.Endpoint(), "unix://")
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	id := strings.Repeat("ab", 32)
+	get := func(path string) string {
+		t.Helper()
+		resp, err := client.Get("http://docker" + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return string(body)
+	}
+	waitLive := func(streams int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			c.mu.Lock()
+			live := c.live
+			c.mu.Unlock()
+			if live && f.streamCount() >= streams {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the cache never followed Docker's events")
+			}
+		}
+	}
+	inspect := "/v1.41/containers/" + id + "/json"
+	waitLive(1)
+
+	steps := []struct {
+		name         string
+		do           func()
+		wantInspects int32
+		wantBody     string
+	}{
+		{"first inspect reaches Docker", func() { get(inspect) }, 1, `"n":1`},
+		{"second is answered from memory", func() {}, 1, `"n":1`},
+		{"an event about another container changes nothing", func() {
+			f.events <- `{"Type":"container","Action":"start","Actor":{"ID":"` + strings.Repeat("cd", 32) + `"}}`
+		}, 1, `"n":1`},
+		{"an event about it drops its answer", func() {
+			f.events <- `{"Type":"container","Action":"die","Actor":{"ID":"` + id + `"}}`
+		}, 2, `"n":2`},
+		{"a broken event stream drops everything", func() {
+			f.events <- ""
+			waitLive(2)
+		}, 3, `"n":3`},
+	}
+	for _, s := range steps {
+		s.do()
+		var body string
+		// An event is applied asynchronously: look until the count settles.
+		for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			body = get(inspect)
+			if f.inspects.Load() >= s.wantInspects || time.Now().After(deadline) {
+				break
+			}
+		}
+		if got := f.inspects.Load(); got != s.wantInspects || !strings.Contains(body, s.wantBody) {
+			t.Fatalf("%s: Docker saw %d inspects (want %d), answer %s (want %s)", s.name, got, s.wantInspects, body, s.wantBody)
+		}
+	}
+	// Everything else passes through, every time.
+	get("/v1.41/containers/json")
+	get("/v1.41/containers/json")
+	if f.lists.Load() != 2 {
+		t.Errorf("lists reaching Docker: %d, want 2", f.lists.Load())
+	}
+	// An inspect with a query (size=1) is not cached.
+	get(inspect + "?size=1")
+	if f.inspects.Load() != 4 {
+		t.Errorf("an inspect with a query was answered from memory")
+	}
+}

@@ -1,0 +1,156 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	docker "github.com/fsouza/go-dockerclient"
+)
+
+// churn: Churn pods live; every ChurnEvery one pod is added and the oldest
+// removed, for ChurnFor. Each added pod's time from its rename to Docker's
+// start of its last container; at the end, no container of a removed pod
+// left, and the agent's heap after a GC, goroutines and per-pod tables back
+// to where they were with the same pods live before the churn.
+func (h *Harness) churn() Result {
+	name := fmt.Sprintf("churn: 1 pod added and 1 removed every %v for %v, %d live", h.cfg.ChurnEvery, h.cfg.ChurnFor, h.cfg.Churn)
+	a, err := h.startAgent("churn", agentOptions{api: true})
+	if err != nil {
+		return Result{Scenario: name, Note: err.Error()}
+	}
+	defer h.stopAgent(a)
+	live := podNames("c", h.cfg.Churn)
+	if _, err := a.burst(h, live); err != nil {
+		return Result{Scenario: name, Note: err.Error()}
+	}
+	before, err := a.settledState()
+	if err != nil {
+		return Result{Scenario: name, Note: err.Error()}
+	}
+	w, err := h.watchStarts(a.node, 2)
+	if err != nil {
+		return Result{Scenario: name, Note: err.Error()}
+	}
+	added := map[string]time.Time{}
+	next := len(live)
+	for end := time.Now().Add(h.cfg.ChurnFor); time.Now().Before(end); {
+		tick := time.Now()
+		n := "c" + strconv.Itoa(next)
+		next++
+		added[n] = a.drop([]string{n}, podManifest, 0)[0]
+		os.Remove(filepath.Join(a.manifests, live[0]+".yaml"))
+		live = append(live[1:], n)
+		time.Sleep(time.Until(tick.Add(h.cfg.ChurnEvery)))
+	}
+	done := w.wait(len(added), 2*time.Minute)
+	w.close()
+	var lat []float64
+	for n, at := range added {
+		if t, ok := done[n]; ok {
+			lat = append(lat, ms(t.Sub(at)))
+		}
+	}
+	if err := a.crossCheck(live); err != nil {
+		return Result{Scenario: name, Note: err.Error()}
+	}
+	// Every container left is a live pod's, one infra and one app each.
+	want := map[string]bool{}
+	for _, n := range live {
+		want[n] = true
+	}
+	var leftovers int
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		list, err := h.docker.ListContainers(docker.ListContainersOptions{All: true, Filters: map[string][]string{"label": {ownerLabel + "=" + a.node}}})
+		if err != nil {
+			return Result{Scenario: name, Note: err.Error()}
+		}
+		leftovers = 0
+		for _, c := range list {
+			if !want[c.Labels["io.kubernetes.pod.name"]] {
+				leftovers++
+			}
+		}
+		if (leftovers == 0 && len(list) == 2*len(live)) || time.Now().After(deadline) {
+			break
+		}
+	}
+	after, err := a.settledState()
+	if err != nil {
+		return Result{Scenario: name, Note: err.Error()}
+	}
+	p99 := percentile(lat, 99)
+	res := Result{Scenario: name, Values: map[string]float64{
+		"p50 (ms)": median(lat), "p99 (ms)": p99, "pods added": float64(len(added)), "pods started": float64(len(lat)),
+		"containers of removed pods left": float64(leftovers),
+		"heap before (MiB)":               before["heap"] / (1 << 20), "heap after (MiB)": after["heap"] / (1 << 20),
+		"goroutines before": before["goroutines"], "goroutines after": after["goroutines"],
+	}, Samples: map[string][]float64{"agent": lat},
+		Target: "p99 <= 1000 ms; no container left; heap after GC <= before + 10 %, goroutines and per-pod tables back"}
+	grown := []string{}
+	for k, v := range after {
+		if !strings.HasPrefix(k, "table ") {
+			continue
+		}
+		if v > before[k] {
+			grown = append(grown, fmt.Sprintf("%s %.0f → %.0f", strings.TrimPrefix(k, "table "), before[k], v))
+		}
+	}
+	res.Met = p99 <= 1000 && len(lat) == len(added) && leftovers == 0 && after["heap"] <= before["heap"]*1.10 &&
+		after["goroutines"] <= before["goroutines"] && len(grown) == 0
+	if len(grown) > 0 {
+		res.Remark = "per-pod tables grown: " + strings.Join(grown, ", ")
+	}
+	h.logf("%s: %v %s", name, res.Values, res.Remark)
+	return res
+}
+
+// settledState waits 10 s for the agent to finish what pods' going left
+// (kills, the grace of a relist), then reads its heap in use after a forced
+// GC, its goroutines and its per-pod tables ("table <name>").
+func (a *agent) settledState() (map[string]float64, error) {
+	time.Sleep(10 * time.Second)
+	out := map[string]float64{}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?gc=1&debug=1", a.apiPort))
+	if err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "# HeapInuse = "); ok {
+			out["heap"], _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	resp.Body.Close()
+	resp, err = http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", a.port))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	sc = bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		v, _ := strconv.ParseFloat(f[1], 64)
+		switch {
+		case f[0] == "go_goroutines":
+			out["goroutines"] = v
+		case strings.HasPrefix(f[0], `kubelet_pod_state_entries{table="`):
+			out["table "+strings.TrimSuffix(strings.TrimPrefix(f[0], `kubelet_pod_state_entries{table="`), `"}`)] = v
+		}
+	}
+	if out["heap"] == 0 || out["goroutines"] == 0 {
+		return nil, fmt.Errorf("agent: heap or goroutines not read from pprof and /metrics")
+	}
+	return out, nil
+}
