@@ -208,4 +208,6 @@ func niceStep(max float64) float64 {
 	return 10 * mag
 }
 
-func tick(v float64) string { return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", v), "0"), ".") }
+func tick(v float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", v), "0"), ".")
+}

@@ -228,7 +228,7 @@ func (h *Harness) arrivals() Result {
 	return Result{Scenario: name, Values: map[string]float64{"agent p50": median(agentLat), "agent p99": p99,
 		"baseline p50": median(base), "baseline p99": b99, "p99 ratio": p99 / b99, "pods": float64(len(agentLat))},
 		Samples: map[string][]float64{"agent": agentLat, "baseline": base},
-		Target: "agent p99 <= 1000 ms", Met: p99 <= 1000 && len(agentLat) == h.cfg.Rounds*h.cfg.Arrivals}
+		Target:  "agent p99 <= 1000 ms", Met: p99 <= 1000 && len(agentLat) == h.cfg.Rounds*h.cfg.Arrivals}
 }
 
 // baselineArrivals makes the named pods through the Docker API, one every

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -39,7 +41,8 @@ func newSocketCounter(dir string) (*socketCounter, error) {
 	proxy.Transport = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", daemon)
 	}}
-	proxy.FlushInterval = -1 // events and logs stream
+	proxy.FlushInterval = -1                    // events and logs stream
+	proxy.ErrorLog = log.New(io.Discard, "", 0) // a stream the agent ends is not news
 	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.counts[callKind(r)]++

@@ -52,6 +52,10 @@ type Interface interface {
 	MachineInfo() (*cadvisorapi.MachineInfo, error)
 	ContainerInfo(name string, req *cadvisorapi.ContainerInfoRequest) (*cadvisorapi.ContainerInfo, error)
 	DockerContainer(id string, req *cadvisorapi.ContainerInfoRequest) (cadvisorapi.ContainerInfo, error)
+	// Recent is the last n samples of a cgroup (docker: of a Docker
+	// container by ID), without the rest of its info: the summary asks for
+	// every container of every pod.
+	Recent(name string, docker bool, n int) ([]*cadvisorapi.ContainerStats, error)
 }
 
 // Client is the embedded cAdvisor.
@@ -186,4 +190,43 @@ func (c *Client) DockerContainer(id string, req *cadvisorapi.ContainerInfoReques
 		return cadvisorapi.ContainerInfo{}, c.err
 	}
 	return c.m.DockerContainer(id, req)
+}
+
+// Recent answers through cAdvisor's v2 call: its v1 calls re-read a
+// container's spec and list its sub-cgroups on every call (GetInfo(true)),
+// which made /stats/summary take 0.3 s at 250 pods; the v2 call reuses a
+// spec read within the last 5 s. The samples are the same ones, turned
+// back into v1's shape for CPU, memory and network.
+func (c *Client) Recent(name string, docker bool, n int) ([]*cadvisorapi.ContainerStats, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	opts := cadvisorapiv2.RequestOptions{IdType: cadvisorapiv2.TypeName, Count: n}
+	if docker {
+		opts.IdType = cadvisorapiv2.TypeDocker
+	}
+	infos, err := c.m.GetContainerInfoV2(name, opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(infos) != 1 {
+		return nil, fmt.Errorf("cadvisor: %d containers named %q", len(infos), name)
+	}
+	var out []*cadvisorapi.ContainerStats
+	for _, info := range infos {
+		for _, s := range info.Stats {
+			v1s := &cadvisorapi.ContainerStats{Timestamp: s.Timestamp}
+			if s.Cpu != nil {
+				v1s.Cpu = *s.Cpu
+			}
+			if s.Memory != nil {
+				v1s.Memory = *s.Memory
+			}
+			if s.Network != nil {
+				v1s.Network.Interfaces = s.Network.Interfaces
+			}
+			out = append(out, v1s)
+		}
+	}
+	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -71,7 +72,8 @@ func newInspectCache(endpoint string) (*inspectCache, error) {
 		done: make(chan struct{}), entries: map[string]cached{}}
 	c.proxy = httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: "docker"})
 	c.proxy.Transport = transport
-	c.proxy.FlushInterval = -1 // event and stats streams
+	c.proxy.FlushInterval = -1                    // event and stats streams
+	c.proxy.ErrorLog = log.New(io.Discard, "", 0) // cAdvisor's own stream ending is not news
 	c.srv = &http.Server{Handler: http.HandlerFunc(c.serve)}
 	go c.srv.Serve(ln)
 	go c.watch(ctx)

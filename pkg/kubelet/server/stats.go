@@ -174,8 +174,8 @@ func (s *Server) buildSummary() (*statsapi.Summary, error) {
 		}
 		var ephemeral int64 // what the pod holds on the node's disk: layers, logs, volumes
 		if infra, err := s.Host.FindContainer(pod.Namespace, pod.Name, "", "POD", false); err == nil && infra.Running {
-			if ci, err := s.Stats.DockerContainer(infra.ID, req); err == nil {
-				ps.Network = networkStats(ci.Stats)
+			if samples, err := s.Stats.Recent(infra.ID, true, req.NumStats); err == nil {
+				ps.Network = networkStats(samples)
 			}
 			if disk != nil {
 				ephemeral += disk.Runtime.Writable[infra.ID] + disk.Logs[infra.ID]
@@ -188,12 +188,12 @@ func (s *Server) buildSummary() (*statsapi.Summary, error) {
 			if cs.State.Running == nil {
 				continue
 			}
-			ci, err := s.Stats.DockerContainer(strings.TrimPrefix(cs.ContainerID, "docker://"), req)
+			samples, err := s.Stats.Recent(strings.TrimPrefix(cs.ContainerID, "docker://"), true, req.NumStats)
 			if err != nil {
 				continue
 			}
 			c := statsapi.ContainerStats{Name: cs.Name, StartTime: cs.State.Running.StartedAt,
-				CPU: cpuStats(ci.Stats), Memory: memoryStats(ci.Stats)}
+				CPU: cpuStats(samples), Memory: memoryStats(samples)}
 			if id := strings.TrimPrefix(cs.ContainerID, "docker://"); disk != nil {
 				rootfs, logs := disk.Runtime.Writable[id], disk.Logs[id]
 				c.Rootfs, c.Logs = usedOn(runtimeFs, disk.Taken, rootfs), usedOn(runtimeFs, disk.Taken, logs)
@@ -219,8 +219,8 @@ func (s *Server) buildSummary() (*statsapi.Summary, error) {
 		// The pod cgroup, where there is one, holds the pod's true totals:
 		// the infra container's and exited containers' share included.
 		if path := s.Host.PodCgroupPath(pod); path != "" {
-			if ci, err := s.Stats.ContainerInfo(path, req); err == nil && len(ci.Stats) > 0 {
-				ps.CPU, ps.Memory = cpuStats(ci.Stats), memoryStats(ci.Stats)
+			if samples, err := s.Stats.Recent(path, false, req.NumStats); err == nil && len(samples) > 0 {
+				ps.CPU, ps.Memory = cpuStats(samples), memoryStats(samples)
 			}
 		}
 		if disk != nil {

@@ -51,6 +51,15 @@ func (fakeStats) DockerContainer(id string, _ *cadvisorapi.ContainerInfoRequest)
 		Stats: samples(5e8, 7.5e8, 4<<20)}, nil
 }
 
+func (f fakeStats) Recent(name string, docker bool, _ int) ([]*cadvisorapi.ContainerStats, error) {
+	if docker {
+		ci, err := f.DockerContainer(name, nil)
+		return ci.Stats, err
+	}
+	ci, err := f.ContainerInfo(name, nil)
+	return ci.Stats, err
+}
+
 func TestStatsHandlersGolden(t *testing.T) {
 	start := metav1.NewTime(t0)
 	host := &fakeHost{pods: []*v1.Pod{{
