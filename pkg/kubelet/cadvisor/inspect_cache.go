@@ -39,7 +39,9 @@ type inspectCache struct {
 
 	mu      sync.Mutex
 	live    bool              // the event stream is connected
-	gen     uint64            // bumped by every event and stream loss
+	epoch   uint64            // bumped when the stream is lost or regained
+	seq     uint64            // bumped by every event
+	touched map[string]uint64 // seq of the last event about each container
 	entries map[string]cached // by full container ID
 }
 
@@ -69,7 +71,7 @@ func newInspectCache(endpoint string) (*inspectCache, error) {
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &inspectCache{upstream: u, dir: dir, client: &http.Client{Transport: transport}, cancel: cancel,
-		done: make(chan struct{}), entries: map[string]cached{}}
+		done: make(chan struct{}), entries: map[string]cached{}, touched: map[string]uint64{}}
 	c.proxy = httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: "docker"})
 	c.proxy.Transport = transport
 	c.proxy.FlushInterval = -1                    // event and stats streams
@@ -102,7 +104,7 @@ func (c *inspectCache) serve(w http.ResponseWriter, r *http.Request) {
 	id := m[2]
 	c.mu.Lock()
 	e, hit := c.entries[id]
-	live, gen := c.live, c.gen
+	live, epoch, seq := c.live, c.epoch, c.seq
 	c.mu.Unlock()
 	if hit {
 		writeCached(w, e)
@@ -124,9 +126,9 @@ func (c *inspectCache) serve(w http.ResponseWriter, r *http.Request) {
 	e = cached{header: resp.Header.Clone(), body: body}
 	if resp.StatusCode == http.StatusOK && live {
 		c.mu.Lock()
-		// Kept only if no event came while the answer was on its way: it
-		// may predate the change the event announced.
-		if c.live && c.gen == gen {
+		// Kept only if no event about the container came while the answer
+		// was on its way: it may predate the change the event announced.
+		if c.live && c.epoch == epoch && c.touched[id] <= seq {
 			c.entries[id] = e
 		}
 		c.mu.Unlock()
@@ -146,17 +148,28 @@ func writeCached(w http.ResponseWriter, e cached) {
 	w.Write(e.body)
 }
 
-// forget drops one container's answer (id) or, with id "", every answer.
-func (c *inspectCache) forget(id string, live bool) {
+// forget drops one container's answer after an event about it (action:
+// its destroy ends its record).
+func (c *inspectCache) forget(id, action string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.gen++
-	c.live = live
-	if id == "" {
-		c.entries = map[string]cached{}
+	c.seq++
+	delete(c.entries, id)
+	if action == "destroy" {
+		delete(c.touched, id)
 	} else {
-		delete(c.entries, id)
+		c.touched[id] = c.seq
 	}
+}
+
+// reset drops every answer when the event stream is lost or regained.
+func (c *inspectCache) reset(live bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.epoch++
+	c.live = live
+	c.entries = map[string]cached{}
+	c.touched = map[string]uint64{}
 }
 
 // watch follows Docker's container events until ctx ends, reconnecting
@@ -167,7 +180,7 @@ func (c *inspectCache) watch(ctx context.Context) {
 		if err := c.follow(ctx); err != nil && ctx.Err() == nil {
 			glog.V(2).Infof("cAdvisor's inspect cache: Docker events: %v", err)
 		}
-		c.forget("", false)
+		c.reset(false)
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Second):
@@ -186,12 +199,13 @@ func (c *inspectCache) follow(ctx context.Context) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET /events: %s", resp.Status)
 	}
-	c.forget("", true) // from here on no change goes unseen
+	c.reset(true) // from here on no change goes unseen
 	dec := json.NewDecoder(resp.Body)
 	for {
 		var ev struct {
-			ID    string `json:"id"`
-			Actor struct {
+			ID     string `json:"id"`
+			Action string `json:"Action"`
+			Actor  struct {
 				ID string `json:"ID"`
 			} `json:"Actor"`
 		}
@@ -203,7 +217,7 @@ func (c *inspectCache) follow(ctx context.Context) error {
 			id = ev.ID
 		}
 		if id = strings.TrimSpace(id); id != "" {
-			c.forget(id, true)
+			c.forget(id, ev.Action)
 		}
 	}
 }
