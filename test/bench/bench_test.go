@@ -21,13 +21,7 @@ var full = flag.Bool("full", false, "run the full benchmark (make bench) instead
 // from rotting (part of make test); with -full the real run, whose results
 // go to docs/benchmarks.json and docs/benchmarks.md.
 func TestBench(t *testing.T) {
-	if _, err := exec.LookPath("docker"); err != nil && os.Getenv("CI") != "true" {
-		t.Skip("no docker")
-	}
-	bin := filepath.Join(t.TempDir(), "kubelet")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/classic-kubelet/kubelet/cmd/kubelet").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v %s", err, out)
-	}
+	bin := buildAgent(t)
 	cfg := Config{Binary: bin, Rounds: 1, SmallRounds: 1, Burst: []int{3}, Arrivals: 4, ArrivalRate: 4, IdleSizes: []int{0},
 		IdleWindow: 3 * time.Second, Failures: 1, Probed: 5, ProbeWindow: 3 * time.Second, Peers: true,
 		Density: 5, DensityBurst: 3, Churn: 3, ChurnEvery: 500 * time.Millisecond, ChurnFor: 3 * time.Second}
@@ -85,6 +79,20 @@ func TestBench(t *testing.T) {
 	}
 }
 
+// buildAgent builds the agent for a test that needs Docker (skipped without
+// it, but for CI, where it fails loudly).
+func buildAgent(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("docker"); err != nil && os.Getenv("CI") != "true" {
+		t.Skip("no docker")
+	}
+	bin := filepath.Join(t.TempDir(), "kubelet")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/classic-kubelet/kubelet/cmd/kubelet").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v %s", err, out)
+	}
+	return bin
+}
+
 func chartLinks(charts []string) string {
 	var b strings.Builder
 	for _, c := range charts {
@@ -106,13 +114,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 // shows them (Config and HostConfig whole, but labels; IDs, the pod's UID
 // and the termination-log path stand for themselves).
 func TestBaselineMakesTheAgentsContainers(t *testing.T) {
-	if _, err := exec.LookPath("docker"); err != nil && os.Getenv("CI") != "true" {
-		t.Skip("no docker")
-	}
-	bin := filepath.Join(t.TempDir(), "kubelet")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/classic-kubelet/kubelet/cmd/kubelet").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v %s", err, out)
-	}
+	bin := buildAgent(t)
 	h, err := New(Config{Binary: bin}, testWriter{t})
 	if err != nil {
 		t.Fatal(err)
