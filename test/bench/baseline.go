@@ -96,6 +96,22 @@ func (h *Harness) baselineApp(p benchPod, infraID string, instance int) (string,
 // (0: all at once), and returns when Docker said the last container started,
 // from the call.
 func (h *Harness) baselinePods(node string, names []string, level int) (time.Duration, error) {
+	return h.makePods(node, names, level, func(n string) error {
+		_, _, err := h.baselinePod(node, n)
+		return err
+	})
+}
+
+// cliPods makes the named pods with `docker run -d`, every pod at once (its
+// infra container, then its app container), as a shell loop with & would.
+func (h *Harness) cliPods(node string, names []string) (time.Duration, error) {
+	return h.makePods(node, names, 0, func(n string) error { return h.cliPod(node, n) })
+}
+
+// makePods runs makePod for every name, level at a time (0: all at once),
+// and returns the time from the first call to Docker's start of the last
+// container.
+func (h *Harness) makePods(node string, names []string, level int, makePod func(name string) error) (time.Duration, error) {
 	w, err := h.watchStarts(node, 2)
 	if err != nil {
 		return 0, err
@@ -114,35 +130,7 @@ func (h *Harness) baselinePods(node string, names []string, level int) (time.Dur
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if _, _, err := h.baselinePod(node, n); err != nil {
-				errs <- err
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return 0, fmt.Errorf("baseline: %w", err)
-	}
-	return lastStart(w, names, start)
-}
-
-// cliPods makes the named pods with `docker run -d`, every pod at once (its
-// infra container, then its app container), as a shell loop with & would.
-func (h *Harness) cliPods(node string, names []string) (time.Duration, error) {
-	w, err := h.watchStarts(node, 2)
-	if err != nil {
-		return 0, err
-	}
-	defer w.close()
-	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, len(names))
-	for _, n := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := h.cliPod(node, n); err != nil {
+			if err := makePod(n); err != nil {
 				errs <- err
 			}
 		}()
