@@ -245,9 +245,9 @@ func TestDockerDaemonRestart(t *testing.T) {
 			relists := a.metric("kubelet_pleg_relist_duration_seconds", nil) // successful relists
 			d.stop()
 			answered := d.start()
+			// waitFor is the assertion: every pod runs again within recovery.
 			waitFor(t, recovery, allRunning)
-			took := time.Since(answered)
-			t.Logf("all %d pods running %v after the daemon answered /_ping", pods, took.Round(100*time.Millisecond))
+			t.Logf("all %d pods running %v after the daemon answered /_ping (allowed %v)", pods, time.Since(answered).Round(100*time.Millisecond), recovery.Round(time.Second))
 			if liveRestore {
 				// The agent has seen the daemon back (a few successful
 				// relists since) and had the chance to act.
@@ -259,8 +259,6 @@ func TestDockerDaemonRestart(t *testing.T) {
 				if now := d.running(a.node); fmt.Sprint(now) != fmt.Sprint(first) {
 					t.Errorf("with live-restore, containers changed across the daemon restart")
 				}
-			} else if took > 30*time.Second {
-				t.Errorf("pods running again %v after the daemon answered, want ≤ 30 s", took)
 			}
 			// No duplicates: every container of the node is one pod's
 			// current infra or app (dead ones aside).
