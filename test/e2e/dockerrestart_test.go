@@ -15,6 +15,8 @@ import (
 	"time"
 
 	docker "github.com/fsouza/go-dockerclient"
+
+	"github.com/classic-kubelet/kubelet/test/cleanup"
 )
 
 // privateDocker is a Docker daemon of a test's own, isolated from the
@@ -137,14 +139,18 @@ func (d *privateDocker) stop() {
 	d.cmd = nil
 }
 
-// teardown removes everything the daemon made: its containers, the daemon
-// and its containerd (by PID), its mounts, its bridge, its directories.
+// teardown removes everything the daemon made: its containers and their
+// pods' cgroups (the agent, stopped first, leaves those), the daemon and its
+// containerd (by PID), its mounts, its bridge, its directories.
 func (d *privateDocker) teardown() {
 	if d.cmd != nil && d.client != nil {
 		if list, err := d.client.ListContainers(docker.ListContainersOptions{All: true}); err == nil {
+			uids := map[string]bool{}
 			for _, c := range list {
+				uids[c.Labels["io.kubernetes.pod.uid"]] = true
 				_ = d.client.RemoveContainer(docker.RemoveContainerOptions{ID: c.ID, Force: true})
 			}
+			cleanup.PodCgroups(uids)
 		}
 	}
 	d.stop()
@@ -249,11 +255,12 @@ func TestDockerDaemonRestart(t *testing.T) {
 			waitFor(t, recovery, allRunning)
 			t.Logf("all %d pods running %v after the daemon answered /_ping (allowed %v)", pods, time.Since(answered).Round(100*time.Millisecond), recovery.Round(time.Second))
 			if liveRestore {
-				// The agent has seen the daemon back (a few successful
-				// relists since) and had the chance to act.
-				waitFor(t, 20*time.Second, func() (bool, string) {
+				// The agent has seen the daemon back (successful relists
+				// since: one on resubscribing to its events, one a
+				// stretched period later) and had the chance to act.
+				waitFor(t, 30*time.Second, func() (bool, string) {
 					n := a.metric("kubelet_pleg_relist_duration_seconds", nil)
-					return n >= relists+3, fmt.Sprintf("%v relists since the restart", n-relists)
+					return n >= relists+2, fmt.Sprintf("%v relists since the restart", n-relists)
 				})
 				time.Sleep(2 * time.Second)
 				if now := d.running(a.node); fmt.Sprint(now) != fmt.Sprint(first) {
