@@ -284,14 +284,19 @@ func (c *Client) Events(ctx context.Context, label, value string) (<-chan kubeco
 		dec := json.NewDecoder(resp.Body)
 		for {
 			var ev struct {
-				Action string
-				Actor  struct{ ID string }
+				Action   string
+				TimeNano int64 `json:"timeNano"`
+				Actor    struct {
+					ID         string
+					Attributes map[string]string
+				}
 			}
 			if err := dec.Decode(&ev); err != nil {
 				return // cancelled, or the stream broke: the caller resubscribes
 			}
+			code, _ := strconv.Atoi(ev.Actor.Attributes["exitCode"]) // a die's
 			select {
-			case out <- kubecontainer.Event{ContainerID: ev.Actor.ID, Action: ev.Action}:
+			case out <- kubecontainer.Event{ContainerID: ev.Actor.ID, Action: ev.Action, Time: time.Unix(0, ev.TimeNano), ExitCode: code}:
 			case <-ctx.Done():
 				return
 			}

@@ -105,7 +105,7 @@ func (k *Kubelet) Health() (syncLoop, relist error) {
 	if since := time.Since(k.LastSyncLoop()); since > syncLoopHealthThreshold {
 		syncLoop = fmt.Errorf("sync loop last ran %v ago", since.Round(time.Second))
 	}
-	threshold := max(relistHealthMin, 5*k.cfg.RelistPeriod)
+	threshold := max(relistHealthMin, 5*k.relist.Period())
 	last := k.LastRelist()
 	switch since := time.Since(last); {
 	case last.IsZero():
@@ -121,7 +121,8 @@ const (
 	// housekeeping period; much longer means it is stuck.
 	syncLoopHealthThreshold = 10 * housekeepingPeriod
 	// relistHealthMin is the shortest time without a relist that counts as
-	// unhealthy (a relist period of 1 s makes it 5 s).
+	// unhealthy (a relist period of 1 s makes it 5 s while Docker's event
+	// stream is down, 25 s while it flows and the relist is stretched).
 	relistHealthMin = 5 * time.Second
 )
 

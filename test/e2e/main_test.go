@@ -298,19 +298,22 @@ func keys(m map[string]docker.APIContainers) []string {
 }
 
 // waitRounds waits for evidence that the agent has seen the node as it is
-// now and had the chance to act on it: n more successful relists (one a
-// second by default, so n ≥ 3 spans a housekeeping round) and its sync
-// loop having run since. Tests that check nothing changed wait for this,
-// not for a guessed time.
+// now and had the chance to act on it: a successful relist since (one every
+// 5 s while Docker's event stream flows, which tells the agent of every
+// change in between), its sync loop having run since, and n seconds (n ≥ 3
+// spans a housekeeping round). Tests that check nothing changed wait for
+// this, not for a guessed time.
 func (a *agent) waitRounds(n int) {
 	a.t.Helper()
 	a.waitAPI()
+	start := time.Now()
 	relists := a.metric("kubelet_pleg_relist_duration_seconds", nil)
 	loops := a.metric("kubelet_sync_loop_iteration_duration_seconds", nil)
 	waitFor(a.t, 30*time.Second, func() (bool, string) {
 		r := a.metric("kubelet_pleg_relist_duration_seconds", nil)
 		l := a.metric("kubelet_sync_loop_iteration_duration_seconds", nil)
-		return r >= relists+float64(n) && l > loops, fmt.Sprintf("%v of %d relists, %v sync loop rounds since", r-relists, n, l-loops)
+		return r > relists && l > loops && time.Since(start) >= time.Duration(n)*time.Second,
+			fmt.Sprintf("%v relists, %v sync loop rounds in %v", r-relists, l-loops, time.Since(start).Round(time.Second))
 	})
 }
 

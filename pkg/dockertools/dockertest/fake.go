@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -26,7 +27,7 @@ type FakeClient struct {
 	errors     map[string]error
 	nextID     int
 	now        func() time.Time
-	events     []chan kubecontainer.Event
+	events     []*subscriber
 	execCode   int
 	execOut    string
 	// imageFsUsage is the image file system's use in percent; each
@@ -113,6 +114,7 @@ func (f *FakeClient) Exit(id string, code int) {
 	defer f.mu.Unlock()
 	if c, ok := f.containers[id]; ok {
 		c.Running, c.Status, c.ExitCode, c.FinishedAt = false, "exited", code, f.now()
+		f.emit(c, "die")
 	}
 }
 
@@ -125,6 +127,10 @@ func (f *FakeClient) AddContainer(d kubecontainer.ContainerDetail) {
 		d.ID = fmt.Sprintf("%064d", f.nextID)
 	}
 	f.containers[d.ID] = &d
+	f.emit(&d, "create")
+	if d.Running {
+		f.emit(&d, "start")
+	}
 }
 
 // List implements the runtime's List.
@@ -188,6 +194,7 @@ func (f *FakeClient) Create(_ context.Context, spec *kubecontainer.CreateSpec) (
 		CPUShares: spec.Resources.CPUShares, CPUQuota: spec.Resources.CPUQuota,
 		CPUPeriod: spec.Resources.CPUPeriod, Memory: spec.Resources.Memory,
 	}
+	f.emit(f.containers[id], "create")
 	return id, nil
 }
 
@@ -203,6 +210,7 @@ func (f *FakeClient) Start(_ context.Context, id string) error {
 		return kubecontainer.ErrNotFound
 	}
 	c.Running, c.Status, c.StartedAt = true, "running", f.now()
+	f.emit(c, "start")
 	return nil
 }
 
@@ -215,6 +223,7 @@ func (f *FakeClient) Stop(_ context.Context, id string, _ time.Duration) error {
 	}
 	if c, ok := f.containers[id]; ok && c.Running {
 		c.Running, c.Status, c.ExitCode, c.FinishedAt = false, "exited", 143, f.now()
+		f.emit(c, "die")
 	}
 	return nil
 }
@@ -225,6 +234,9 @@ func (f *FakeClient) Remove(_ context.Context, id string) error {
 	defer f.mu.Unlock()
 	if err := f.record("remove", id); err != nil {
 		return err
+	}
+	if c, ok := f.containers[id]; ok {
+		f.emit(c, "destroy")
 	}
 	delete(f.containers, id)
 	return nil
@@ -314,27 +326,47 @@ func (f *FakeClient) ImageFsUsage(context.Context) (int, error) {
 
 // Events implements the runtime's Events: the stream stays open, silent,
 // until ctx ends.
-func (f *FakeClient) Events(ctx context.Context, _, _ string) (<-chan kubecontainer.Event, error) {
+func (f *FakeClient) Events(ctx context.Context, label, value string) (<-chan kubecontainer.Event, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("events", ""); err != nil {
 		return nil, err
 	}
-	ch := make(chan kubecontainer.Event, 16)
-	f.events = append(f.events, ch)
+	sub := &subscriber{label: label, value: value, ch: make(chan kubecontainer.Event, 256)}
+	f.events = append(f.events, sub)
 	go func() {
 		<-ctx.Done()
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		for i, c := range f.events {
-			if c == ch {
-				f.events = append(f.events[:i], f.events[i+1:]...)
-				break
-			}
-		}
-		close(ch)
+		f.events = slices.DeleteFunc(f.events, func(s *subscriber) bool { return s == sub })
+		close(sub.ch)
 	}()
-	return ch, nil
+	return sub.ch, nil
+}
+
+// subscriber is one Events stream: the containers whose label matches.
+type subscriber struct {
+	label, value string
+	ch           chan kubecontainer.Event
+}
+
+// emit sends an event about the container to every matching stream, as
+// Docker does on each change of a container; f.mu is held. A stream whose
+// reader lags loses the event (Docker would block it).
+func (f *FakeClient) emit(c *kubecontainer.ContainerDetail, action string) {
+	ev := kubecontainer.Event{ContainerID: c.ID, Action: action, Time: f.now()}
+	if action == "die" {
+		ev.Time, ev.ExitCode = c.FinishedAt, c.ExitCode
+	}
+	for _, s := range f.events {
+		if c.Labels[s.label] != s.value {
+			continue
+		}
+		select {
+		case s.ch <- ev:
+		default:
+		}
+	}
 }
 
 // RunningNames returns the Docker names of the running containers, sorted.

@@ -41,6 +41,8 @@ type ContainerDetail struct {
 type Event struct {
 	ContainerID string
 	Action      string
+	Time        time.Time // when the runtime says it happened
+	ExitCode    int       // of a "die"
 }
 
 // CreateSpec is everything the agent sets on a container it creates.

@@ -1,7 +1,8 @@
 // Package pleg is the kubelet's pod lifecycle event generator: the relist
 // that turns the runtime's containers into the pod cache (one list per
-// period, or at once on an event; inspects only for what changed) and tells
-// the sync loop which pods changed. It never blocks on its consumer.
+// period, inspects only for what changed; the containers Docker's events
+// name inspected at once) and tells the sync loop which pods changed. It
+// never blocks on its consumer.
 package pleg
 
 import (
@@ -14,7 +15,8 @@ import (
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
-// Cache holds the result of the last relist. A pod worker that has just
+// Cache holds the result of the last relist, with the pods Docker's events
+// named since then updated. A pod worker that has just
 // acted waits for a relist that started after it finished (GetNewerThan), so
 // it never acts twice on a stale picture.
 type Cache struct {
@@ -37,6 +39,27 @@ func (c *Cache) Set(pods map[types.UID]*kubecontainer.PodState, ts time.Time) {
 	c.timestamp = ts
 	close(c.updated)
 	c.updated = make(chan struct{})
+}
+
+// Update replaces the entries of the given pods (a nil state removes one)
+// without advancing the timestamp: the pods are as Docker's events since the
+// last relist left them, and the rest of the node is not newer. The map is
+// copied, not changed: All's callers keep reading the one they got.
+func (c *Cache) Update(pods map[types.UID]*kubecontainer.PodState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := make(map[types.UID]*kubecontainer.PodState, len(c.pods)+len(pods))
+	for uid, p := range c.pods {
+		next[uid] = p
+	}
+	for uid, p := range pods {
+		if p == nil {
+			delete(next, uid)
+		} else {
+			next[uid] = p
+		}
+	}
+	c.pods = next
 }
 
 // Get returns the pod's state (nil if it has no containers).

@@ -3,7 +3,9 @@ package pleg
 import (
 	"context"
 	"errors"
+	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/golang/glog"
@@ -29,17 +31,30 @@ const (
 	eventsRetryMax = 30 * time.Second
 	// relistRetryMax caps the back-off between relists while Docker fails.
 	relistRetryMax = 5 * time.Second
+	// eventedPeriodFactor stretches the relist period while Docker's event
+	// stream is connected: every change to a container then arrives as an
+	// event (and is inspected at once), so the periodic list is only the
+	// backstop. A list of 500 containers costs dockerd and the agent some
+	// 50 ms each.
+	eventedPeriodFactor = 5
 )
 
-// Relister turns Docker's state into the pod cache: one label-filtered list
-// per period (or at once when Docker reports an event), an inspect only for
-// containers that are new, changed state or named by an event, and the UIDs
-// of pods whose containers changed handed to onDirty. It never blocks on its
-// consumer: onDirty only records the UIDs.
+// Relister turns Docker's state into the pod cache and hands the UIDs of
+// pods whose containers changed to onDirty. It never blocks on its consumer:
+// onDirty only records the UIDs.
 //
-// Containers named by an event are inspected whatever the list says: Docker
-// reports "die" before its list stops showing the container running, and a
-// relist trusting the list would miss the exit until the next period.
+// Two paths feed the cache. A relist lists this node's containers (label
+// filtered) and inspects those that are new or changed state; it runs every
+// period (stretched while Docker's event stream is connected) and when asked
+// (RelistNow), and only a relist advances the cache's timestamp. A
+// container named by an event is inspected at once by itself and its pod's
+// entry replaced (Cache.Update): a killed container's pod is dirty some
+// inspect's time after the die, not a list of the whole node later. Such an
+// update only adds what Docker said after the last relist, so a worker
+// waiting for a relist newer than its own actions still waits.
+//
+// Containers named by an event are inspected whatever a list says: Docker
+// reports "die" before its list stops showing the container running.
 type Relister struct {
 	docker  Lister
 	node    string
@@ -57,33 +72,58 @@ type Relister struct {
 	last     time.Time                                // start of the previous relist; owned by Run
 
 	trigger chan struct{} // cap 1: "relist now"
+	named   chan struct{} // cap 1: "containers were named by events"
+	live    atomic.Bool   // the event stream is connected
 
-	mu      sync.Mutex          // guards evented
-	evented map[string]struct{} // IDs named by events since the last relist
+	mu      sync.Mutex         // guards evented
+	evented map[string]pending // containers named by events (or Refresh), not yet inspected
+}
+
+// pending is what the events said of a container since it was last
+// inspected. A container whose only news is its death need not be inspected:
+// the die event carries the exit code and the time, and Docker holds the
+// container's lock for its cleanup (unmounts, network) after sending it,
+// so an inspect then waits some 20 ms on a busy node.
+type pending struct {
+	onlyDie  bool
+	exitCode int
+	finished time.Time
 }
 
 func NewRelister(docker Lister, node string, period time.Duration, cache *Cache, onDirty func([]types.UID)) *Relister {
 	return &Relister{docker: docker, node: node, period: period, cache: cache, onDirty: onDirty,
-		known: map[string]*kubecontainer.ContainerState{}, trigger: make(chan struct{}, 1)}
+		known: map[string]*kubecontainer.ContainerState{}, trigger: make(chan struct{}, 1), named: make(chan struct{}, 1)}
+}
+
+// Period is how long the relist waits between two lists while Docker
+// answers: the period, stretched while the event stream is connected.
+func (r *Relister) Period() time.Duration {
+	if r.live.Load() {
+		return r.period * eventedPeriodFactor
+	}
+	return r.period
 }
 
 // poke asks for a relist at once; it never blocks.
-func (r *Relister) poke() {
-	select {
-	case r.trigger <- struct{}{}:
-	default:
-	}
-}
+func (r *Relister) poke() { signal(r.trigger) }
 
 // RelistNow asks for a relist at once (one already asked for counts).
 func (r *Relister) RelistNow() { r.poke() }
 
-// Refresh has the next relist, due at once, inspect a container whatever
-// the list says of it: its state changed in a way the list does not show
-// (a failed start leaves it "created", as before).
+// Refresh has a container inspected at once, as if an event named it: its
+// state changed in a way no event reports (a failed start leaves it
+// "created", as before).
 func (r *Relister) Refresh(id string) {
-	r.markEvented(id)
-	r.poke()
+	r.markEvented(kubecontainer.Event{ContainerID: id})
+	signal(r.named)
+}
+
+// signal sends on a channel of capacity 1 unless a send is already pending.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
 }
 
 // Run relists until ctx is cancelled.
@@ -102,6 +142,9 @@ func (r *Relister) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-r.named:
+			r.inspectNamed(ctx)
+			continue // the next relist stays due when it was
 		case <-timer.C:
 		case <-trigger:
 			timer.Stop()
@@ -111,10 +154,14 @@ func (r *Relister) Run(ctx context.Context) {
 	}
 }
 
-// nextDelay is the relist period, backed off while Docker keeps failing (an
-// event from a recovered daemon still triggers a relist at once).
+// nextDelay is the relist period, stretched while the event stream is
+// connected and backed off while Docker keeps failing (a recovered daemon's
+// event stream still triggers a relist at once).
 func (r *Relister) nextDelay() time.Duration {
-	d := r.period
+	d := r.Period()
+	if r.failures == 0 {
+		return d
+	}
 	for i := 1; i < r.failures && d < relistRetryMax; i++ {
 		d *= 2
 	}
@@ -148,12 +195,15 @@ func (r *Relister) watchEvents(ctx context.Context, poke func()) {
 		events, err := r.docker.Events(ctx, dockertools.LabelOwner, r.node)
 		if err == nil {
 			backoff = eventsRetryMin
+			r.live.Store(true)
 			poke() // events may have been missed while unsubscribed
 			for ev := range events {
 				glog.V(5).Infof("Docker event %s %s", ev.Action, dockertools.ShortID(ev.ContainerID))
-				r.markEvented(ev.ContainerID)
-				poke()
+				r.markEvented(ev)
+				signal(r.named)
 			}
+			r.live.Store(false)
+			poke() // the stream may have ended on a change it never sent
 			glog.V(2).Infof("Docker event stream ended; re-subscribing")
 		} else {
 			glog.V(2).Infof("Subscribe to Docker events: %v (retry in %v)", err, backoff)
@@ -167,13 +217,34 @@ func (r *Relister) watchEvents(ctx context.Context, poke func()) {
 	}
 }
 
-func (r *Relister) markEvented(id string) {
+func (r *Relister) markEvented(ev kubecontainer.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.evented == nil {
-		r.evented = map[string]struct{}{}
+		r.evented = map[string]pending{}
 	}
-	r.evented[id] = struct{}{}
+	p, seen := r.evented[ev.ContainerID]
+	if ev.Action == "die" && (!seen || p.onlyDie) {
+		p = pending{onlyDie: true, exitCode: ev.ExitCode, finished: ev.Time}
+	} else {
+		p.onlyDie = false
+	}
+	r.evented[ev.ContainerID] = p
+}
+
+// requeue puts back what a failed relist or inspect took.
+func (r *Relister) requeue(evented map[string]pending) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.evented == nil {
+		r.evented = map[string]pending{}
+	}
+	for id, p := range evented {
+		if now, ok := r.evented[id]; ok && !(p.onlyDie && now.onlyDie) {
+			p.onlyDie = false
+		}
+		r.evented[id] = p
+	}
 }
 
 // relist lists this node's containers once and updates the cache.
@@ -187,9 +258,7 @@ func (r *Relister) relist(ctx context.Context) error {
 	r.mu.Unlock()
 	list, err := r.docker.List(ctx, dockertools.LabelOwner, r.node)
 	if err != nil {
-		for id := range evented {
-			r.markEvented(id) // for the retry
-		}
+		r.requeue(evented)
 		return err
 	}
 	pods := map[types.UID]*kubecontainer.PodState{}
@@ -208,23 +277,15 @@ func (r *Relister) relist(ctx context.Context) error {
 			continue // gone since the list, or not ours to manage
 		}
 		if changed {
-			dirty[types.UID(st.Labels[dockertools.LabelPodUID])] = true
-			if prev := r.known[c.ID]; r.OnLogPath != nil && st.LogPath != "" && (prev == nil || prev.LogPath == "") {
-				r.OnLogPath(st)
-			}
+			dirty[podUID(st)] = true
+			r.noteLogPath(r.known[c.ID], st)
 		}
 		known[c.ID] = st
-		uid := types.UID(st.Labels[dockertools.LabelPodUID])
-		pod := pods[uid]
-		if pod == nil {
-			pod = &kubecontainer.PodState{UID: uid, Name: st.Labels[dockertools.LabelPodName], Namespace: st.Labels[dockertools.LabelPodNamespace]}
-			pods[uid] = pod
-		}
-		pod.Containers = append(pod.Containers, st)
+		addTo(pods, st)
 	}
 	for id, st := range r.known {
 		if _, ok := known[id]; !ok {
-			dirty[types.UID(st.Labels[dockertools.LabelPodUID])] = true
+			dirty[podUID(st)] = true
 		}
 	}
 	for _, p := range pods {
@@ -237,13 +298,112 @@ func (r *Relister) relist(ctx context.Context) error {
 	}
 	if len(dirty) > 0 {
 		glog.V(4).Infof("Relist: %d containers, %d inspected, %d pods changed, in %v", len(list), len(fresh), len(dirty), time.Since(start))
-		uids := make([]types.UID, 0, len(dirty))
-		for uid := range dirty {
-			uids = append(uids, uid)
-		}
-		r.onDirty(uids)
+		r.onDirty(keys(dirty))
 	}
 	return nil
+}
+
+// inspectNamed inspects the containers named by events (or Refresh) since
+// they were last inspected and replaces their pods' entries in the cache,
+// leaving its timestamp: the rest of the node is as the last relist saw it.
+// If Docker does not answer, a relist (due at once) inspects them.
+func (r *Relister) inspectNamed(ctx context.Context) {
+	r.mu.Lock()
+	evented := r.evented
+	r.evented = nil
+	r.mu.Unlock()
+	if len(evented) == 0 {
+		return
+	}
+	ids := make([]string, 0, len(evented))
+	died := map[string]*kubecontainer.ContainerState{}
+	for id, p := range evented {
+		if prev := r.known[id]; p.onlyDie && prev != nil && prev.Running {
+			died[id] = exited(prev, p)
+		} else {
+			ids = append(ids, id)
+		}
+	}
+	fresh, err := r.inspect(ctx, ids)
+	if err != nil {
+		r.requeue(evented)
+		r.poke()
+		return
+	}
+	maps.Copy(fresh, died)
+	dirty := map[types.UID]bool{}
+	for id, st := range fresh {
+		prev := r.known[id]
+		if prev != nil {
+			dirty[podUID(prev)] = true
+		}
+		if st == nil {
+			delete(r.known, id) // removed, or not ours
+			continue
+		}
+		dirty[podUID(st)] = true
+		r.noteLogPath(prev, st)
+		r.known[id] = st
+	}
+	pods := make(map[types.UID]*kubecontainer.PodState, len(dirty))
+	for _, st := range r.known {
+		if dirty[podUID(st)] {
+			addTo(pods, st)
+		}
+	}
+	for uid := range dirty {
+		if p := pods[uid]; p != nil {
+			kubecontainer.SortNewestFirst(p.Containers)
+		} else {
+			pods[uid] = nil // its last container is gone
+		}
+	}
+	r.cache.Update(pods)
+	if r.Metrics != nil {
+		r.count(r.cache.All())
+	}
+	glog.V(4).Infof("Events named %d containers of %d pods", len(ids), len(dirty))
+	r.onDirty(keys(dirty))
+}
+
+// exited is a running container's state after the die event p: what an
+// inspect would show (an OOM kill came as its own event, and was inspected).
+func exited(running *kubecontainer.ContainerState, p pending) *kubecontainer.ContainerState {
+	st := *running
+	st.Running, st.Status, st.ExitCode, st.FinishedAt, st.IP = false, "exited", p.exitCode, p.finished, ""
+	return &st
+}
+
+// noteLogPath hands a container to OnLogPath the first time it is seen with
+// a log file.
+func (r *Relister) noteLogPath(prev, st *kubecontainer.ContainerState) {
+	if r.OnLogPath != nil && st.LogPath != "" && (prev == nil || prev.LogPath == "") {
+		r.OnLogPath(st)
+	}
+}
+
+func podUID(st *kubecontainer.ContainerState) types.UID {
+	return types.UID(st.Labels[dockertools.LabelPodUID])
+}
+
+// addTo appends a container to its pod's state in pods, making the state if
+// it is the pod's first.
+func addTo(pods map[types.UID]*kubecontainer.PodState, st *kubecontainer.ContainerState) {
+	uid := podUID(st)
+	pod := pods[uid]
+	if pod == nil {
+		pod = &kubecontainer.PodState{UID: uid, Name: st.Labels[dockertools.LabelPodName], Namespace: st.Labels[dockertools.LabelPodNamespace]}
+		pods[uid] = pod
+	}
+	pod.Containers = append(pod.Containers, st)
+}
+
+func keys(set map[types.UID]bool) []types.UID {
+	out := make([]types.UID, 0, len(set))
+	for uid := range set {
+		out = append(out, uid)
+	}
+	return out
 }
 
 // maxParallelInspects bounds the inspects of one relist: after a burst of
@@ -254,7 +414,7 @@ const maxParallelInspects = 8
 // inspectChanged inspects the listed containers that are new, changed
 // running state or were named by an event. A container gone since the list
 // maps to nil.
-func (r *Relister) inspectChanged(ctx context.Context, list []kubecontainer.Container, evented map[string]struct{}) (map[string]*kubecontainer.ContainerState, error) {
+func (r *Relister) inspectChanged(ctx context.Context, list []kubecontainer.Container, evented map[string]pending) (map[string]*kubecontainer.ContainerState, error) {
 	var todo []string
 	for _, c := range list {
 		_, ev := evented[c.ID]
@@ -262,6 +422,12 @@ func (r *Relister) inspectChanged(ctx context.Context, list []kubecontainer.Cont
 			todo = append(todo, c.ID)
 		}
 	}
+	return r.inspect(ctx, todo)
+}
+
+// inspect inspects the containers, maxParallelInspects at a time. One gone
+// or not the agent's maps to nil.
+func (r *Relister) inspect(ctx context.Context, todo []string) (map[string]*kubecontainer.ContainerState, error) {
 	out := make(map[string]*kubecontainer.ContainerState, len(todo))
 	var mu sync.Mutex
 	var firstErr error
@@ -278,6 +444,9 @@ func (r *Relister) inspectChanged(ctx context.Context, list []kubecontainer.Cont
 			switch {
 			case errors.Is(err, kubecontainer.ErrNotFound):
 				err = nil // removed since the list; the next relist agrees
+			case err == nil && d.Labels[dockertools.LabelOwner] != r.node:
+				// Another node's (Refresh, or an event stream that did
+				// not filter): not ours to manage.
 			case err == nil:
 				var perr error
 				if st, perr = containerState(d); perr != nil {
@@ -338,6 +507,12 @@ func (r *Relister) observe(start time.Time, pods map[types.UID]*kubecontainer.Po
 	}
 	r.last = start
 	m.PLEGLastSeen.Set(float64(time.Now().Unix()))
+	r.count(pods)
+}
+
+// count sets the gauges of running pods and containers by state.
+func (r *Relister) count(pods map[types.UID]*kubecontainer.PodState) {
+	m := r.Metrics
 	runningPods := 0
 	states := map[string]int{"created": 0, "running": 0, "exited": 0}
 	for _, p := range pods {

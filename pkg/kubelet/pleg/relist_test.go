@@ -47,7 +47,7 @@ func TestRelistInspectsOnlyWhatChanged(t *testing.T) {
 		{"nothing changed: no inspect, nothing dirty", func() {}, 0, nil, 2},
 		// Docker reports "die" before its list stops showing the container
 		// running: a container named by an event is inspected regardless.
-		{"an event names a container", func() { r.markEvented("c2") }, 1, []types.UID{"u2"}, 2},
+		{"an event names a container", func() { r.markEvented(kubecontainer.Event{ContainerID: "c2"}) }, 1, []types.UID{"u2"}, 2},
 		{"a container exited", func() { fake.Exit("c1", 1) }, 1, []types.UID{"u1"}, 2},
 		{"a container was removed", func() { _ = fake.Remove(context.Background(), "c2") }, 0, []types.UID{"u2"}, 1},
 	}
@@ -86,5 +86,91 @@ func TestRelistInspectsOnlyWhatChanged(t *testing.T) {
 	}
 	if !cache.LastUpdate().Equal(before) {
 		t.Error("a failed relist advanced the cache timestamp")
+	}
+}
+
+// A container named by an event is inspected by itself at once and its pod
+// updated in the cache, without a list and without advancing the cache's
+// timestamp; meanwhile the connected stream stretches the relist period.
+func TestEventsUpdateTheirPodsWithoutAList(t *testing.T) {
+	fake := dockertest.NewFakeClient()
+	labels := func(node, uid string) map[string]string {
+		return map[string]string{dockertools.LabelOwner: node, dockertools.LabelPodUID: uid}
+	}
+	fake.AddContainer(kubecontainer.ContainerDetail{ID: "c1", Name: "k8s_a.h_p_default_u1_00000001", Labels: labels("n", "u1"), Running: true})
+	fake.AddContainer(kubecontainer.ContainerDetail{ID: "c2", Name: "k8s_b.h_q_default_u2_00000002", Labels: labels("n", "u2"), Running: true})
+	fake.AddContainer(kubecontainer.ContainerDetail{ID: "x", Name: "k8s_b.h_q_default_u3_00000003", Labels: labels("another-node", "u3"), Running: true})
+
+	dirty := make(chan types.UID, 16)
+	cache := NewCache()
+	const period = 200 * time.Millisecond // stretched to 1 s by the stream
+	r := NewRelister(fake, "n", period, cache, func(uids []types.UID) {
+		for _, u := range uids {
+			dirty <- u
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+	}
+	waitFor("the first relist and the stream", func() bool { return cache.Len() == 2 && r.Period() == 5*period })
+	time.Sleep(50 * time.Millisecond) // the relist the subscription asked for
+	for len(dirty) > 0 {
+		<-dirty
+	}
+	stamp := cache.LastUpdate()
+	fake.Calls()
+
+	// A die event says all an inspect would (exit code, time): no inspect.
+	steps := []struct {
+		name     string
+		change   func()
+		check    func() bool
+		dirty    types.UID
+		inspects int
+	}{
+		{"a container dies", func() { fake.Exit("c1", 3) }, func() bool {
+			p := cache.Get("u1")
+			return p != nil && !p.Containers[0].Running && p.Containers[0].ExitCode == 3 && p.Containers[0].Status == "exited" &&
+				!p.Containers[0].FinishedAt.IsZero()
+		}, "u1", 0},
+		{"a container is removed", func() { _ = fake.Remove(context.Background(), "c2") }, func() bool { return cache.Get("u2") == nil }, "u2", 1},
+		{"another node's container is refreshed", func() { r.Refresh("x") }, func() bool { return fake.CountCalls("inspect") == 1 }, "", 1},
+	}
+	for _, s := range steps {
+		fake.Calls()
+		s.change()
+		waitFor(s.name, s.check)
+		if s.dirty != "" {
+			select {
+			case u := <-dirty:
+				if u != s.dirty {
+					t.Errorf("%s: dirty %s, want %s", s.name, u, s.dirty)
+				}
+			case <-time.After(time.Second):
+				t.Errorf("%s: no pod marked dirty", s.name)
+			}
+		}
+		if n := fake.CountCalls("inspect"); n != s.inspects {
+			t.Errorf("%s: %d inspects, want %d", s.name, n, s.inspects)
+		}
+		if n := fake.CountCalls("list"); n != 0 {
+			t.Errorf("%s: %d lists, want none: events name what changed", s.name, n)
+		}
+	}
+	if cache.Get("u3") != nil {
+		t.Error("another node's container entered the cache")
+	}
+	if !cache.LastUpdate().Equal(stamp) {
+		t.Error("an event's update advanced the cache timestamp: a worker waiting for a relist would stop waiting")
 	}
 }
