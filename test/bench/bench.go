@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,6 +54,15 @@ type Config struct {
 	Churn        int           // live pods during the churn
 	ChurnEvery   time.Duration // one pod added and one removed this often
 	ChurnFor     time.Duration // for this long
+	// Only, when set, names the scenario groups to run (bursts, arrivals,
+	// idle, density, churn, failure, probes): a partial run, for work on one
+	// of them.
+	Only []string
+}
+
+// runs says whether the scenario group is part of this run.
+func (c Config) runs(group string) bool {
+	return len(c.Only) == 0 || slices.Contains(c.Only, group)
 }
 
 // Result is one scenario's outcome.

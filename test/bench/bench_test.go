@@ -15,7 +15,11 @@ import (
 	docker "github.com/fsouza/go-dockerclient"
 )
 
-var full = flag.Bool("full", false, "run the full benchmark (make bench) instead of the smoke run")
+var (
+	full = flag.Bool("full", false, "run the full benchmark (make bench) instead of the smoke run")
+	only = flag.String("only", "", "comma-separated scenario groups to run (bursts, arrivals, idle, density, churn, failure, probes); "+
+		"a partial run writes nothing into docs/")
+)
 
 // TestBench runs the harness: by default a small smoke run that keeps it
 // from rotting (part of make test); with -full the real run, whose results
@@ -29,6 +33,10 @@ func TestBench(t *testing.T) {
 		cfg = Config{Binary: bin, Rounds: 5, SmallRounds: 9, Burst: []int{10, 30, 100}, Arrivals: 20, ArrivalRate: 2, IdleSizes: []int{0, 35, 100},
 			IdleWindow: 60 * time.Second, Failures: 5, Probed: 100, ProbeWindow: 30 * time.Second, Peers: true,
 			Density: 250, DensityBurst: 100, Churn: 50, ChurnEvery: 500 * time.Millisecond, ChurnFor: 5 * time.Minute}
+	}
+	partial := *only != ""
+	if partial {
+		cfg.Only = strings.Split(*only, ",")
 	}
 	h, err := New(cfg, testWriter{t})
 	if err != nil {
@@ -47,6 +55,9 @@ func TestBench(t *testing.T) {
 				t.Errorf("%s: %s not measured", r.Scenario, k)
 			}
 		}
+	}
+	if partial {
+		return
 	}
 	chartDir := t.TempDir()
 	if *full {
