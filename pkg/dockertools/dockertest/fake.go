@@ -28,6 +28,7 @@ type FakeClient struct {
 	nextID     int
 	now        func() time.Time
 	events     []*subscriber
+	oomed      map[string]bool // containers the kernel OOM-killed in, not exited yet
 	execCode   int
 	execOut    string
 	// imageFsUsage is the image file system's use in percent; each
@@ -40,6 +41,7 @@ type FakeClient struct {
 func NewFakeClient(images ...string) *FakeClient {
 	f := &FakeClient{
 		containers: map[string]*kubecontainer.ContainerDetail{},
+		oomed:      map[string]bool{},
 		images:     map[string]bool{},
 		errors:     map[string]error{},
 		now:        time.Now,
@@ -114,7 +116,20 @@ func (f *FakeClient) Exit(id string, code int) {
 	defer f.mu.Unlock()
 	if c, ok := f.containers[id]; ok {
 		c.Running, c.Status, c.ExitCode, c.FinishedAt = false, "exited", code, f.now()
+		c.OOMKilled = f.oomed[id]
+		delete(f.oomed, id)
 		f.emit(c, "die")
+	}
+}
+
+// OOM reports an OOM kill in a running container (an "oom" event); as with
+// Docker, its OOMKilled shows only once it exits.
+func (f *FakeClient) OOM(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.containers[id]; ok && c.Running {
+		f.oomed[id] = true
+		f.emit(c, "oom")
 	}
 }
 

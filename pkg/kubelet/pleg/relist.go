@@ -68,6 +68,9 @@ type Relister struct {
 	Metrics   *metrics.Metrics // optional
 
 	known    map[string]*kubecontainer.ContainerState // by container ID; owned by Run
+	// oomed holds the running containers an oom event named: Docker tells
+	// OOMKilled only in the inspect after their exit. Owned by Run.
+	oomed    map[string]bool
 	failures int                                      // consecutive failed relists; owned by Run
 	last     time.Time                                // start of the previous relist; owned by Run
 
@@ -86,13 +89,14 @@ type Relister struct {
 // so an inspect then waits some 20 ms on a busy node.
 type pending struct {
 	onlyDie  bool
+	oom      bool // an oom event came: the exit that follows is inspected for OOMKilled
 	exitCode int
 	finished time.Time
 }
 
 func NewRelister(docker Lister, node string, period time.Duration, cache *Cache, onDirty func([]types.UID)) *Relister {
 	return &Relister{docker: docker, node: node, period: period, cache: cache, onDirty: onDirty,
-		known: map[string]*kubecontainer.ContainerState{}, trigger: make(chan struct{}, 1), named: make(chan struct{}, 1)}
+		known: map[string]*kubecontainer.ContainerState{}, oomed: map[string]bool{}, trigger: make(chan struct{}, 1), named: make(chan struct{}, 1)}
 }
 
 // Period is how long the relist waits between two lists while Docker
@@ -224,9 +228,12 @@ func (r *Relister) markEvented(ev kubecontainer.Event) {
 		r.evented = map[string]pending{}
 	}
 	p, seen := r.evented[ev.ContainerID]
-	if ev.Action == "die" && (!seen || p.onlyDie) {
+	switch {
+	case ev.Action == "die" && (!seen || p.onlyDie):
 		p = pending{onlyDie: true, exitCode: ev.ExitCode, finished: ev.Time}
-	} else {
+	case ev.Action == "oom":
+		p.onlyDie, p.oom = false, true
+	default:
 		p.onlyDie = false
 	}
 	r.evented[ev.ContainerID] = p
@@ -264,6 +271,7 @@ func (r *Relister) relist(ctx context.Context) error {
 	pods := map[types.UID]*kubecontainer.PodState{}
 	known := make(map[string]*kubecontainer.ContainerState, len(list))
 	dirty := map[types.UID]bool{}
+	r.noteOOM(evented)
 	fresh, err := r.inspectChanged(ctx, list, evented)
 	if err != nil {
 		return err
@@ -292,6 +300,7 @@ func (r *Relister) relist(ctx context.Context) error {
 		kubecontainer.SortNewestFirst(p.Containers)
 	}
 	r.known = known
+	r.pruneOOM(known, true)
 	r.cache.Set(pods, start)
 	if r.Metrics != nil {
 		r.observe(start, pods)
@@ -317,8 +326,9 @@ func (r *Relister) inspectNamed(ctx context.Context) {
 	}
 	ids := make([]string, 0, len(evented))
 	died := map[string]*kubecontainer.ContainerState{}
+	r.noteOOM(evented)
 	for id, p := range evented {
-		if prev := r.known[id]; p.onlyDie && prev != nil && prev.Running {
+		if prev := r.known[id]; p.onlyDie && prev != nil && prev.Running && !r.oomed[id] {
 			died[id] = exited(prev, p)
 		} else {
 			ids = append(ids, id)
@@ -331,6 +341,7 @@ func (r *Relister) inspectNamed(ctx context.Context) {
 		return
 	}
 	maps.Copy(fresh, died)
+	r.pruneOOM(fresh, false)
 	dirty := map[types.UID]bool{}
 	for id, st := range fresh {
 		prev := r.known[id]
@@ -364,6 +375,26 @@ func (r *Relister) inspectNamed(ctx context.Context) {
 	}
 	glog.V(4).Infof("Events named %d containers of %d pods", len(ids), len(dirty))
 	r.onDirty(keys(dirty))
+}
+
+// noteOOM remembers the containers oom events named.
+func (r *Relister) noteOOM(evented map[string]pending) {
+	for id, p := range evented {
+		if p.oom {
+			r.oomed[id] = true
+		}
+	}
+}
+
+// pruneOOM forgets the containers that states show gone (nil) or exited:
+// their exit was inspected. With every, states holds every container there
+// is, and one missing is gone too.
+func (r *Relister) pruneOOM(states map[string]*kubecontainer.ContainerState, every bool) {
+	for id := range r.oomed {
+		if st, ok := states[id]; (ok || every) && (st == nil || !st.Running) {
+			delete(r.oomed, id)
+		}
+	}
 }
 
 // exited is a running container's state after the die event p: what an

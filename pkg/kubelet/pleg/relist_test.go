@@ -100,6 +100,7 @@ func TestEventsUpdateTheirPodsWithoutAList(t *testing.T) {
 	fake.AddContainer(kubecontainer.ContainerDetail{ID: "c1", Name: "k8s_a.h_p_default_u1_00000001", Labels: labels("n", "u1"), Running: true})
 	fake.AddContainer(kubecontainer.ContainerDetail{ID: "c2", Name: "k8s_b.h_q_default_u2_00000002", Labels: labels("n", "u2"), Running: true})
 	fake.AddContainer(kubecontainer.ContainerDetail{ID: "x", Name: "k8s_b.h_q_default_u3_00000003", Labels: labels("another-node", "u3"), Running: true})
+	fake.AddContainer(kubecontainer.ContainerDetail{ID: "c4", Name: "k8s_c.h_r_default_u4_00000004", Labels: labels("n", "u4"), Running: true})
 
 	dirty := make(chan types.UID, 16)
 	cache := NewCache()
@@ -122,7 +123,7 @@ func TestEventsUpdateTheirPodsWithoutAList(t *testing.T) {
 			}
 		}
 	}
-	waitFor("the first relist and the stream", func() bool { return cache.Len() == 2 && r.Period() == 5*period })
+	waitFor("the first relist and the stream", func() bool { return cache.Len() == 3 && r.Period() == 5*period })
 	time.Sleep(50 * time.Millisecond) // the relist the subscription asked for
 	for len(dirty) > 0 {
 		<-dirty
@@ -145,6 +146,16 @@ func TestEventsUpdateTheirPodsWithoutAList(t *testing.T) {
 		}, "u1", 0},
 		{"a container is removed", func() { _ = fake.Remove(context.Background(), "c2") }, func() bool { return cache.Get("u2") == nil }, "u2", 1},
 		{"another node's container is refreshed", func() { r.Refresh("x") }, func() bool { return fake.CountCalls("inspect") == 1 }, "", 1},
+		// Docker tells OOMKilled only in the inspect after the exit.
+		{"an OOM kill, then the exit", func() {
+			fake.OOM("c4")
+			waitFor("the oom's inspect", func() bool { return fake.CountCalls("inspect") == 1 })
+			<-dirty
+			fake.Exit("c4", 137)
+		}, func() bool {
+			p := cache.Get("u4")
+			return p != nil && !p.Containers[0].Running && p.Containers[0].OOMKilled
+		}, "u4", 2},
 	}
 	for _, s := range steps {
 		fake.Calls()
