@@ -493,3 +493,25 @@ func TestDockerConnectionCutAndRestored(t *testing.T) {
 		t.Errorf("%d instances of server, want the dead one and its one replacement", n)
 	}
 }
+
+// A container the kernel OOM-kills says so: Docker sends "oom" before "die"
+// and tells OOMKilled only in the inspect after the exit, which the agent
+// makes for a die that followed an oom (any other die it takes from the
+// event alone).
+func TestOOMKilledContainerSaysSo(t *testing.T) {
+	a := startAgent(t)
+	a.writeManifest("oom.yaml", lifecyclePod("oom", "Never", `  containers:
+  - name: hog
+    image: `+testImage+`
+    command: [sh, -c, "tail /dev/zero"]
+    resources: {limits: {memory: 16Mi}}
+`))
+	waitFor(t, 60*time.Second, func() (bool, string) {
+		st := a.status("oom")
+		if len(st.ContainerStatuses) == 1 && st.ContainerStatuses[0].State.Terminated != nil {
+			term := st.ContainerStatuses[0].State.Terminated
+			return term.Reason == "OOMKilled" && term.ExitCode == 137, fmt.Sprintf("terminated: %+v", *term)
+		}
+		return false, fmt.Sprintf("oom: %+v", st)
+	})
+}

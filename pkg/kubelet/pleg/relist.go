@@ -373,7 +373,7 @@ func (r *Relister) inspectNamed(ctx context.Context) {
 	if r.Metrics != nil {
 		r.count(r.cache.All())
 	}
-	glog.V(4).Infof("Events named %d containers of %d pods", len(ids), len(dirty))
+	glog.V(4).Infof("Events named %d containers (%d inspected) of %d pods", len(evented), len(ids), len(dirty))
 	r.onDirty(keys(dirty))
 }
 
