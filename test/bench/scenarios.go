@@ -306,10 +306,16 @@ const relistPeriod = 5 * time.Second
 func (h *Harness) idle(a *agent, n int) Result {
 	name := fmt.Sprintf("steady state, %d idle pods", n)
 	// Settle: the relist has inspected every container and cAdvisor has
-	// done its first housekeeping (no inspect for 5 s).
+	// housekept each one twice (its first inspect of a new container may
+	// predate the start event, which drops it): no inspect for 20 s, longer
+	// than cAdvisor's longest housekeeping interval (15 s).
 	time.Sleep(5 * time.Second)
+	settled := 20
+	if n == 0 {
+		settled = 5
+	}
 	last, quiet := a.calls.snapshot()["inspect"], 0
-	for i := 0; i < 120 && quiet < 5; i++ {
+	for i := 0; i < 180 && quiet < settled; i++ {
 		time.Sleep(time.Second)
 		quiet++
 		if now := a.calls.snapshot()["inspect"]; now != last {
