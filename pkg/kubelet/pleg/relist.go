@@ -68,11 +68,11 @@ type Relister struct {
 	Metrics   *metrics.Metrics // optional
 
 	known    map[string]*kubecontainer.ContainerState // by container ID; owned by Run
-	// oomed holds the running containers an oom event named: Docker tells
-	// OOMKilled only in the inspect after their exit. Owned by Run.
-	oomed    map[string]bool
 	failures int                                      // consecutive failed relists; owned by Run
 	last     time.Time                                // start of the previous relist; owned by Run
+	// oomed holds the running containers an oom event named: Docker tells
+	// OOMKilled only in the inspect after their exit. Owned by Run.
+	oomed map[string]bool
 
 	trigger chan struct{} // cap 1: "relist now"
 	named   chan struct{} // cap 1: "containers were named by events"
