@@ -247,8 +247,11 @@ func (r *Relister) requeue(evented map[string]pending) {
 		r.evented = map[string]pending{}
 	}
 	for id, p := range evented {
-		if now, ok := r.evented[id]; ok && !(p.onlyDie && now.onlyDie) {
-			p.onlyDie = false
+		if now, ok := r.evented[id]; ok {
+			// Both say something: only two dies stay a die alone; an oom
+			// either one saw counts.
+			p.onlyDie = p.onlyDie && now.onlyDie
+			p.oom = p.oom || now.oom
 		}
 		r.evented[id] = p
 	}
