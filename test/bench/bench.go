@@ -56,7 +56,7 @@ type Config struct {
 	ChurnFor     time.Duration // for this long
 	// Only, when set, names the scenario groups to run (bursts, arrivals,
 	// idle, density, churn, failure, probes): a partial run, for work on one
-	// of them.
+	// of them. Without bursts, density's baseline makes its pods all at once.
 	Only []string
 }
 

@@ -7,6 +7,7 @@ package pleg
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 
@@ -48,10 +49,7 @@ func (c *Cache) Set(pods map[types.UID]*kubecontainer.PodState, ts time.Time) {
 func (c *Cache) Update(pods map[types.UID]*kubecontainer.PodState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	next := make(map[types.UID]*kubecontainer.PodState, len(c.pods)+len(pods))
-	for uid, p := range c.pods {
-		next[uid] = p
-	}
+	next := maps.Clone(c.pods)
 	for uid, p := range pods {
 		if p == nil {
 			delete(next, uid)
