@@ -28,6 +28,12 @@ import (
 // (start, die, health_status, update, rename, destroy, ...), so an answer
 // is kept until Docker's event stream names the container; while that
 // stream is down nothing is kept.
+//
+// cAdvisor also goes on housekeeping a removed container for as long as
+// any of its cgroups is left (one of the ten v1 hierarchies can outlive
+// the container), inspecting it every 10-15 s for an answer of 404. A 404
+// for a container whose destroy event was seen is final (IDs are never
+// reused), so it is kept too, for as long as cAdvisor keeps asking.
 type inspectCache struct {
 	upstream *url.URL // a unix:// endpoint
 	dir      string   // holds the socket
@@ -43,9 +49,18 @@ type inspectCache struct {
 	seq     uint64            // bumped by every event
 	touched map[string]uint64 // seq of the last event about each container
 	entries map[string]cached // by full container ID
+	// destroyed holds the containers whose destroy event was seen, with
+	// when they were last asked about; pruned after goneTTL unasked.
+	destroyed map[string]time.Time
+	pruned    time.Time
 }
 
+// goneTTL is how long a destroyed container is remembered without being
+// asked about: several times cAdvisor's longest housekeeping interval.
+const goneTTL = 2 * time.Minute
+
 type cached struct {
+	status int
 	header http.Header
 	body   []byte
 }
@@ -71,7 +86,8 @@ func newInspectCache(endpoint string) (*inspectCache, error) {
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &inspectCache{upstream: u, dir: dir, client: &http.Client{Transport: transport}, cancel: cancel,
-		done: make(chan struct{}), entries: map[string]cached{}, touched: map[string]uint64{}}
+		done: make(chan struct{}), entries: map[string]cached{}, touched: map[string]uint64{},
+		destroyed: map[string]time.Time{}}
 	c.proxy = httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: "docker"})
 	c.proxy.Transport = transport
 	c.proxy.FlushInterval = -1                    // event and stats streams
@@ -105,6 +121,9 @@ func (c *inspectCache) serve(w http.ResponseWriter, r *http.Request) {
 	c.mu.Lock()
 	e, hit := c.entries[id]
 	live, epoch, seq := c.live, c.epoch, c.seq
+	if _, gone := c.destroyed[id]; gone {
+		c.destroyed[id] = time.Now()
+	}
 	c.mu.Unlock()
 	if hit {
 		writeCached(w, e)
@@ -123,42 +142,54 @@ func (c *inspectCache) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
-	e = cached{header: resp.Header.Clone(), body: body}
-	if resp.StatusCode == http.StatusOK && live {
+	e = cached{status: resp.StatusCode, header: resp.Header.Clone(), body: body}
+	if live && (e.status == http.StatusOK || e.status == http.StatusNotFound) {
 		c.mu.Lock()
+		_, gone := c.destroyed[id]
 		// Kept only if no event about the container came while the answer
 		// was on its way: it may predate the change the event announced.
-		if c.live && c.epoch == epoch && c.touched[id] <= seq {
+		// A 404 is kept only once Docker said the container was destroyed
+		// (before that it may be one being created).
+		if c.live && c.epoch == epoch && c.touched[id] <= seq && (e.status == http.StatusOK || gone) {
 			c.entries[id] = e
 		}
 		c.mu.Unlock()
 	}
-	for k, v := range e.header {
-		w.Header()[k] = v
-	}
-	w.WriteHeader(resp.StatusCode)
-	w.Write(body)
+	writeCached(w, e)
 }
 
 func writeCached(w http.ResponseWriter, e cached) {
 	for k, v := range e.header {
 		w.Header()[k] = v
 	}
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(e.status)
 	w.Write(e.body)
 }
 
 // forget drops one container's answer after an event about it (action:
-// its destroy ends its record).
+// its destroy ends its record and starts its memory as destroyed). Every
+// so often it also forgets the destroyed containers nobody asks about.
 func (c *inspectCache) forget(id, action string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seq++
 	delete(c.entries, id)
+	now := time.Now()
 	if action == "destroy" {
 		delete(c.touched, id)
+		c.destroyed[id] = now
 	} else {
 		c.touched[id] = c.seq
+	}
+	if now.Sub(c.pruned) < goneTTL/2 {
+		return
+	}
+	c.pruned = now
+	for id, asked := range c.destroyed {
+		if now.Sub(asked) > goneTTL {
+			delete(c.destroyed, id)
+			delete(c.entries, id)
+		}
 	}
 }
 
@@ -170,6 +201,7 @@ func (c *inspectCache) reset(live bool) {
 	c.live = live
 	c.entries = map[string]cached{}
 	c.touched = map[string]uint64{}
+	c.destroyed = map[string]time.Time{}
 }
 
 // watch follows Docker's container events until ctx ends, reconnecting

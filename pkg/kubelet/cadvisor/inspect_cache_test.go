@@ -20,6 +20,7 @@ type fakeDocker struct {
 	inspects atomic.Int32
 	lists    atomic.Int32
 	events   chan string // JSON lines; closing the stream: ""
+	removed  sync.Map    // IDs whose inspect answers 404
 	mu       sync.Mutex
 	streams  int
 }
@@ -56,6 +57,10 @@ func startFakeDocker(t *testing.T) (*fakeDocker, string) {
 			io.WriteString(w, "[]")
 		case strings.HasSuffix(r.URL.Path, "/json"):
 			n := f.inspects.Add(1)
+			if _, gone := f.removed.Load(strings.Split(r.URL.Path, "/")[3]); gone {
+				http.Error(w, `{"message":"No such container"}`, http.StatusNotFound)
+				return
+			}
 			fmt.Fprintf(w, `{"Id":"x","n":%d}`, n)
 		default:
 			http.NotFound(w, r)
@@ -72,19 +77,20 @@ func (f *fakeDocker) streamCount() int {
 	return f.streams
 }
 
-func TestInspectCache(t *testing.T) {
-	f, endpoint := startFakeDocker(t)
+// startCache puts an inspect cache in front of f and returns a GET of a
+// path through it (status and body) once it follows f's events.
+func startCache(t *testing.T, f *fakeDocker, endpoint string) (*inspectCache, func(path string) (int, string)) {
+	t.Helper()
 	c, err := newInspectCache(endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(c.Close)
 	sock := strings.TrimPrefix(c.Endpoint(), "unix://")
 	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 	}}}
-	id := strings.Repeat("ab", 32)
-	get := func(path string) string {
+	get := func(path string) (int, string) {
 		t.Helper()
 		resp, err := client.Get("http://docker" + path)
 		if err != nil {
@@ -92,24 +98,38 @@ func TestInspectCache(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
-		return string(body)
+		return resp.StatusCode, string(body)
 	}
-	waitLive := func(streams int) {
-		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			c.mu.Lock()
-			live := c.live
-			c.mu.Unlock()
-			if live && f.streamCount() >= streams {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the cache never followed Docker's events")
-			}
+	waitLive(t, c, f, 1)
+	return c, get
+}
+
+// waitLive waits until c follows f's event stream number streams.
+func waitLive(t *testing.T, c *inspectCache, f *fakeDocker, streams int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		c.mu.Lock()
+		live := c.live
+		c.mu.Unlock()
+		if live && f.streamCount() >= streams {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cache never followed Docker's events")
 		}
 	}
+}
+
+func TestInspectCache(t *testing.T) {
+	f, endpoint := startFakeDocker(t)
+	c, getStatus := startCache(t, f, endpoint)
+	get := func(path string) string {
+		t.Helper()
+		_, body := getStatus(path)
+		return body
+	}
+	id := strings.Repeat("ab", 32)
 	inspect := "/v1.41/containers/" + id + "/json"
-	waitLive(1)
 
 	steps := []struct {
 		name         string
@@ -127,7 +147,7 @@ func TestInspectCache(t *testing.T) {
 		}, 2, `"n":2`},
 		{"a broken event stream drops everything", func() {
 			f.events <- ""
-			waitLive(2)
+			waitLive(t, c, f, 2)
 		}, 3, `"n":3`},
 	}
 	for _, s := range steps {
@@ -155,4 +175,62 @@ func TestInspectCache(t *testing.T) {
 	if f.inspects.Load() != 4 {
 		t.Errorf("an inspect with a query was answered from memory")
 	}
+}
+
+// A container removed from Docker but still housekept by cAdvisor (one of
+// its cgroups left) is inspected every 10-15 s: once its destroy event
+// was seen, the 404 is final and answered from memory, until nobody has
+// asked for goneTTL.
+func TestInspectCacheKeepsTheNotFoundOfADestroyedContainer(t *testing.T) {
+	f, endpoint := startFakeDocker(t)
+	c, get := startCache(t, f, endpoint)
+	id := strings.Repeat("ef", 32)
+	inspect := "/v1.41/containers/" + id + "/json"
+	f.removed.Store(id, true)
+
+	expect := func(step string, wantInspects int32) {
+		t.Helper()
+		status, body := get(inspect)
+		if got := f.inspects.Load(); status != http.StatusNotFound || got != wantInspects {
+			t.Fatalf("%s: answer %d %s, Docker saw %d inspects (want 404, %d)", step, status, body, got, wantInspects)
+		}
+	}
+	// Not yet destroyed: a 404 may be a container being created.
+	expect("before its destroy event", 1)
+	expect("before its destroy event, again", 2)
+
+	f.events <- `{"Type":"container","Action":"destroy","Actor":{"ID":"` + id + `"}}`
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		c.mu.Lock()
+		_, seen := c.destroyed[id]
+		c.mu.Unlock()
+		if seen {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the destroy event was never applied")
+		}
+	}
+	expect("first inspect after its destroy", 3)
+	expect("later inspects", 3)
+	expect("later inspects, again", 3)
+
+	// Unasked for longer than goneTTL, it is forgotten at the next event.
+	c.mu.Lock()
+	c.destroyed[id] = time.Now().Add(-2 * goneTTL)
+	c.pruned = time.Time{}
+	c.mu.Unlock()
+	f.events <- `{"Type":"container","Action":"start","Actor":{"ID":"` + strings.Repeat("cd", 32) + `"}}`
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		c.mu.Lock()
+		n, m := len(c.destroyed), len(c.entries)
+		c.mu.Unlock()
+		if n == 0 && m == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a destroyed container unasked for 2 × goneTTL is still remembered (%d destroyed, %d answers)", n, m)
+		}
+	}
+	expect("after it was forgotten", 4)
 }
