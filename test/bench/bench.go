@@ -54,6 +54,11 @@ type Config struct {
 	Churn        int           // live pods during the churn
 	ChurnEvery   time.Duration // one pod added and one removed this often
 	ChurnFor     time.Duration // for this long
+	// ChurnSettle is how long the agent runs with Churn pods before its
+	// state is read, before and after the churn: long enough for cAdvisor's
+	// minute of samples per container to fill, or "before" is an agent
+	// still growing.
+	ChurnSettle time.Duration
 	// Only, when set, names the scenario groups to run (bursts, arrivals,
 	// idle, density, churn, failure, probes): a partial run, for work on one
 	// of them. Without bursts, density's baseline makes its pods all at once.

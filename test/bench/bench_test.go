@@ -28,11 +28,12 @@ func TestBench(t *testing.T) {
 	bin := buildAgent(t)
 	cfg := Config{Binary: bin, Rounds: 1, SmallRounds: 1, Burst: []int{3}, Arrivals: 4, ArrivalRate: 4, IdleSizes: []int{0},
 		IdleWindow: 3 * time.Second, Failures: 1, Probed: 5, ProbeWindow: 3 * time.Second, Peers: true,
-		Density: 5, DensityBurst: 3, Churn: 3, ChurnEvery: 500 * time.Millisecond, ChurnFor: 3 * time.Second}
+		Density: 5, DensityBurst: 3, Churn: 3, ChurnEvery: 500 * time.Millisecond, ChurnFor: 3 * time.Second, ChurnSettle: 10 * time.Second}
 	if *full {
 		cfg = Config{Binary: bin, Rounds: 5, SmallRounds: 9, Burst: []int{10, 30, 100}, Arrivals: 20, ArrivalRate: 2, IdleSizes: []int{0, 35, 100},
 			IdleWindow: 60 * time.Second, Failures: 5, Probed: 100, ProbeWindow: 30 * time.Second, Peers: true,
-			Density: 250, DensityBurst: 100, Churn: 50, ChurnEvery: 500 * time.Millisecond, ChurnFor: 5 * time.Minute}
+			Density: 250, DensityBurst: 100, Churn: 50, ChurnEvery: 500 * time.Millisecond, ChurnFor: 5 * time.Minute,
+			ChurnSettle: 75 * time.Second}
 	}
 	partial := *only != ""
 	if partial {

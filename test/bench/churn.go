@@ -29,7 +29,7 @@ func (h *Harness) churn() Result {
 	if _, err := a.burst(h, live); err != nil {
 		return Result{Scenario: name, Note: err.Error()}
 	}
-	before, err := a.settledState()
+	before, err := a.settledState(h.cfg.ChurnSettle)
 	if err != nil {
 		return Result{Scenario: name, Note: err.Error()}
 	}
@@ -80,7 +80,7 @@ func (h *Harness) churn() Result {
 			break
 		}
 	}
-	after, err := a.settledState()
+	after, err := a.settledState(h.cfg.ChurnSettle)
 	if err != nil {
 		return Result{Scenario: name, Note: err.Error()}
 	}
@@ -110,11 +110,12 @@ func (h *Harness) churn() Result {
 	return res
 }
 
-// settledState waits 10 s for the agent to finish what pods' going left
-// (kills, the grace of a relist), then reads its heap in use after a forced
-// GC, its goroutines and its per-pod tables ("table <name>").
-func (a *agent) settledState() (map[string]float64, error) {
-	time.Sleep(10 * time.Second)
+// settledState waits settle for the agent to finish what pods' going left
+// (kills, the grace of a relist, cAdvisor's samples of removed containers
+// ageing out), then reads its heap in use after a forced GC, its
+// goroutines and its per-pod tables ("table <name>").
+func (a *agent) settledState(settle time.Duration) (map[string]float64, error) {
+	time.Sleep(settle)
 	out := map[string]float64{}
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?gc=1&debug=1", a.apiPort))
 	if err != nil {
