@@ -155,7 +155,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PodInfraContainerImage, "pod-infra-container-image", o.PodInfraContainerImage, "Image of each pod's infra container. Never pulled; changing it does not recreate running pods.")
 	fs.DurationVar(&o.SyncFrequency, "sync-frequency", o.SyncFrequency, "How often every pod is compared with its spec (from cached state).")
 	fs.DurationVar(&o.FileCheckFrequency, "file-check-frequency", o.FileCheckFrequency, "How often the manifest path is re-read besides file notifications.")
-	fs.DurationVar(&o.RelistPeriod, "relist-period", o.RelistPeriod, "How often containers are listed from Docker (events trigger a list at once).")
+	fs.DurationVar(&o.RelistPeriod, "relist-period", o.RelistPeriod, "How often containers are listed from Docker while its event stream is down; five times that while events flow (each event updates the pod it names at once).")
 	fs.DurationVar(&o.BackoffInitial, "backoff-initial", o.BackoffInitial, "Crash-loop back-off after the first restart (advanced).")
 	fs.DurationVar(&o.BackoffMax, "backoff-max", o.BackoffMax, "Longest crash-loop back-off (advanced).")
 	_ = fs.MarkHidden("backoff-initial")
