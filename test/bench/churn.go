@@ -112,7 +112,7 @@ func (h *Harness) churn() Result {
 
 // settledState waits settle for the agent to finish what pods' going left
 // (kills, the grace of a relist, cAdvisor's samples of removed containers
-// ageing out), then reads its heap in use after a forced GC, its
+// ageing out), then reads its live heap after a forced GC, its
 // goroutines and its per-pod tables ("table <name>").
 func (a *agent) settledState(settle time.Duration) (map[string]float64, error) {
 	time.Sleep(settle)
@@ -124,7 +124,9 @@ func (a *agent) settledState(settle time.Duration) (map[string]float64, error) {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "# HeapInuse = "); ok {
+		// The live heap: what a forced GC left allocated (HeapInuse would
+		// count the free slots of partly used spans too, which churn grows).
+		if v, ok := strings.CutPrefix(sc.Text(), "# HeapAlloc = "); ok {
 			out["heap"], _ = strconv.ParseFloat(v, 64)
 		}
 	}

@@ -85,7 +85,7 @@ func startSources(ctx context.Context, o *Options, merger *config.Merger, record
 		src := config.NewEtcdSource(etcd, config.EtcdKey(o.EtcdPrefix, o.HostnameOverride), o.HostnameOverride, o.EtcdResyncPeriod, merger)
 		workers := []func(context.Context){
 			src.Run,
-			func(ctx context.Context) { recorder.RunEtcdWriter(ctx, etcd, o.EventTTL) },
+			recorder.EtcdWriter(etcd, o.EventTTL),
 			lease.Run,
 			etcdnode.NewNodeWriter(etcd, lease, o.EtcdPrefix, o.HostnameOverride, report.node, o.NodeLeaseRenewInterval).Run,
 			etcdnode.NewPodWriter(etcd, lease, o.EtcdPrefix, o.HostnameOverride, report.pods, podStatusPeriod).Run,

@@ -58,6 +58,7 @@ type Recorder struct {
 	ring []*v1.Event
 
 	queue   chan *v1.Event
+	writing atomic.Bool // an etcd writer drains queue (see EtcdWriter)
 	dropped atomic.Int64
 }
 
@@ -105,6 +106,9 @@ func (r *Recorder) Event(ref Ref, warning bool, reason, format string, args ...a
 	if warning {
 		glog.V(1).Infof("Event %s %s/%s %s: %s", reason, ref.Namespace, ref.Name, ref.FieldPath, msg)
 	}
+	if !r.writing.Load() {
+		return
+	}
 	select {
 	case r.queue <- e.DeepCopy():
 	default:
@@ -126,11 +130,20 @@ func (r *Recorder) List() v1.EventList {
 // Dropped counts events not written to etcd because it was slow or down.
 func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
 
-// RunEtcdWriter writes queued events to /events/<node>/<namespace>/<pod>/<id>
-// until ctx is cancelled, each kept at least ttl (under a lease shared by
-// the events of a minute). Without a writer the
-// queue fills and further events are only dropped from it.
-func (r *Recorder) RunEtcdWriter(ctx context.Context, c *clientv3.Client, ttl time.Duration) {
+// EtcdWriter returns the loop that writes queued events to
+// /events/<node>/<namespace>/<pod>/<id> until ctx is cancelled, each kept
+// at least ttl (under a lease shared by the events of a minute). Events
+// are queued from this call until the loop ends: with no etcd, a full
+// queue of copies nobody reads would be a megabyte kept for nothing.
+func (r *Recorder) EtcdWriter(c *clientv3.Client, ttl time.Duration) func(ctx context.Context) {
+	r.writing.Store(true)
+	return func(ctx context.Context) {
+		defer r.writing.Store(false)
+		r.writeEtcd(ctx, c, ttl)
+	}
+}
+
+func (r *Recorder) writeEtcd(ctx context.Context, c *clientv3.Client, ttl time.Duration) {
 	var lease clientv3.LeaseID
 	var leaseAt time.Time
 	for {

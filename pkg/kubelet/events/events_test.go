@@ -28,10 +28,18 @@ func TestRecorder(t *testing.T) {
 	if n := len(r.List().Items); n != ringSize {
 		t.Errorf("ring holds %d events, want %d", n, ringSize)
 	}
-	// Without an etcd writer the queue fills, then events are dropped from
-	// it, never blocking the caller.
-	if r.Dropped() == 0 {
-		t.Error("no drops counted with a full queue")
+	// Without an etcd writer nothing is queued (no copies kept for nobody).
+	if len(r.queue) != 0 || r.Dropped() != 0 {
+		t.Errorf("no writer: %d events queued, %d dropped; want none", len(r.queue), r.Dropped())
+	}
+	// With a writer that does not keep up the queue fills, then events are
+	// dropped from it, never blocking the caller.
+	r.writing.Store(true)
+	for i := 0; i < queueSize+10; i++ {
+		r.Event(Ref{Name: "p", UID: "u2"}, false, "Pulled", "image %d", i)
+	}
+	if len(r.queue) != queueSize || r.Dropped() != 10 {
+		t.Errorf("stalled writer: %d queued, %d dropped; want %d, 10", len(r.queue), r.Dropped(), queueSize)
 	}
 	var nilRecorder *Recorder
 	nilRecorder.Event(Ref{}, false, "X", "no panic")
