@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/cgroups"
 	"github.com/golang/glog"
 	"github.com/google/cadvisor/cache/memory"
 	"github.com/google/cadvisor/container"
@@ -70,8 +71,8 @@ type Client struct {
 
 var _ Interface = (*Client)(nil)
 
-// New starts cAdvisor watching Docker containers (and the root container
-// only, not every raw cgroup) at dockerEndpoint, housekeeping every
+// New starts cAdvisor watching Docker containers at dockerEndpoint, the
+// root cgroup and the pods' cgroups (not every raw cgroup), housekeeping every
 // interval. If it cannot start (no cgroups, say), the returned client answers
 // every call with ErrUnavailable and the reason; the agent runs on.
 func New(dockerEndpoint string, interval time.Duration) *Client {
@@ -89,9 +90,14 @@ func New(dockerEndpoint string, interval time.Duration) *Client {
 	*manager.HousekeepingInterval = interval
 	maxInterval := max(maxHousekeepingInterval, interval)
 	allowDynamic := true
+	// Of the raw cgroups only the root and the pods' (kubepods, or
+	// kubepods.slice with systemd: the QoS and pod cgroups the summary reads
+	// a pod's usage from), as the kubelet does: every other cgroup of the
+	// node (each systemd service) would be housekept for nothing.
+	rawPrefixes := []string{"/" + cgroups.Top[0]}
 	m, err := manager.New(memory.New(statsCacheDuration, nil), sysfs.NewRealSysFs(),
 		manager.HousekeepingConfig{Interval: &maxInterval, AllowDynamic: &allowDynamic},
-		includedMetrics, http.DefaultClient, []string{"/"}, nil, "", 0)
+		includedMetrics, http.DefaultClient, rawPrefixes, nil, "", 0)
 	if err == nil {
 		err = m.Start()
 	}
