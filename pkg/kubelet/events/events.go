@@ -55,11 +55,41 @@ type Recorder struct {
 	node string
 
 	mu   sync.Mutex // guards ring
-	ring []*v1.Event
+	ring []*record  // oldest first, at most ringSize
 
 	queue   chan *v1.Event
 	writing atomic.Bool // an etcd writer drains queue (see EtcdWriter)
 	dropped atomic.Int64
+}
+
+// record is a kept event: what varies between events, some 250 bytes
+// where a v1.Event takes 700 (the ring is the agent's largest history of
+// pods that may be gone).
+type record struct {
+	ref             Ref
+	uid             types.UID
+	reason, message string
+	warning         bool
+	count           int32
+	first, last     time.Time
+}
+
+// event is rec as the Kubernetes Event the kubelet would have sent.
+func (r *Recorder) event(rec *record) v1.Event {
+	typ := v1.EventTypeNormal
+	if rec.warning {
+		typ = v1.EventTypeWarning
+	}
+	return v1.Event{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Event"},
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", rec.ref.Name, rec.first.UnixNano()),
+			Namespace: rec.ref.Namespace, UID: rec.uid},
+		InvolvedObject: v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: rec.ref.Namespace, Name: rec.ref.Name,
+			UID: rec.ref.UID, FieldPath: rec.ref.FieldPath},
+		Reason: rec.reason, Message: rec.message, Type: typ, Count: rec.count,
+		FirstTimestamp: metav1.NewTime(rec.first), LastTimestamp: metav1.NewTime(rec.last),
+		Source: v1.EventSource{Component: "kubelet", Host: r.node},
+	}
 }
 
 // New returns a recorder for node.
@@ -72,36 +102,26 @@ func (r *Recorder) Event(ref Ref, warning bool, reason, format string, args ...a
 	if r == nil {
 		return
 	}
-	typ := v1.EventTypeNormal
-	if warning {
-		typ = v1.EventTypeWarning
-	}
 	msg := fmt.Sprintf(format, args...)
-	now := metav1.Now()
+	now := time.Now()
 	r.mu.Lock()
 	for i := len(r.ring) - 1; i >= 0 && i >= len(r.ring)-50; i-- {
 		e := r.ring[i]
-		if e.InvolvedObject.UID == ref.UID && e.InvolvedObject.FieldPath == ref.FieldPath && e.Reason == reason &&
-			e.Message == msg && now.Sub(e.LastTimestamp.Time) < dedupWindow {
-			e.Count++
-			e.LastTimestamp = now
+		if e.ref.UID == ref.UID && e.ref.FieldPath == ref.FieldPath && e.reason == reason &&
+			e.message == msg && now.Sub(e.last) < dedupWindow {
+			e.count++
+			e.last = now
 			r.mu.Unlock()
 			return
 		}
 	}
-	e := &v1.Event{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Event"},
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", ref.Name, now.UnixNano()), Namespace: ref.Namespace, UID: uuid.NewUUID()},
-		InvolvedObject: v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: ref.Namespace, Name: ref.Name,
-			UID: ref.UID, FieldPath: ref.FieldPath},
-		Reason: reason, Message: msg, Type: typ, Count: 1,
-		FirstTimestamp: now, LastTimestamp: now,
-		Source: v1.EventSource{Component: "kubelet", Host: r.node},
+	rec := &record{ref: ref, uid: uuid.NewUUID(), reason: reason, message: msg, warning: warning, count: 1, first: now, last: now}
+	if len(r.ring) == ringSize {
+		copy(r.ring, r.ring[1:])
+		r.ring = r.ring[:ringSize-1]
 	}
-	r.ring = append(r.ring, e)
-	if len(r.ring) > ringSize {
-		r.ring = append([]*v1.Event(nil), r.ring[len(r.ring)-ringSize:]...)
-	}
+	r.ring = append(r.ring, rec)
+	e := r.event(rec)
 	r.mu.Unlock()
 	if warning {
 		glog.V(1).Infof("Event %s %s/%s %s: %s", reason, ref.Namespace, ref.Name, ref.FieldPath, msg)
@@ -110,7 +130,7 @@ func (r *Recorder) Event(ref Ref, warning bool, reason, format string, args ...a
 		return
 	}
 	select {
-	case r.queue <- e.DeepCopy():
+	case r.queue <- &e:
 	default:
 		r.dropped.Add(1)
 	}
@@ -121,8 +141,8 @@ func (r *Recorder) List() v1.EventList {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	l := v1.EventList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "EventList"}, Items: make([]v1.Event, 0, len(r.ring))}
-	for _, e := range r.ring {
-		l.Items = append(l.Items, *e)
+	for _, rec := range r.ring {
+		l.Items = append(l.Items, r.event(rec))
 	}
 	return l
 }
