@@ -5,6 +5,7 @@ package cadvisor
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"strings"
@@ -88,6 +89,14 @@ func New(dockerEndpoint string, interval time.Duration) *Client {
 	}
 	*raw.DockerOnly = true
 	*manager.HousekeepingInterval = interval
+	// cAdvisor keeps every container creation and deletion event for a day
+	// (up to 100,000 of each) for an events API nothing here serves: under
+	// pod churn, state kept for containers long gone. None, as the kubelet.
+	for name, value := range map[string]string{"event_storage_age_limit": "default=0", "event_storage_event_limit": "default=0"} {
+		if err := flag.Set(name, value); err != nil {
+			return &Client{err: fmt.Errorf("%w: cAdvisor flag %s: %v", ErrUnavailable, name, err)}
+		}
+	}
 	maxInterval := max(maxHousekeepingInterval, interval)
 	allowDynamic := true
 	// Of the raw cgroups only the root and the pods' (kubepods, or

@@ -56,8 +56,10 @@ type inspectCache struct {
 }
 
 // goneTTL is how long a destroyed container is remembered without being
-// asked about: several times cAdvisor's longest housekeeping interval.
-const goneTTL = 2 * time.Minute
+// asked about: twice cAdvisor's longest housekeeping interval (15 s), so
+// what it still housekeeps stays and the one inspect of its own removal
+// (for the exit code) is soon forgotten.
+const goneTTL = 30 * time.Second
 
 type cached struct {
 	status int
@@ -121,9 +123,11 @@ func (c *inspectCache) serve(w http.ResponseWriter, r *http.Request) {
 	c.mu.Lock()
 	e, hit := c.entries[id]
 	live, epoch, seq := c.live, c.epoch, c.seq
+	now := time.Now()
 	if _, gone := c.destroyed[id]; gone {
-		c.destroyed[id] = time.Now()
+		c.destroyed[id] = now
 	}
+	c.prune(now) // here too: an idle node has no events
 	c.mu.Unlock()
 	if hit {
 		writeCached(w, e)
@@ -167,8 +171,7 @@ func writeCached(w http.ResponseWriter, e cached) {
 }
 
 // forget drops one container's answer after an event about it (action:
-// its destroy ends its record and starts its memory as destroyed). Every
-// so often it also forgets the destroyed containers nobody asks about.
+// its destroy ends its record and starts its memory as destroyed).
 func (c *inspectCache) forget(id, action string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -181,6 +184,12 @@ func (c *inspectCache) forget(id, action string) {
 	} else {
 		c.touched[id] = c.seq
 	}
+	c.prune(now)
+}
+
+// prune forgets, every goneTTL/2, the destroyed containers nobody asked
+// about for goneTTL. Callers hold mu.
+func (c *inspectCache) prune(now time.Time) {
 	if now.Sub(c.pruned) < goneTTL/2 {
 		return
 	}
