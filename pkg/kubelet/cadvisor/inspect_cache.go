@@ -29,11 +29,11 @@ import (
 // is kept until Docker's event stream names the container; while that
 // stream is down nothing is kept.
 //
-// cAdvisor also goes on housekeeping a removed container for as long as
-// any of its cgroups is left (one of the ten v1 hierarchies can outlive
-// the container), inspecting it every 10-15 s for an answer of 404. A 404
-// for a container whose destroy event was seen is final (IDs are never
-// reused), so it is kept too, for as long as cAdvisor keeps asking.
+// cAdvisor was also seen to go on housekeeping some containers removed
+// during bursts (it drops one only once it finds none of its cgroups),
+// inspecting each every 10-15 s for an answer of 404. A 404 for a
+// container whose destroy event was seen is final (IDs are never reused),
+// so it is kept too, for as long as cAdvisor keeps asking.
 type inspectCache struct {
 	upstream *url.URL // a unix:// endpoint
 	dir      string   // holds the socket
