@@ -50,6 +50,9 @@ func (c *Cache) Update(pods map[types.UID]*kubecontainer.PodState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	next := maps.Clone(c.pods)
+	if next == nil { // Set may have been given none
+		next = make(map[types.UID]*kubecontainer.PodState, len(pods))
+	}
 	for uid, p := range pods {
 		if p == nil {
 			delete(next, uid)
