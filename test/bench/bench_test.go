@@ -19,6 +19,7 @@ var (
 	full = flag.Bool("full", false, "run the full benchmark (make bench) instead of the smoke run")
 	only = flag.String("only", "", "comma-separated scenario groups to run (bursts, arrivals, idle, density, churn, failure, probes); "+
 		"a partial run writes nothing into docs/")
+	bursts = flag.String("bursts", "", "comma-separated sizes of the bursts, instead of the run's own (a partial run)")
 )
 
 // TestBench runs the harness: by default a small smoke run that keeps it
@@ -35,9 +36,19 @@ func TestBench(t *testing.T) {
 			Density: 250, DensityBurst: 100, Churn: 50, ChurnEvery: 500 * time.Millisecond, ChurnFor: 5 * time.Minute,
 			ChurnSettle: 75 * time.Second}
 	}
-	partial := *only != ""
-	if partial {
+	partial := *only != "" || *bursts != ""
+	if *only != "" {
 		cfg.Only = strings.Split(*only, ",")
+	}
+	if *bursts != "" {
+		cfg.Burst = nil
+		for _, f := range strings.Split(*bursts, ",") {
+			var n int
+			if _, err := fmt.Sscan(f, &n); err != nil || n < 1 {
+				t.Fatalf("-bursts: %q is not a pod count", f)
+			}
+			cfg.Burst = append(cfg.Burst, n)
+		}
 	}
 	h, err := New(cfg, testWriter{t})
 	if err != nil {

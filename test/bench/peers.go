@@ -2,12 +2,14 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // peer is another way a user could run the same pods, measured beside the
@@ -37,10 +39,19 @@ func (h *Harness) peers() []*peer {
 	return out
 }
 
+// peerTimeout bounds one peer command: docker-compose (v1) was seen to hang
+// for good halfway through `up` of 100 pods, which stalled the whole run.
+const peerTimeout = 5 * time.Minute
+
 func run(env []string, name string, args ...string) error {
-	cmd := exec.Command(name, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), peerTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = env
 	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("no answer in %v", peerTimeout)
+	}
 	if err != nil {
 		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}

@@ -127,7 +127,11 @@ func (h *Harness) burst(n, rounds int, peers []*peer) Result {
 		defer h.clear(a)
 		return a.burst(h, names)
 	}})
+	// A peer that fails is left out of the rest of the scenario, rather than
+	// the scenario left out.
+	isPeer := map[string]bool{}
 	for _, p := range peers {
+		isPeer[p.name] = true
 		contenders = append(contenders, contender{p.name, func(names []string) (time.Duration, error) {
 			start := time.Now()
 			err := p.up(names)
@@ -137,11 +141,22 @@ func (h *Harness) burst(n, rounds int, peers []*peer) Result {
 		}})
 	}
 	times := map[string][]float64{}
+	failed := map[string]string{} // peers left out, with why
 	for r := 0; r < rounds; r++ {
 		names := podNames(fmt.Sprintf("r%d-p", r), n)
 		for i := range contenders {
 			c := contenders[(i+r)%len(contenders)]
+			if _, out := failed[c.name]; out {
+				continue
+			}
 			d, err := c.run(names)
+			if err != nil && isPeer[c.name] {
+				failed[c.name] = err.Error()
+				h.logf("%s: %s left out: %v", name, c.name, err)
+				h.removeLabelled(benchLabel + "=" + h.run) // what it left running
+				settle()
+				continue
+			}
 			if err != nil {
 				return Result{Scenario: name, Note: c.name + ": " + err.Error()}
 			}
@@ -151,7 +166,9 @@ func (h *Harness) burst(n, rounds int, peers []*peer) Result {
 	}
 	res := Result{Scenario: name, Values: map[string]float64{}, Samples: times}
 	for c, ts := range times {
-		res.Values[c] = median(ts)
+		if _, out := failed[c]; !out {
+			res.Values[c] = median(ts)
+		}
 	}
 	best := levels[0]
 	for _, l := range levels {
@@ -175,6 +192,9 @@ func (h *Harness) burst(n, rounds int, peers []*peer) Result {
 			res.Remark += "; podman kube play beat the Docker baseline itself: it runs containers without dockerd, " +
 				"the daemon that bounds the agent and the baseline alike"
 		}
+	}
+	for c, why := range failed {
+		res.Remark += fmt.Sprintf("; %s left out after it failed in round %d of %d: %s", c, len(times[c])+1, rounds, why)
 	}
 	h.logf("%s: %v", name, res.Values)
 	return res
