@@ -3,9 +3,11 @@ package bench
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -101,10 +103,20 @@ func (h *Harness) churn() Result {
 			grown = append(grown, fmt.Sprintf("%s %.0f → %.0f", strings.TrimPrefix(k, "table "), before[k], v))
 		}
 	}
+	var more []string // goroutines by function, where there are more
+	for k, v := range after {
+		if fn, ok := strings.CutPrefix(k, "goroutine "); ok && v > before[k] {
+			more = append(more, fmt.Sprintf("%s %.0f → %.0f", fn, before[k], v))
+		}
+	}
+	sort.Strings(more)
 	res.Met = p99 <= 1000 && len(lat) == len(added) && leftovers == 0 && after["heap"] <= before["heap"]*1.10 &&
 		after["goroutines"] <= before["goroutines"] && len(grown) == 0
 	if len(grown) > 0 {
 		res.Remark = "per-pod tables grown: " + strings.Join(grown, ", ")
+	}
+	if after["goroutines"] > before["goroutines"] && len(more) > 0 {
+		res.Remark = strings.TrimPrefix(res.Remark+"; more goroutines in "+strings.Join(more, ", "), "; ")
 	}
 	h.logf("%s: %v %s", name, res.Values, res.Remark)
 	return res
@@ -155,5 +167,38 @@ func (a *agent) settledState(settle time.Duration) (map[string]float64, error) {
 	if out["heap"] == 0 || out["goroutines"] == 0 {
 		return nil, fmt.Errorf("agent: heap or goroutines not read from pprof and /metrics")
 	}
+	// Goroutines by the function each runs, to name what grew.
+	resp, err = http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/goroutine?debug=1", a.apiPort))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	dump, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	for fn, n := range goroutinesByStart(string(dump)) {
+		out["goroutine "+fn] = n
+	}
 	return out, nil
+}
+
+// goroutinesByStart counts the goroutines of a pprof goroutine dump (debug=1)
+// by the function each started in: its groups are "N @ 0x..." then one
+// "#\t0x...\tfunction+0x...\tfile:line" per frame, innermost first.
+func goroutinesByStart(dump string) map[string]float64 {
+	out := map[string]float64{}
+	_, groups, _ := strings.Cut(dump, "\n") // past "goroutine profile: total N"
+	for group := range strings.SplitSeq(groups, "\n\n") {
+		lines := strings.Split(strings.TrimSpace(group), "\n")
+		var n float64
+		if _, err := fmt.Sscanf(lines[0], "%g @", &n); err != nil {
+			continue
+		}
+		if f := strings.Fields(lines[len(lines)-1]); len(f) >= 3 && f[0] == "#" {
+			fn, _, _ := strings.Cut(f[2], "+0x")
+			out[fn] += n
+		}
+	}
+	return out
 }
