@@ -53,7 +53,9 @@ func run(env []string, name string, args ...string) error {
 		err = fmt.Errorf("no answer in %v", peerTimeout)
 	}
 	if err != nil {
-		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		// The output's last lines say why; docker-compose prints one per container before.
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.Join(lines[max(0, len(lines)-3):], " / "))
 	}
 	return nil
 }
