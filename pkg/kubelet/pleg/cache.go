@@ -34,6 +34,9 @@ func NewCache() *Cache {
 
 // Set replaces the cache with a relist that started at ts.
 func (c *Cache) Set(pods map[types.UID]*kubecontainer.PodState, ts time.Time) {
+	if pods == nil { // never nil, so Update's copy is a map to write to
+		pods = map[types.UID]*kubecontainer.PodState{}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pods = pods
@@ -50,9 +53,6 @@ func (c *Cache) Update(pods map[types.UID]*kubecontainer.PodState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	next := maps.Clone(c.pods)
-	if next == nil { // Set may have been given none
-		next = make(map[types.UID]*kubecontainer.PodState, len(pods))
-	}
 	for uid, p := range pods {
 		if p == nil {
 			delete(next, uid)
