@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -182,8 +183,7 @@ func (s *FileSource) read(ctx context.Context) {
 	}
 	seen := map[string]bool{}
 	for _, name := range names {
-		seen[name] = true
-		s.readFile(name)
+		seen[name] = s.readFile(name)
 	}
 	for name := range s.files {
 		if !seen[name] {
@@ -196,7 +196,10 @@ func (s *FileSource) read(ctx context.Context) {
 	owner := map[string]string{}
 	var problems []string
 	for _, name := range names {
-		st := s.files[name]
+		st, ok := s.files[name]
+		if !ok {
+			continue // removed since the listing
+		}
 		if st.err != nil {
 			problems = append(problems, st.err.Error())
 		}
@@ -271,7 +274,10 @@ func (s *FileSource) list() ([]string, error) {
 }
 
 // readFile parses one file unless it is unchanged since the last reading.
-func (s *FileSource) readFile(name string) {
+// It reports false for a file of the directory removed since the listing:
+// it is gone as if the listing had not found it (a pod removed while
+// another is added is not kept for a reading more).
+func (s *FileSource) readFile(name string) bool {
 	st, ok := s.files[name]
 	if !ok {
 		st = &fileState{}
@@ -284,35 +290,38 @@ func (s *FileSource) readFile(name string) {
 		return fmt.Errorf("%s: %w (keeping its last good %s)", name, err, plural(len(st.pods), "pod"))
 	}
 	info, err := os.Stat(name)
+	if err == nil && ok && info.ModTime().Equal(st.modTime) && info.Size() == st.size {
+		return true
+	}
+	var data []byte
+	if err == nil {
+		st.modTime, st.size = info.ModTime(), info.Size()
+		data, err = readManifest(name)
+	}
+	if errors.Is(err, fs.ErrNotExist) && *s.isDir {
+		return false
+	}
 	if err != nil {
 		st.err = keeping(err)
-		return
-	}
-	if ok && info.ModTime().Equal(st.modTime) && info.Size() == st.size {
-		return
-	}
-	st.modTime, st.size = info.ModTime(), info.Size()
-	data, err := readManifest(name)
-	if err != nil {
-		st.err = keeping(err)
-		return
+		return true
 	}
 	if len(strings.TrimSpace(string(data))) == 0 {
 		// Being written (`cat > file` truncates first), or emptied on
 		// purpose: its pods stay until it says otherwise.
 		st.err = nil
 		glog.V(2).Infof("File source: %s is empty; keeping its last pods (%d)", name, len(st.pods))
-		return
+		return true
 	}
 	pods, ignored, err := api.Parse(data, s.node, api.SourceFile)
 	if err != nil {
 		st.err = keeping(err)
-		return
+		return true
 	}
 	for _, f := range ignored {
 		glog.Infof("File source: %s: %s is ignored by this agent", name, f)
 	}
 	st.pods, st.err = pods, nil
+	return true
 }
 
 func (s *FileSource) fail(err error) {

@@ -161,6 +161,39 @@ func TestFileSourceUnchangedSendsNothing(t *testing.T) {
 	}
 }
 
+// A file that vanishes between the listing and its reading (a pod removed
+// while another is added) is gone from a directory, not a broken file whose
+// pods are kept; a single manifest file that vanishes keeps its pods.
+func TestFileSourceFileRemovedWhileReading(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		single      bool
+		wantPresent bool
+	}{
+		{"directory", false, false},
+		{"single file", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, "a.yaml", manifest("a", "i:1"))
+			path := dir
+			if tc.single {
+				path = filepath.Join(dir, "a.yaml")
+			}
+			s := NewFileSource(path, "node", time.Hour, newSink())
+			s.read(context.Background())
+			os.Remove(filepath.Join(dir, "a.yaml"))
+			st := s.files[filepath.Join(dir, "a.yaml")]
+			if got := s.readFile(filepath.Join(dir, "a.yaml")); got != tc.wantPresent {
+				t.Errorf("readFile of the vanished file = %v, want %v", got, tc.wantPresent)
+			}
+			if tc.wantPresent && (st.err == nil || len(st.pods) != 1) {
+				t.Errorf("vanished single file: error %v, %d pods kept; want an error and its pod kept", st.err, len(st.pods))
+			}
+		})
+	}
+}
+
 func TestFileSourceSingleFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "only.yaml")
