@@ -55,6 +55,8 @@ type Client struct {
 	// calls are serialized under versionMu.
 	versionMu    sync.Mutex
 	versionKnown atomic.Bool
+
+	images presentImages
 }
 
 // learningVersion runs f, a call that may make go-dockerclient learn the
@@ -165,6 +167,9 @@ func (c *Client) Create(ctx context.Context, spec *kubecontainer.CreateSpec) (st
 	opts.Context = ctx
 	ct, err := c.c.CreateContainer(opts)
 	if err != nil {
+		if errors.Is(translate(err), kubecontainer.ErrImageNotFound) {
+			c.images.forget() // removed since it was found
+		}
 		return "", fmt.Errorf("create container %s: %w", spec.Name, translate(err))
 	}
 	return ct.ID, nil
@@ -220,18 +225,26 @@ func (c *Client) Remove(ctx context.Context, id string) error {
 	return fmt.Errorf("remove container %s: %w", ShortID(id), err)
 }
 
-// ImagePresent reports whether the image is in Docker's store.
+// ImagePresent reports whether the image is in Docker's store (an image
+// found there in the last presentFor is taken to be there still).
 func (c *Client) ImagePresent(ctx context.Context, image string) (bool, error) {
-	_, err := c.c.InspectImage(image)
-	err = translate(err)
-	switch {
-	case err == nil:
+	if c.images.recent(image) {
 		return true, nil
-	case errors.Is(err, kubecontainer.ErrImageNotFound):
-		return false, nil
-	default:
-		return false, fmt.Errorf("inspect image %s: %w", image, err)
 	}
+	v, err, _ := c.images.group.Do(image, func() (any, error) {
+		_, err := c.c.InspectImage(image)
+		err = translate(err)
+		switch {
+		case err == nil:
+			c.images.found(image)
+			return true, nil
+		case errors.Is(err, kubecontainer.ErrImageNotFound):
+			return false, nil
+		default:
+			return false, fmt.Errorf("inspect image %s: %w", image, err)
+		}
+	})
+	return v.(bool), err
 }
 
 // ImageUser is the user an image runs as ("" means root).

@@ -37,6 +37,7 @@ type engine struct {
 	images      map[string]*docker.Image // by reference and by ID
 	execs       map[string]int           // exec ID → exit code
 	pulls       []string
+	inspects    int             // image inspects answered
 	resizes     []string        // "HxW" of each resize asked for
 	interactive map[string]bool // exec IDs created with stdin
 	nextID      int
@@ -131,6 +132,7 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request) {
 			delete(e.images, m[1])
 			e.reply(w, 200, []map[string]string{{"Deleted": img.ID}})
 		default:
+			e.inspects++
 			e.reply(w, 200, img)
 		}
 	default:
@@ -413,6 +415,30 @@ func TestClientAgainstEngine(t *testing.T) {
 	}
 }
 
+// An image found present is taken to stay so for presentFor only.
+func TestPresentImagesExpire(t *testing.T) {
+	var p presentImages
+	if p.recent("a:1") {
+		t.Error("an image never found is recent")
+	}
+	p.found("a:1")
+	if !p.recent("a:1") || p.recent("b:1") {
+		t.Error("a:1 just found is not recent, or b:1 is")
+	}
+	p.seen["a:1"] = time.Now().Add(-presentFor)
+	if p.recent("a:1") {
+		t.Errorf("a:1 found %v ago is still recent", presentFor)
+	}
+	p.found("b:1")
+	if _, kept := p.seen["a:1"]; kept {
+		t.Error("an expired image is kept")
+	}
+	p.forget()
+	if p.recent("b:1") {
+		t.Error("b:1 is recent after forget")
+	}
+}
+
 func TestImagesAgainstEngine(t *testing.T) {
 	e, c := newEngine(t)
 	ctx := context.Background()
@@ -438,8 +464,20 @@ func TestImagesAgainstEngine(t *testing.T) {
 	if err != nil || id == "" {
 		t.Fatalf("ImageID = %q %v", id, err)
 	}
+	for range 3 {
+		if ok, err := c.ImagePresent(ctx, "img:1"); !ok || err != nil {
+			t.Errorf("ImagePresent(img:1) again = %v %v", ok, err)
+		}
+	}
+	if e.inspects != 3 { // ImagePresent's of img:1 once, ImageUser's and ImageID's
+		t.Errorf("%d image inspects, want img:1 inspected once while found present", e.inspects)
+	}
 	if err := c.RemoveImage(ctx, id); err != nil {
 		t.Errorf("RemoveImage: %v", err)
+	}
+	c.ImagePresent(ctx, "img:1")
+	if e.inspects != 4 {
+		t.Errorf("%d image inspects, want img:1 inspected again once an image was removed", e.inspects)
 	}
 	inUse, err := c.ImagesInUse(ctx)
 	if err != nil || len(inUse) != 0 {

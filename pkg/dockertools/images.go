@@ -9,10 +9,12 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	docker "github.com/fsouza/go-dockerclient"
+	"golang.org/x/sync/singleflight"
 
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
@@ -147,6 +149,7 @@ func (c *Client) ImageID(ctx context.Context, image string) (string, error) {
 // RemoveImage removes an image by ID (not forced: Docker refuses if a
 // container uses it).
 func (c *Client) RemoveImage(ctx context.Context, id string) error {
+	defer c.images.forget()
 	if err := c.c.RemoveImageExtended(id, docker.RemoveImageOptions{Context: ctx}); err != nil {
 		return fmt.Errorf("remove image %s: %w", ShortID(strings.TrimPrefix(id, "sha256:")), translate(err))
 	}
@@ -205,4 +208,48 @@ func (c *Client) DiskUsage(ctx context.Context, label, value string) (*kubeconta
 		}
 	}
 	return out, nil
+}
+
+// presentFor is how long an image found present is taken to stay so. Every
+// container start checks its image, and a burst of pods checks the same one
+// hundreds of times in seconds: inspects dockerd spends a millisecond or two
+// of CPU on each, on a node whose CPU the burst has used up. An image
+// removed meanwhile by someone else fails its create (and is forgotten);
+// the retry checks again.
+const presentFor = 5 * time.Second
+
+// presentImages remembers the images recently found present, and collapses
+// concurrent checks of one image into one inspect.
+type presentImages struct {
+	group singleflight.Group
+	mu    sync.Mutex
+	seen  map[string]time.Time // image reference -> when found present
+}
+
+func (p *presentImages) recent(image string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	at, ok := p.seen[image]
+	return ok && time.Since(at) < presentFor
+}
+
+func (p *presentImages) found(image string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.seen == nil {
+		p.seen = map[string]time.Time{}
+	}
+	for ref, at := range p.seen { // a node has few images: prune as we go
+		if time.Since(at) >= presentFor {
+			delete(p.seen, ref)
+		}
+	}
+	p.seen[image] = time.Now()
+}
+
+// forget drops every memory: an image was removed, by reference or ID.
+func (p *presentImages) forget() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen = nil
 }

@@ -41,6 +41,7 @@ type Config struct {
 	Rounds       int           // alternations of the contenders (at least 5 for a real run)
 	SmallRounds  int           // rounds of bursts of 10 pods or fewer (at least 9)
 	Burst        []int         // pods dropped at once
+	Levels       []int         // the baseline's concurrencies, if not sweepLevels
 	Arrivals     int           // pods arriving at ArrivalRate
 	ArrivalRate  float64       // pods per second
 	IdleSizes    []int         // idle pod counts for the steady-state windows

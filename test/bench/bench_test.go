@@ -20,6 +20,9 @@ var (
 	only = flag.String("only", "", "comma-separated scenario groups to run (bursts, arrivals, idle, density, churn, failure, probes); "+
 		"a partial run writes nothing into docs/")
 	bursts = flag.String("bursts", "", "comma-separated sizes of the bursts, instead of the run's own (a partial run)")
+	levels = flag.String("levels", "", "comma-separated concurrencies of the baseline's sweep, 0 for unbounded, instead of the whole sweep (a partial run)")
+	rounds = flag.Int("rounds", 0, "rounds of every burst, instead of the run's own (a partial run)")
+	peers  = flag.Bool("peers", true, "measure podman and docker-compose too, where installed")
 )
 
 // TestBench runs the harness: by default a small smoke run that keeps it
@@ -36,7 +39,20 @@ func TestBench(t *testing.T) {
 			Density: 250, DensityBurst: 100, Churn: 50, ChurnEvery: 500 * time.Millisecond, ChurnFor: 5 * time.Minute,
 			ChurnSettle: 75 * time.Second}
 	}
-	partial := *only != "" || *bursts != ""
+	partial := *only != "" || *bursts != "" || *levels != "" || *rounds != 0
+	cfg.Peers = cfg.Peers && *peers
+	if *rounds != 0 {
+		cfg.Rounds, cfg.SmallRounds = *rounds, *rounds
+	}
+	if *levels != "" {
+		for _, f := range strings.Split(*levels, ",") {
+			var n int
+			if _, err := fmt.Sscan(f, &n); err != nil || n < 0 {
+				t.Fatalf("-levels: %q is not a concurrency", f)
+			}
+			cfg.Levels = append(cfg.Levels, n)
+		}
+	}
 	if *only != "" {
 		cfg.Only = strings.Split(*only, ",")
 	}

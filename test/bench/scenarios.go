@@ -110,6 +110,9 @@ func (h *Harness) burst(n, rounds int, peers []*peer) Result {
 	defer h.stopAgent(a)
 	time.Sleep(time.Second) // the agent is up and idle before the clock
 	levels := sweepLevels
+	if len(h.cfg.Levels) > 0 {
+		levels = h.cfg.Levels
+	}
 	if n == 1 {
 		levels = []int{0} // one pod: every level is the same
 	}
@@ -142,6 +145,7 @@ func (h *Harness) burst(n, rounds int, peers []*peer) Result {
 	}
 	times := map[string][]float64{}
 	failed := map[string]string{} // peers left out, with why
+	dockerd := dockerdPID()
 	for r := 0; r < rounds; r++ {
 		names := podNames(fmt.Sprintf("r%d-p", r), n)
 		for i := range contenders {
@@ -149,7 +153,10 @@ func (h *Harness) burst(n, rounds int, peers []*peer) Result {
 			if _, out := failed[c.name]; out {
 				continue
 			}
+			busy0, dockerd0, agent0 := machineBusy(), cpuOf(dockerd), cpuOf(a.cmd.Process.Pid)
 			d, err := c.run(names)
+			h.logf("%s, round %d, %s: %v; CPU s: machine %.2f, dockerd %.2f, agent %.2f", name, r+1, c.name, d.Round(time.Millisecond),
+				(machineBusy() - busy0).Seconds(), (cpuOf(dockerd) - dockerd0).Seconds(), (cpuOf(a.cmd.Process.Pid) - agent0).Seconds())
 			if err != nil && isPeer[c.name] {
 				failed[c.name] = err.Error()
 				h.logf("%s: %s left out: %v", name, c.name, err)
@@ -581,6 +588,26 @@ func settle() {
 			return
 		}
 	}
+}
+
+// cpuOf is a process's CPU time so far.
+func cpuOf(pid int) time.Duration {
+	cpu, _ := procStats(pid)
+	return cpu
+}
+
+// machineBusy is the CPU time all cores spent not idle since boot.
+func machineBusy() time.Duration {
+	data, _ := os.ReadFile("/proc/stat")
+	line, _, _ := strings.Cut(string(data), "\n")
+	var busy int64
+	for i, f := range strings.Fields(line)[1:] {
+		v, _ := strconv.ParseInt(f, 10, 64)
+		if i != 3 && i != 4 { // idle, iowait
+			busy += v
+		}
+	}
+	return time.Duration(busy) * time.Second / 100 // USER_HZ
 }
 
 // dockerdPID finds the local Docker daemon's process (0 if it is not here).
