@@ -95,9 +95,10 @@ const housekeepingPeriod = 2 * time.Second
 // maxParallelStarts is how many containers are created and started at once.
 // Measured with make bench on two cores against the baseline's sweep (the
 // same containers through the API, 1 to 16 and unbounded pods at a time):
-// 8 put the agent within 1.06 of the sweep's best at 10, 30 and 100 pods,
-// where 4 left it 1.19, 1.10 and 1.03 behind; the baseline itself is
-// fastest at 8 or 16 and slower unbounded.
+// in the same partial runs 8 put the agent at 1.06, 0.99 and 0.99 of the
+// sweep's best at 10, 30 and 100 pods, where 4 gave 1.19, 1.10 and 1.03
+// (docs/benchmarks.md); the baseline itself is fastest at 8 or 16 and
+// slower unbounded.
 const maxParallelStarts = 8
 
 // defaultGCPeriod is how often dead containers and unused images are
