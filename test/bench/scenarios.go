@@ -596,14 +596,15 @@ func cpuOf(pid int) time.Duration {
 	return cpu
 }
 
-// machineBusy is the CPU time all cores spent not idle since boot.
+// machineBusy is the CPU time all cores spent working since boot (time the
+// hypervisor stole is not this machine's work).
 func machineBusy() time.Duration {
 	data, _ := os.ReadFile("/proc/stat")
 	line, _, _ := strings.Cut(string(data), "\n")
 	var busy int64
 	for i, f := range strings.Fields(line)[1:] {
 		v, _ := strconv.ParseInt(f, 10, 64)
-		if i != 3 && i != 4 { // idle, iowait
+		if i <= 2 || i == 5 || i == 6 { // user, nice, system, irq, softirq: not idle, iowait, steal or guest (in user already)
 			busy += v
 		}
 	}
