@@ -426,7 +426,7 @@ func (k *Kubelet) syncPodWork(ctx context.Context, w podWork) {
 	if ctx.Err() == nil {
 		k.logSyncError(w, state, acted, err)
 	}
-	if err != nil && !w.Kill {
+	if err != nil && !w.Kill && ctx.Err() == nil {
 		// Retried once the relist has caught up with what this sync did;
 		// from then on the back-off spaces the retries.
 		k.dirty.mark([]types.UID{w.UID})

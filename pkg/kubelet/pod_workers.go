@@ -23,15 +23,28 @@ type podWork struct {
 // nothing the newer lacks). Requests are therefore never dropped, and a
 // channel buffer of one suffices: a worker is sent to only when it is idle,
 // or by itself when it finishes.
+//
+// A kill that arrives while the pod's worker syncs it cancels that sync, as
+// the kubelet's pod workers do: what it would still create or start (on a
+// busy node, after waiting seconds for a start slot) would only be stopped
+// again, and would delay every other pod's starts meanwhile.
 type podWorkers struct {
 	ctx  context.Context
 	sync func(ctx context.Context, w podWork) // must not block forever
 	wg   sync.WaitGroup
 
 	mu      sync.Mutex // guards the maps
-	updates map[types.UID]chan podWork
+	updates map[types.UID]chan job
 	busy    map[types.UID]bool
 	pending map[types.UID]podWork
+	cancel  map[types.UID]context.CancelFunc // of the sync in hand, unless it is a kill
+}
+
+// job is a request handed to a worker, with the context it runs under.
+type job struct {
+	podWork
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // newPodWorkers returns workers that live until ctx is cancelled.
@@ -39,9 +52,10 @@ func newPodWorkers(ctx context.Context, sync func(context.Context, podWork)) *po
 	return &podWorkers{
 		ctx:     ctx,
 		sync:    sync,
-		updates: map[types.UID]chan podWork{},
+		updates: map[types.UID]chan job{},
 		busy:    map[types.UID]bool{},
 		pending: map[types.UID]podWork{},
+		cancel:  map[types.UID]context.CancelFunc{},
 	}
 }
 
@@ -54,31 +68,45 @@ func (p *podWorkers) Update(w podWork) {
 	}
 	ch, ok := p.updates[w.UID]
 	if !ok {
-		ch = make(chan podWork, 1)
+		ch = make(chan job, 1)
 		p.updates[w.UID] = ch
 		p.wg.Add(1)
-		go p.loop(w.UID, ch)
+		go p.loop(ch)
 	}
 	if p.busy[w.UID] {
 		p.pending[w.UID] = w
+		if cancel := p.cancel[w.UID]; w.Kill && cancel != nil {
+			cancel()
+		}
 		return
 	}
-	p.busy[w.UID] = true
-	ch <- w // the worker is idle, so the buffer is empty
+	p.hand(ch, w) // the worker is idle, so the buffer is empty
 }
 
-func (p *podWorkers) loop(uid types.UID, ch chan podWork) {
+// hand sends w to its pod's idle worker; p.mu is held.
+func (p *podWorkers) hand(ch chan job, w podWork) {
+	ctx, cancel := context.WithCancel(p.ctx)
+	p.busy[w.UID] = true
+	delete(p.cancel, w.UID)
+	if !w.Kill {
+		p.cancel[w.UID] = cancel
+	}
+	ch <- job{podWork: w, ctx: ctx, cancel: cancel}
+}
+
+func (p *podWorkers) loop(ch chan job) {
 	defer p.wg.Done()
 	for {
 		select {
 		case <-p.ctx.Done():
 			return
-		case w, ok := <-ch:
+		case j, ok := <-ch:
 			if !ok {
 				return
 			}
-			p.sync(p.ctx, w)
-			p.done(w)
+			p.sync(j.ctx, j.podWork)
+			j.cancel()
+			p.done(j.podWork)
 		}
 	}
 }
@@ -90,10 +118,11 @@ func (p *podWorkers) done(w podWork) {
 	defer p.mu.Unlock()
 	if next, ok := p.pending[w.UID]; ok {
 		delete(p.pending, w.UID)
-		p.updates[w.UID] <- next
+		p.hand(p.updates[w.UID], next)
 		return
 	}
 	p.busy[w.UID] = false
+	delete(p.cancel, w.UID)
 	if w.Kill {
 		close(p.updates[w.UID])
 		delete(p.updates, w.UID)

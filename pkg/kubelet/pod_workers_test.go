@@ -105,3 +105,58 @@ func waitUntil(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A kill cancels the pod's sync in hand (what it would still start is
+// wasted); an update of the spec does not, and a kill is never cancelled.
+func TestPodWorkersKillCancelsSyncInHand(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		first      podWork
+		next       podWork
+		wantCancel bool
+	}{
+		{"kill during a sync", podWork{UID: "u", Pod: &v1.Pod{}}, podWork{UID: "u", Kill: true}, true},
+		{"update during a sync", podWork{UID: "u", Pod: &v1.Pod{}}, podWork{UID: "u", Pod: &v1.Pod{}}, false},
+		{"kill during a kill", podWork{UID: "u", Kill: true}, podWork{UID: "u", Kill: true}, false},
+		{"sync during a kill", podWork{UID: "u", Kill: true}, podWork{UID: "u", Pod: &v1.Pod{}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			release := make(chan struct{})
+			var mu sync.Mutex
+			var calls []bool // per sync: whether its context was cancelled when it ended
+			w := newPodWorkers(ctx, func(ctx context.Context, work podWork) {
+				mu.Lock()
+				n := len(calls)
+				calls = append(calls, false)
+				mu.Unlock()
+				if n == 0 {
+					select {
+					case <-ctx.Done():
+					case <-release:
+					}
+				}
+				mu.Lock()
+				calls[n] = ctx.Err() != nil
+				mu.Unlock()
+			})
+			w.Update(tc.first)
+			waitUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(calls) == 1 })
+			w.Update(tc.next)
+			if !tc.wantCancel {
+				time.Sleep(20 * time.Millisecond) // a cancel would have ended the first sync by now
+				close(release)
+			}
+			waitUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(calls) == 2 && !w.Busy("u") })
+			mu.Lock()
+			defer mu.Unlock()
+			if calls[0] != tc.wantCancel {
+				t.Errorf("first sync cancelled: %v, want %v", calls[0], tc.wantCancel)
+			}
+			if calls[1] {
+				t.Error("the pending request ran under a cancelled context")
+			}
+		})
+	}
+}
