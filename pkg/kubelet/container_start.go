@@ -91,9 +91,11 @@ func (k *Kubelet) startInfra(ctx context.Context, pod *v1.Pod) (id, ip string, e
 	}
 	id, err = k.docker.Create(ctx, spec)
 	if err == nil {
+		started := k.relist.Starting(id)
 		if err = k.docker.Start(ctx, id); err != nil {
 			k.removeQuietly(ctx, id)
 		}
+		started()
 	}
 	release()
 	if err != nil {
@@ -193,7 +195,9 @@ func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	}
 	ref := events.PodRef(pod, c.Name)
 	k.cfg.Events.Event(ref, false, "Created", "Created container %s", c.Name)
+	started := k.relist.Starting(id)
 	err = k.docker.Start(ctx, id)
+	started()
 	release()
 	if err != nil {
 		// A container that failed to start stays as the record of why.

@@ -78,8 +78,9 @@ type Relister struct {
 	named   chan struct{} // cap 1: "containers were named by events"
 	live    atomic.Bool   // the event stream is connected
 
-	mu      sync.Mutex         // guards evented
-	evented map[string]pending // containers named by events (or Refresh), not yet inspected
+	mu       sync.Mutex         // guards evented and starting
+	evented  map[string]pending // containers named by events (or Refresh), not yet inspected
+	starting map[string]bool    // containers the agent is starting (Starting)
 }
 
 // pending is what the events said of a container since it was last
@@ -120,6 +121,27 @@ func (r *Relister) RelistNow() { r.poke() }
 func (r *Relister) Refresh(id string) {
 	r.markEvented(kubecontainer.Event{ContainerID: id})
 	signal(r.named)
+}
+
+// Starting tells the relister that the agent has created the container and
+// is starting it; call done when the start returns. Until then a relist
+// leaves the container out rather than inspect it: Docker holds a
+// container's lock for the whole of its start (seconds on a busy node), so
+// the inspect would wait for the start, and the whole relist with it, and
+// every pod worker waiting for a newer relist. The start event, or Refresh
+// after a failed start, has it inspected.
+func (r *Relister) Starting(id string) (done func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.starting == nil {
+		r.starting = map[string]bool{}
+	}
+	r.starting[id] = true
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		delete(r.starting, id)
+	}
 }
 
 // signal sends on a channel of capacity 1 unless a send is already pending.
@@ -222,6 +244,12 @@ func (r *Relister) watchEvents(ctx context.Context, poke func()) {
 }
 
 func (r *Relister) markEvented(ev kubecontainer.Event) {
+	if ev.Action == "create" {
+		// Nothing to see before its start but what the agent made, and the
+		// inspect would wait for the start (Starting). Its start event
+		// follows; one created by someone else is found by a relist.
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.evented == nil {
@@ -446,16 +474,21 @@ func keys(set map[types.UID]bool) []types.UID {
 const maxParallelInspects = 8
 
 // inspectChanged inspects the listed containers that are new, changed
-// running state or were named by an event. A container gone since the list
-// maps to nil.
+// running state or were named by an event, but for those the agent is
+// starting. A container gone since the list maps to nil.
 func (r *Relister) inspectChanged(ctx context.Context, list []kubecontainer.Container, evented map[string]pending) (map[string]*kubecontainer.ContainerState, error) {
 	var todo []string
+	r.mu.Lock()
 	for _, c := range list {
 		_, ev := evented[c.ID]
+		if r.starting[c.ID] && !ev {
+			continue
+		}
 		if st := r.known[c.ID]; st == nil || st.Running != c.Running || ev {
 			todo = append(todo, c.ID)
 		}
 	}
+	r.mu.Unlock()
 	return r.inspect(ctx, todo)
 }
 

@@ -185,3 +185,49 @@ func TestEventsUpdateTheirPodsWithoutAList(t *testing.T) {
 		t.Error("an event's update advanced the cache timestamp: a worker waiting for a relist would stop waiting")
 	}
 }
+
+// A container the agent is starting is left out of relists (its inspect
+// would wait for the start) and of its create event, and is inspected by
+// the first relist after its start returned.
+func TestRelistLeavesOutContainersBeingStarted(t *testing.T) {
+	ctx := context.Background()
+	fake := dockertest.NewFakeClient()
+	cache := NewCache()
+	r := NewRelister(fake, "n", time.Second, cache, func([]types.UID) {})
+	fake.AddContainer(kubecontainer.ContainerDetail{ID: "c1", Name: "k8s_a.h_p_default_u1_00000001", Status: "created",
+		Labels: map[string]string{dockertools.LabelOwner: "n", dockertools.LabelPodUID: "u1"}})
+	started := r.Starting("c1")
+	steps := []struct {
+		name     string
+		step     func() error
+		inspects int
+		running  bool // u1's container is cached, running
+	}{
+		{"relist while starting", func() error { return r.relist(ctx) }, 0, false},
+		{"its create event", func() error {
+			r.markEvented(kubecontainer.Event{ContainerID: "c1", Action: "create"})
+			r.inspectNamed(ctx)
+			return nil
+		}, 0, false},
+		{"relist after the start", func() error {
+			if err := fake.Start(ctx, "c1"); err != nil {
+				return err
+			}
+			started()
+			return r.relist(ctx)
+		}, 1, true},
+	}
+	for _, s := range steps {
+		fake.Calls()
+		if err := s.step(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if n := fake.CountCalls("inspect"); n != s.inspects {
+			t.Errorf("%s: %d inspects, want %d", s.name, n, s.inspects)
+		}
+		st := cache.Get("u1")
+		if running := st != nil && len(st.Containers) == 1 && st.Containers[0].Running; running != s.running {
+			t.Errorf("%s: cache of u1 = %+v, want running %v", s.name, st, s.running)
+		}
+	}
+}
