@@ -53,17 +53,6 @@ func containerMade(e *kubecontainer.StartError) bool {
 	return e.Reason == reasonRunError || e.Reason == reasonPostStartFailed
 }
 
-// acquireStart takes one of the maxParallelStarts slots; call the returned
-// function to give it back.
-func (k *Kubelet) acquireStart(ctx context.Context) (func(), error) {
-	select {
-	case k.starts <- struct{}{}:
-		return func() { <-k.starts }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
 func (k *Kubelet) startInfra(ctx context.Context, pod *v1.Pod) (id, ip string, err error) {
 	present, err := k.docker.ImagePresent(ctx, k.cfg.InfraImage)
 	if err != nil {
@@ -85,7 +74,7 @@ func (k *Kubelet) startInfra(ctx context.Context, pod *v1.Pod) (id, ip string, e
 	if err != nil {
 		return "", "", err
 	}
-	release, err := k.acquireStart(ctx)
+	release, err := k.starts.acquire(ctx, true)
 	if err != nil {
 		return "", "", err
 	}
@@ -178,7 +167,7 @@ func (k *Kubelet) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if err != nil {
 		return err
 	}
-	release, err := k.acquireStart(ctx)
+	release, err := k.starts.acquire(ctx, false)
 	if err != nil {
 		return err
 	}
