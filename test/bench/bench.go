@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -115,8 +116,10 @@ func (h *Harness) Close() {
 	os.RemoveAll(h.dir)
 }
 
-func (h *Harness) removeLabelled(label string) {
-	list, _ := h.docker.ListContainers(docker.ListContainersOptions{All: true, Filters: map[string][]string{"label": {label}}})
+// removeLabelled force-removes the containers that carry all the labels
+// (key=value), and their pods' cgroups.
+func (h *Harness) removeLabelled(labels ...string) {
+	list, _ := h.docker.ListContainers(docker.ListContainersOptions{All: true, Filters: map[string][]string{"label": labels}})
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	uids := map[string]bool{}
@@ -339,23 +342,33 @@ func subscribe(filters map[string][]string) (chan *docker.APIEvents, *docker.Cli
 // wait waits until n pods have both containers started (or timeout) and
 // returns their completion times by pod.
 func (w *startWatcher) wait(n int, timeout time.Duration) map[string]time.Time {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		w.mu.Lock()
-		if len(w.done) >= n {
-			out := map[string]time.Time{}
-			for k, v := range w.done {
-				out[k] = v
+	return w.waitUntil(func(done map[string]time.Time) bool { return len(done) >= n }, timeout)
+}
+
+// waitFor waits until all the named pods have started, or timeout, and
+// returns every pod started so far.
+func (w *startWatcher) waitFor(names []string, timeout time.Duration) map[string]time.Time {
+	return w.waitUntil(func(done map[string]time.Time) bool {
+		for _, n := range names {
+			if _, ok := done[n]; !ok {
+				return false
 			}
-			w.mu.Unlock()
-			return out
+		}
+		return true
+	}, timeout)
+}
+
+func (w *startWatcher) waitUntil(enough func(done map[string]time.Time) bool, timeout time.Duration) map[string]time.Time {
+	deadline := time.Now().Add(timeout)
+	for {
+		w.mu.Lock()
+		if enough(w.done) || time.Now().After(deadline) {
+			defer w.mu.Unlock()
+			return maps.Clone(w.done)
 		}
 		w.mu.Unlock()
 		time.Sleep(5 * time.Millisecond)
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.done
 }
 
 func median(xs []float64) float64 {
