@@ -134,6 +134,10 @@ type Kubelet struct {
 	// contending for it finishes later than the same pods taken a few at a
 	// time (measured with make bench on two cores).
 	starts *startSlots
+	// life is Run's context: what outlives the pod sync that starts it
+	// (probe workers) stops with it, not with the sync's context, which
+	// ends with the sync (or a kill).
+	life context.Context
 
 	hk atomic.Pointer[Housekeeping] // changeable while running (SIGHUP)
 
@@ -181,6 +185,7 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		desired:    newDesiredSet(),
 		dirty:      newDirtySet(),
 		starts:     newStartSlots(maxParallelStarts),
+		life:       context.Background(), // until Run
 		retries:    newRetryQueue(),
 		records:    newPodRecords(),
 		appArmor:   appArmorEnabled,
@@ -222,6 +227,7 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 // Run reconciles until ctx is cancelled, then waits for its goroutines. It
 // never touches containers on the way out: pods keep running.
 func (k *Kubelet) Run(ctx context.Context, updates <-chan api.PodUpdate) {
+	k.life = ctx
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Add(1)

@@ -189,3 +189,21 @@ func TestFindRunningContainerLooksAgain(t *testing.T) {
 		t.Errorf("a container the pod lacks: %v, want not found", err)
 	}
 }
+
+// Probe workers outlive the sync that starts them: they stop with the
+// agent or their container, not when the sync's context ends.
+func TestKubeletProbesOutliveTheSync(t *testing.T) {
+	fake := dockertest.NewFakeClient("pause:1", "img:1")
+	_, updates, stop := newTestKubelet(t, fake, seenAll{})
+	defer stop()
+	pod := desiredPod("web", "img:1")
+	pod.Spec.Containers[0].LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}},
+		PeriodSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 3, SuccessThreshold: 1}
+	updates <- api.PodUpdate{Op: api.ADD, Pods: []*v1.Pod{pod}}
+	waitUntil(t, func() bool { return len(fake.RunningNames()) == 2 })
+	fake.Calls()
+	time.Sleep(2500 * time.Millisecond)
+	if n := fake.CountCalls("exec"); n < 2 {
+		t.Errorf("%d exec probes in 2.5 s at a 1 s period, want 2 or more", n)
+	}
+}

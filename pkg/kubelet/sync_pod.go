@@ -332,7 +332,7 @@ func (k *Kubelet) syncPod(ctx context.Context, pod *v1.Pod, state *kubecontainer
 		k.retries.add(pod.UID, a.retryAt) // nothing else may wake the pod when its back-off ends
 	}
 	err := k.applyActions(ctx, pod, state, a)
-	k.syncProbes(ctx, pod, state, a)
+	k.syncProbes(pod, state, a)
 	return acted, err
 }
 
@@ -462,7 +462,7 @@ func retryAtOnce(err error) bool {
 
 // syncProbes points the pod's probe workers at its running app containers
 // and sidecars.
-func (k *Kubelet) syncProbes(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, a podActions) {
+func (k *Kubelet) syncProbes(pod *v1.Pod, state *kubecontainer.PodState, a podActions) {
 	killed := map[string]bool{}
 	for _, c := range a.kill {
 		killed[c.ID] = true
@@ -489,7 +489,7 @@ func (k *Kubelet) syncProbes(ctx context.Context, pod *v1.Pod, state *kubecontai
 		targets = append(targets, prober.Target{PodUID: pod.UID, PodKey: api.Key(pod), Container: c,
 			ContainerID: inst[0].ID, StartedAt: inst[0].StartedAt, PodIP: podIP})
 	}
-	k.probes.Sync(ctx, pod.UID, targets)
+	k.probes.Sync(k.life, pod.UID, targets)
 }
 
 // podDir is the pod's directory under the root dir.

@@ -180,6 +180,18 @@ func (m *Manager) Ensure(ctx context.Context, pod *v1.Pod, c *v1.Container) erro
 // registry fetch; each pull waits for the rate limiter; each matching
 // credential is tried in turn.
 func (m *Manager) pull(ctx context.Context, image string) error {
+	for {
+		err := m.pullShared(ctx, image)
+		if errors.Is(err, context.Canceled) && ctx.Err() == nil {
+			continue // the shared pull was another pod's, removed meanwhile: pull under ours
+		}
+		return err
+	}
+}
+
+// pullShared pulls image under the context of the first of the concurrent
+// callers.
+func (m *Manager) pullShared(ctx context.Context, image string) error {
 	_, err, _ := m.group.Do(image, func() (any, error) {
 		if err := m.limiter.Wait(ctx); err != nil {
 			return nil, err
