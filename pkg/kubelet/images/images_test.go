@@ -113,3 +113,48 @@ func TestCollect(t *testing.T) {
 		t.Errorf("removed %v, want old:1 then new:1 (oldest first; not the infra image, the one in use or one not pulled)", removed)
 	}
 }
+
+// slowPulls holds the first pull until its context ends.
+type slowPulls struct {
+	*dockertest.FakeClient
+	first   chan struct{} // closed when the first pull has begun
+	started bool
+}
+
+func (s *slowPulls) PullAuth(ctx context.Context, image string, auth *kubecontainer.Auth, inactivity time.Duration) error {
+	if !s.started {
+		s.started = true
+		close(s.first)
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return s.FakeClient.PullAuth(ctx, image, auth, inactivity)
+}
+
+// A pull shared by two pods goes on for the second when the first one's
+// context ends (its pod was removed): it is pulled again under the second's.
+func TestSharedPullOutlivesTheFirstCaller(t *testing.T) {
+	fake := dockertest.NewFakeClient("pause:1")
+	fake.SetPullable("img:1")
+	d := &slowPulls{FakeClient: fake, first: make(chan struct{})}
+	m := NewManager(d, Policy{Keyring: &dockertools.Keyring{}}, "pause:1", filepath.Join(t.TempDir(), "pulled.json"))
+	ctxA, cancelA := context.WithCancel(context.Background())
+	errA := make(chan error, 1)
+	go func() { errA <- m.pull(ctxA, "img:1") }()
+	<-d.first
+	errB := make(chan error, 1)
+	go func() { errB <- m.pull(context.Background(), "img:1") }()
+	time.Sleep(50 * time.Millisecond) // B waits on A's pull
+	cancelA()
+	if err := <-errA; !errors.Is(err, context.Canceled) {
+		t.Errorf("first caller: %v, want context.Canceled", err)
+	}
+	select {
+	case err := <-errB:
+		if err != nil {
+			t.Errorf("second caller: %v, want the image pulled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("second caller still waiting")
+	}
+}
