@@ -16,7 +16,6 @@ import (
 	"github.com/google/cadvisor/cache/memory"
 	"github.com/google/cadvisor/container"
 	"github.com/google/cadvisor/container/docker"
-	_ "github.com/google/cadvisor/container/docker/install" // the Docker container factory
 	"github.com/google/cadvisor/container/raw"
 	cadvisorapi "github.com/google/cadvisor/info/v1"
 	cadvisorapiv2 "github.com/google/cadvisor/info/v2"
@@ -78,6 +77,9 @@ var _ Interface = (*Client)(nil)
 // every call with ErrUnavailable and the reason; the agent runs on.
 func New(dockerEndpoint string, interval time.Duration) *Client {
 	c := &Client{}
+	if _, err := registerDockerPlugin(); err != nil {
+		return &Client{err: fmt.Errorf("%w: %v", ErrUnavailable, err)}
+	}
 	*docker.ArgDockerEndpoint = dockerEndpoint
 	if strings.HasPrefix(dockerEndpoint, "unix://") {
 		cache, err := newInspectCache(dockerEndpoint)
