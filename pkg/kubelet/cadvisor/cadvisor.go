@@ -77,7 +77,7 @@ var _ Interface = (*Client)(nil)
 // every call with ErrUnavailable and the reason; the agent runs on.
 func New(dockerEndpoint string, interval time.Duration) *Client {
 	c := &Client{}
-	if _, err := registerDockerPlugin(); err != nil {
+	if err := registerDockerPlugin(); err != nil {
 		return &Client{err: fmt.Errorf("%w: %v", ErrUnavailable, err)}
 	}
 	*docker.ArgDockerEndpoint = dockerEndpoint

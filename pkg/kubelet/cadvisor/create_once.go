@@ -1,9 +1,11 @@
 package cadvisor
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
+	"github.com/golang/glog"
 	"github.com/google/cadvisor/container"
 	"github.com/google/cadvisor/container/docker"
 	"github.com/google/cadvisor/fs"
@@ -14,21 +16,22 @@ import (
 // cAdvisor (v0.57, and its main branch) creates a container from two
 // goroutines, the cgroup watcher's event loop and the minute's global
 // housekeeping, and its createContainer checks its container map and
-// stores into it with nothing held between. The Docker factory's inspect
-// in between waits for the container's start (dockerd holds the
-// container's lock through it), so a cgroup the minute's listing finds
-// while its container starts is created twice: the second store orphans
-// the first one's housekeeping goroutine, which then samples a cgroup
-// long gone for as long as the agent runs. Under pod churn that was about
-// one orphan a minute.
+// stores into it with nothing held between. A cgroup the minute's listing
+// finds while the event loop is creating it is created twice: the second
+// store orphans the first one's housekeeping goroutine, which then samples
+// a cgroup long gone for as long as the agent runs. The Docker factory
+// widens the window to a container's whole start (its inspect waits on
+// dockerd's lock of the container), and a pod's cgroup is raced too. Under
+// pod churn that was about one orphan a minute.
 //
-// createOnce closes the race from outside cAdvisor: it stands in for the
-// Docker factory, and while one creation of a container is in progress or
-// the container is housekept, a second creation is told "handled, but
-// ignored", which cAdvisor takes as "nothing to do".
+// createOnce closes the race from outside cAdvisor. It is the first
+// factory asked, and asks the others itself, in cAdvisor's order: while one
+// creation of a container is in progress or the container is housekept, a
+// second creation is told "handled, but ignored", which cAdvisor takes as
+// "nothing to do".
 type createOnce struct {
-	container.ContainerHandlerFactory
-	now func() time.Time
+	now    func() time.Time
+	others func() []container.ContainerHandlerFactory // the factories behind this one
 
 	mu     sync.Mutex
 	claims map[string]*claim // by cAdvisor container name
@@ -38,7 +41,8 @@ type createOnce struct {
 // housekeeping ends (the handler's Cleanup).
 type claim struct {
 	since   time.Time
-	started bool // housekeeping began: the container is in cAdvisor's map
+	factory container.ContainerHandlerFactory // the one that accepted it
+	started bool                              // housekeeping began: the container is in cAdvisor's map
 }
 
 // staleClaim is how long a creation may take before another may start: a
@@ -49,9 +53,24 @@ type claim struct {
 // retries after it.
 const staleClaim = time.Minute
 
-func newCreateOnce(f container.ContainerHandlerFactory) *createOnce {
-	return &createOnce{ContainerHandlerFactory: f, now: time.Now, claims: map[string]*claim{}}
+// newCreateOnce returns the guard, asking the factories registered with
+// cAdvisor for raw cgroup watching (the only watch source), but itself.
+func newCreateOnce() *createOnce {
+	f := &createOnce{now: time.Now, claims: map[string]*claim{}}
+	f.others = func() []container.ContainerHandlerFactory {
+		var out []container.ContainerHandlerFactory
+		for _, o := range container.GetReorderedFactoryList(watcher.Raw) { // cAdvisor holds the registry's lock
+			if o != container.ContainerHandlerFactory(f) {
+				out = append(out, o)
+			}
+		}
+		return out
+	}
+	return f
 }
+
+func (f *createOnce) String() string                 { return "created-once" }
+func (f *createOnce) DebugInfo() map[string][]string { return nil }
 
 func (f *createOnce) CanHandleAndAccept(name string) (handle, accept bool, err error) {
 	f.mu.Lock()
@@ -63,18 +82,35 @@ func (f *createOnce) CanHandleAndAccept(name string) (handle, accept bool, err e
 	f.claims[name] = c
 	f.mu.Unlock()
 
-	handle, accept, err = f.ContainerHandlerFactory.CanHandleAndAccept(name)
-	if !handle || !accept || err != nil {
-		f.release(name, c) // another factory's, or nobody's
+	for _, o := range f.others() {
+		handle, accept, err := o.CanHandleAndAccept(name)
+		if err != nil {
+			glog.V(4).Infof("cAdvisor factory %q on %s: %v", o, name, err)
+		}
+		if !handle {
+			continue
+		}
+		if accept {
+			f.mu.Lock()
+			c.factory = o
+			f.mu.Unlock()
+		} else {
+			f.release(name, c)
+		}
+		return true, accept, nil
 	}
-	return handle, accept, err
+	f.release(name, c)
+	return false, false, nil // cAdvisor's own "no factory" error follows
 }
 
 func (f *createOnce) NewContainerHandler(name string, metadataEnvAllowList []string, inHostNamespace bool) (container.ContainerHandler, error) {
 	f.mu.Lock()
 	c := f.claims[name]
 	f.mu.Unlock()
-	h, err := f.ContainerHandlerFactory.NewContainerHandler(name, metadataEnvAllowList, inHostNamespace)
+	if c == nil || c.factory == nil {
+		return nil, fmt.Errorf("cadvisor: no factory accepted %s", name)
+	}
+	h, err := c.factory.NewContainerHandler(name, metadataEnvAllowList, inHostNamespace)
 	if err != nil {
 		f.release(name, c)
 		return nil, err
@@ -109,9 +145,7 @@ type onceHandler struct {
 
 func (h *onceHandler) Start() {
 	h.f.mu.Lock()
-	if h.c != nil {
-		h.c.started = true
-	}
+	h.c.started = true
 	h.f.mu.Unlock()
 	h.ContainerHandler.Start()
 }
@@ -121,44 +155,28 @@ func (h *onceHandler) Cleanup() {
 	h.f.release(h.name, h.c)
 }
 
-// dockerPlugin is cAdvisor's Docker plugin with its factory behind
-// createOnce. The plugin registers its factory itself (for raw cgroup
-// watching, the only watch source), so the list is taken back and
-// registered again with the Docker factory wrapped.
+// dockerPlugin is cAdvisor's Docker plugin with createOnce registered
+// before it: cAdvisor asks the factories in the order they were registered
+// (the raw one, registered after the plugins, last).
 type dockerPlugin struct {
 	container.Plugin
-	factory *createOnce // set by Register
 }
 
-func (p *dockerPlugin) Register(factory info.MachineInfoFactory, fsInfo fs.FsInfo, includedMetrics container.MetricSet) (watcher.ContainerWatcher, error) {
-	w, err := p.Plugin.Register(factory, fsInfo, includedMetrics)
-	if err != nil {
-		return w, err
-	}
-	registered := container.GetReorderedFactoryList(watcher.Raw)
-	container.ClearContainerHandlerFactories()
-	for _, f := range registered {
-		if f.String() == docker.DockerNamespace {
-			p.factory = newCreateOnce(f)
-			f = p.factory
-		}
-		container.RegisterContainerHandlerFactory(f, []watcher.ContainerWatchSource{watcher.Raw})
-	}
-	return w, nil
+func (p dockerPlugin) Register(factory info.MachineInfoFactory, fsInfo fs.FsInfo, includedMetrics container.MetricSet) (watcher.ContainerWatcher, error) {
+	container.RegisterContainerHandlerFactory(newCreateOnce(), []watcher.ContainerWatchSource{watcher.Raw})
+	return p.Plugin.Register(factory, fsInfo, includedMetrics)
 }
 
 var (
 	registerDocker    sync.Once
-	registeredDocker  *dockerPlugin
 	registerDockerErr error
 )
 
 // registerDockerPlugin registers the Docker plugin with cAdvisor, once per
 // process (cAdvisor's registry is global).
-func registerDockerPlugin() (*dockerPlugin, error) {
+func registerDockerPlugin() error {
 	registerDocker.Do(func() {
-		registeredDocker = &dockerPlugin{Plugin: docker.NewPlugin()}
-		registerDockerErr = container.RegisterPlugin(docker.DockerNamespace, registeredDocker)
+		registerDockerErr = container.RegisterPlugin(docker.DockerNamespace, dockerPlugin{docker.NewPlugin()})
 	})
-	return registeredDocker, registerDockerErr
+	return registerDockerErr
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/cgroups"
 	docker "github.com/fsouza/go-dockerclient"
 	cadvisorapi "github.com/google/cadvisor/info/v1"
 )
@@ -21,11 +22,13 @@ func housekeepers() int {
 	return strings.Count(string(buf), "manager.(*containerData).housekeeping(")
 }
 
-// Against the real daemon: containers started at once, while cAdvisor's
+// Against the real daemon: pods laid out as the agent does, a pod cgroup
+// under kubepods with a container in it, made at once while cAdvisor's
 // global housekeeping lists the cgroups every 100 ms (every minute in the
-// agent) so that its listing meets nearly every start. Once the containers
-// are removed, every housekeeping goroutine they had is gone. Without
-// createOnce, each container created twice leaves one behind for good.
+// agent) so that its listing meets nearly every creation. Once the pods are
+// removed, every housekeeping goroutine they had is gone. Without
+// createOnce, each container or pod cgroup created twice leaves one behind
+// for good.
 func TestCAdvisorHousekeepsEachContainerOnce(t *testing.T) {
 	const endpoint = "unix:///var/run/docker.sock"
 	const image = "classic-kubelet/pause:1" // make images
@@ -54,17 +57,35 @@ func TestCAdvisorHousekeepsEachContainerOnce(t *testing.T) {
 	before := housekeepers()
 
 	const n = 12
+	cg := cgroupManager(t, client)
+	pods := make([]cgroups.Name, n)
 	ids := make([]string, 0, n)
 	defer func() {
 		for _, id := range ids {
 			client.RemoveContainer(docker.RemoveContainerOptions{ID: id, Force: true})
 		}
+		for _, pod := range pods {
+			cg.Remove(pod)
+		}
 	}()
-	for range n {
+	var wg sync.WaitGroup
+	for i := range pods {
+		pods[i] = append(cgroups.Top, fmt.Sprintf("pod-create-once-%d-%d", os.Getpid(), i))
+		wg.Go(func() {
+			if err := cg.Ensure(pods[i], cgroups.Resources{}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	for _, pod := range pods {
 		ctr, err := client.CreateContainer(docker.CreateContainerOptions{
 			Config: &docker.Config{Image: image, Labels: map[string]string{
 				"io.classic-kubelet.test": fmt.Sprintf("create-once-%d", os.Getpid())}},
-			HostConfig: &docker.HostConfig{NetworkMode: "none"},
+			HostConfig: &docker.HostConfig{NetworkMode: "none", CgroupParent: cg.RuntimeParent(pod)},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -76,7 +97,6 @@ func TestCAdvisorHousekeepsEachContainerOnce(t *testing.T) {
 	if err := client.StartContainer(ids[0], nil); err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
 	for _, id := range ids[1:] {
 		wg.Go(func() {
 			if err := client.StartContainer(id, nil); err != nil {
@@ -88,17 +108,24 @@ func TestCAdvisorHousekeepsEachContainerOnce(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	waitFor(t, 30*time.Second, "cAdvisor to track every container", func() bool {
-		for _, id := range ids {
-			if _, err := c.DockerContainer(id, &cadvisorapi.ContainerInfoRequest{NumStats: 1}); err != nil {
+	req := &cadvisorapi.ContainerInfoRequest{NumStats: 1}
+	waitFor(t, 30*time.Second, "cAdvisor to track every pod cgroup and container", func() bool {
+		for i, id := range ids {
+			if _, err := c.DockerContainer(id, req); err != nil {
+				return false
+			}
+			if _, err := c.ContainerInfo(cg.Path(pods[i]), req); err != nil {
 				return false
 			}
 		}
 		return true
 	})
 	during := housekeepers()
-	for _, id := range ids {
+	for i, id := range ids {
 		if err := client.RemoveContainer(docker.RemoveContainerOptions{ID: id, Force: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cg.Remove(pods[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -107,10 +134,29 @@ func TestCAdvisorHousekeepsEachContainerOnce(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if after := housekeepers(); after != before {
-		t.Fatalf("cAdvisor housekeeping goroutines: %d before, %d with %d containers, %d after their removal; want %d after",
+		t.Fatalf("cAdvisor housekeeping goroutines: %d before, %d with %d pods, %d after their removal; want %d after",
 			before, during, n, after, before)
 	}
-	t.Logf("housekeeping goroutines: %d before, %d with %d containers, back to %d", before, during, n, before)
+	t.Logf("housekeeping goroutines: %d before, %d with %d pods, back to %d", before, during, n, before)
+}
+
+// cgroupManager lays pod cgroups out as the agent does on this node.
+func cgroupManager(t *testing.T, client *docker.Client) *cgroups.Manager {
+	t.Helper()
+	info, err := client.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mount = "/sys/fs/cgroup"
+	v2, err := cgroups.IsV2(mount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cgroups.New(cgroups.Config{Mount: mount, Driver: info.CgroupDriver, V2: v2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {

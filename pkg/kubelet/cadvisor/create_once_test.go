@@ -12,6 +12,7 @@ import (
 // fakeFactory answers CanHandleAndAccept from answer, after gate (if set)
 // is closed, and counts the calls that reach it.
 type fakeFactory struct {
+	name      string
 	mu        sync.Mutex
 	checks    map[string]int
 	answer    func(name string) (bool, bool, error)
@@ -34,20 +35,31 @@ func (f *fakeFactory) NewContainerHandler(string, []string, bool) (container.Con
 	if f.handleErr != nil {
 		return nil, f.handleErr
 	}
-	return fakeHandler{}, nil
+	return fakeHandler{from: f.name}, nil
 }
 
-func (f *fakeFactory) String() string                 { return "docker" }
+func (f *fakeFactory) String() string                 { return f.name }
 func (f *fakeFactory) DebugInfo() map[string][]string { return nil }
 func (f *fakeFactory) calls(name string) int          { f.mu.Lock(); defer f.mu.Unlock(); return f.checks[name] }
 func accepted(string) (bool, bool, error)             { return true, true, nil }
+func ignored(string) (bool, bool, error)              { return true, false, nil }
 func notDocker(string) (bool, bool, error)            { return false, false, nil }
 func notRunning(string) (bool, bool, error)           { return false, true, errors.New("not running") }
 
-type fakeHandler struct{ container.ContainerHandler }
+type fakeHandler struct {
+	container.ContainerHandler
+	from string // the factory's name
+}
 
 func (fakeHandler) Start()   {}
 func (fakeHandler) Cleanup() {}
+
+// guard returns a createOnce in front of factories, asked in this order.
+func guard(factories ...container.ContainerHandlerFactory) *createOnce {
+	f := newCreateOnce()
+	f.others = func() []container.ContainerHandlerFactory { return factories }
+	return f
+}
 
 // create does what cAdvisor's createContainer does with a factory, up to
 // its housekeeping's start; it returns the handler, nil if ignored.
@@ -66,8 +78,8 @@ func create(t *testing.T, f *createOnce, name string) container.ContainerHandler
 }
 
 func TestCreateOnceIgnoresASecondCreationInProgress(t *testing.T) {
-	inner := &fakeFactory{checks: map[string]int{}, answer: accepted, gate: make(chan struct{})}
-	f := newCreateOnce(inner)
+	inner := &fakeFactory{name: "docker", checks: map[string]int{}, answer: accepted, gate: make(chan struct{})}
+	f := guard(inner)
 	const name = "/docker/aaaa"
 
 	first := make(chan container.ContainerHandler)
@@ -105,13 +117,14 @@ func TestCreateOnceReleasesWhatItDoesNotCreate(t *testing.T) {
 		handleErr error
 		wantCalls int // of the factory, by two creations one after the other
 	}{
-		{name: "not a Docker container", answer: notDocker, wantCalls: 2},
+		{name: "handled by none", answer: notDocker, wantCalls: 2},
+		{name: "ignored", answer: ignored, wantCalls: 2},
 		{name: "not running", answer: notRunning, wantCalls: 2},
 		{name: "handler failed", answer: accepted, handleErr: errors.New("inspect failed"), wantCalls: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			inner := &fakeFactory{checks: map[string]int{}, answer: tc.answer, handleErr: tc.handleErr}
-			f := newCreateOnce(inner)
+			inner := &fakeFactory{name: "docker", checks: map[string]int{}, answer: tc.answer, handleErr: tc.handleErr}
+			f := guard(inner)
 			for range 2 {
 				if create(t, f, "/kubepods/x") != nil {
 					t.Fatal("created")
@@ -128,8 +141,8 @@ func TestCreateOnceReleasesWhatItDoesNotCreate(t *testing.T) {
 }
 
 func TestCreateOnceStaleClaim(t *testing.T) {
-	inner := &fakeFactory{checks: map[string]int{}, answer: accepted}
-	f := newCreateOnce(inner)
+	inner := &fakeFactory{name: "docker", checks: map[string]int{}, answer: accepted}
+	f := guard(inner)
 	now := time.Now()
 	f.now = func() time.Time { return now }
 
@@ -153,5 +166,39 @@ func TestCreateOnceStaleClaim(t *testing.T) {
 	now = now.Add(time.Hour)
 	if _, accept, _ := f.CanHandleAndAccept("/docker/bbbb"); accept {
 		t.Fatal("a container housekept for an hour was created again")
+	}
+}
+
+// The factories are asked in order; the first that handles a name makes
+// its handler, whether or not others come after it.
+func TestCreateOnceAsksTheFactoriesInOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		dockerSays func(string) (bool, bool, error)
+		rawSays    func(string) (bool, bool, error)
+		want       string // the factory of the handler made; "" for none
+	}{
+		{name: "a Docker container", dockerSays: accepted, rawSays: accepted, want: "docker"},
+		{name: "a pod's cgroup", dockerSays: notDocker, rawSays: accepted, want: "raw"},
+		{name: "a stopped container's cgroup", dockerSays: notRunning, rawSays: accepted, want: "raw"},
+		{name: "another cgroup", dockerSays: notDocker, rawSays: ignored, want: ""},
+		{name: "ignored by Docker", dockerSays: ignored, rawSays: accepted, want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &fakeFactory{name: "docker", checks: map[string]int{}, answer: tc.dockerSays}
+			r := &fakeFactory{name: "raw", checks: map[string]int{}, answer: tc.rawSays}
+			f := guard(d, r)
+			h := create(t, f, "/kubepods/pod1")
+			got := ""
+			if h != nil {
+				got = h.(*onceHandler).ContainerHandler.(fakeHandler).from
+			}
+			if got != tc.want {
+				t.Fatalf("handler from %q; want %q", got, tc.want)
+			}
+			if want := map[bool]int{true: 1, false: 0}[got != ""]; f.claimed() != want {
+				t.Fatalf("%d claims; want %d", f.claimed(), want)
+			}
+		})
 	}
 }
