@@ -72,7 +72,7 @@ func newCreateOnce() *createOnce {
 func (f *createOnce) String() string                 { return "created-once" }
 func (f *createOnce) DebugInfo() map[string][]string { return nil }
 
-func (f *createOnce) CanHandleAndAccept(name string) (handle, accept bool, err error) {
+func (f *createOnce) CanHandleAndAccept(name string) (bool, bool, error) {
 	f.mu.Lock()
 	if c, ok := f.claims[name]; ok && (c.started || f.now().Sub(c.since) < staleClaim) {
 		f.mu.Unlock()
@@ -125,13 +125,6 @@ func (f *createOnce) release(name string, c *claim) {
 	if f.claims[name] == c {
 		delete(f.claims, name)
 	}
-}
-
-// claimed is how many containers are being created or housekept.
-func (f *createOnce) claimed() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.claims)
 }
 
 // onceHandler marks its claim when housekeeping starts and ends it when

@@ -54,6 +54,13 @@ type fakeHandler struct {
 func (fakeHandler) Start()   {}
 func (fakeHandler) Cleanup() {}
 
+// claimed is how many containers are being created or housekept.
+func (f *createOnce) claimed() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.claims)
+}
+
 // guard returns a createOnce in front of factories, asked in this order.
 func guard(factories ...container.ContainerHandlerFactory) *createOnce {
 	f := newCreateOnce()
