@@ -95,12 +95,17 @@ const housekeepingPeriod = 2 * time.Second
 // maxParallelStarts is how many containers are created and started at once
 // (startSlots: pods' own containers before infra containers).
 // Measured with make bench on two cores against the baseline's sweep (the
-// same containers through the API, 1 to 16 and unbounded pods at a time):
-// in the same partial runs 8 put the agent at 1.06, 0.99 and 0.99 of the
-// sweep's best at 10, 30 and 100 pods, where 4 gave 1.19, 1.10 and 1.03
-// (docs/benchmarks.md); the baseline itself is fastest at 8 or 16 and
-// slower unbounded.
-const maxParallelStarts = 8
+// same containers through the API, 1 to 16 and unbounded pods at a time).
+// 4 put the agent at 1.19, 1.10 and 1.03 of the sweep's best at 10, 30 and
+// 100 pods; 8 at 1.09 at 10 pods (whole sweep, 9 rounds): two pods of such a
+// burst wait for a slot until the first eight's app containers have had
+// theirs, and end the burst at low concurrency. 16 gave 0.98 and 0.99 at
+// 10 and 30 pods in partial runs on the same day, and at 100 pods (3 rounds)
+// 1.00 of the baseline at 8 and 1.09 of its best level, 4, whose rounds
+// varied by 15 % (docs/benchmarks.md). Unlike the baseline's unbounded
+// level, 16 is not too many at 100 pods: slots are taken per container, app
+// containers first, so pods still come up one after another.
+const maxParallelStarts = 16
 
 // defaultGCPeriod is how often dead containers and unused images are
 // collected.
