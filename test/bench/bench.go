@@ -448,10 +448,14 @@ func Markdown(rs []Result) string {
 				parts = append(parts, n)
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Scenario, strings.Join(parts, "; "), r.Target, met)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Scenario, cell(strings.Join(parts, "; ")), r.Target, met)
 	}
 	return b.String()
 }
+
+// cell keeps a table cell on its row: a failed peer's output in a remark
+// may hold line breaks (docker-compose's progress lines end in \r) and pipes.
+var cell = strings.NewReplacer("\r\n", " / ", "\n", " / ", "\r", " / ", "|", "\\|").Replace
 
 // formatValue prints milliseconds and counts whole, small values to three
 // significant digits.

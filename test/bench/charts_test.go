@@ -48,3 +48,15 @@ func TestChartsDrawEveryContender(t *testing.T) {
 		}
 	}
 }
+
+func TestMarkdownKeepsEachResultOnItsRow(t *testing.T) {
+	table := Markdown([]Result{{Scenario: "s", Target: "t", Met: true,
+		Remark: "peer left out: Creating a ... \r\nCreating b ... \rdone | x\n"}})
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("table has %d lines, want a header, a rule and one row:\n%s", len(lines), table)
+	}
+	if cells := strings.Count(lines[2], " | "); cells != 3 {
+		t.Errorf("row %q has %d cell borders, want 3", lines[2], cells)
+	}
+}
