@@ -102,9 +102,9 @@ const housekeepingPeriod = 2 * time.Second
 // theirs, and end the burst at low concurrency. 16 gave 0.98 and 0.99 at
 // 10 and 30 pods in partial runs on the same day, and at 100 pods (3 rounds)
 // 1.00 of the baseline at 8 and 1.09 of its best level, 4, whose rounds
-// varied by 15 % (docs/benchmarks.md). Unlike the baseline's unbounded
-// level, 16 is not too many at 100 pods: slots are taken per container, app
-// containers first, so pods still come up one after another.
+// varied by 15 %. The full run then gave 1.04, 1.04 and 1.12: whether 16
+// costs the large bursts what it gains the small ones is not settled
+// (docs/benchmarks.md, "Misses").
 const maxParallelStarts = 16
 
 // defaultGCPeriod is how often dead containers and unused images are
