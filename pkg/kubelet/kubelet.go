@@ -429,11 +429,11 @@ func (k *Kubelet) syncPodWork(ctx context.Context, w podWork) {
 	}
 	// A sync that changed nothing leaves the cache as true as it was: the
 	// next one need not wait for another relist. One that acted asks for
-	// that relist now: events only update what they name, and the periodic
-	// relist may be seconds away.
+	// a relist of its pod now: events only update what they name, and the
+	// periodic relist may be seconds away.
 	if acted || err != nil {
 		k.records.setLastSync(w.UID, time.Now())
-		k.relist.RelistNow()
+		k.relist.RelistPod(w.UID)
 	}
 	if ctx.Err() == nil {
 		k.logSyncError(w, state, acted, err)

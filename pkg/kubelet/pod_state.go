@@ -11,6 +11,7 @@ func (k *Kubelet) podStateSizes() map[string]int {
 		"retries":  k.retries.len(),
 		"backoff":  k.backoff.len(),
 		"cache":    k.cache.Len(),
+		"relisted": k.cache.RelistedLen(),
 		"statuses": k.status.Len(),
 		"probes":   k.probes.Len(),
 	}

@@ -16,15 +16,19 @@ import (
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
-// Cache holds the result of the last relist, with the pods Docker's events
-// named since then updated. A pod worker that has just
-// acted waits for a relist that started after it finished (GetNewerThan), so
-// it never acts twice on a stale picture.
+// Cache holds the result of the last relist, with the pods relisted by
+// themselves or named by Docker's events since then updated. A pod worker
+// that has just acted waits for a relist of the node or of its pod that
+// started after it finished (GetNewerThan), so it never acts twice on a
+// stale picture.
 type Cache struct {
 	mu        sync.Mutex // guards the fields below
 	pods      map[types.UID]*kubecontainer.PodState
-	timestamp time.Time     // start of the last successful relist
-	updated   chan struct{} // closed and replaced at each update
+	timestamp time.Time // start of the last successful relist
+	// relisted holds the pods relisted by themselves since then (SetPods),
+	// each with the start of its list.
+	relisted map[types.UID]time.Time
+	updated  chan struct{} // closed and replaced at each relist
 }
 
 // NewCache returns an empty cache.
@@ -41,6 +45,28 @@ func (c *Cache) Set(pods map[types.UID]*kubecontainer.PodState, ts time.Time) {
 	defer c.mu.Unlock()
 	c.pods = pods
 	c.timestamp = ts
+	// Every pod relisted by itself was before this relist began (one
+	// relist runs at a time): the node's timestamp is newer.
+	c.relisted = nil
+	c.wake()
+}
+
+// SetPods replaces the entries of the given pods (a nil state removes one)
+// with lists of those pods alone, each of which started at started[uid]: to
+// GetNewerThan on such a pod it is a relist. The node's timestamp stays.
+func (c *Cache) SetPods(pods map[types.UID]*kubecontainer.PodState, started map[types.UID]time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.update(pods)
+	if c.relisted == nil {
+		c.relisted = make(map[types.UID]time.Time, len(started))
+	}
+	maps.Copy(c.relisted, started)
+	c.wake()
+}
+
+// wake tells every GetNewerThan waiting that a relist landed; c.mu is held.
+func (c *Cache) wake() {
 	close(c.updated)
 	c.updated = make(chan struct{})
 }
@@ -52,6 +78,11 @@ func (c *Cache) Set(pods map[types.UID]*kubecontainer.PodState, ts time.Time) {
 func (c *Cache) Update(pods map[types.UID]*kubecontainer.PodState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.update(pods)
+}
+
+// update replaces the given pods' entries in a copy of the map; c.mu is held.
+func (c *Cache) update(pods map[types.UID]*kubecontainer.PodState) {
 	next := maps.Clone(c.pods)
 	for uid, p := range pods {
 		if p == nil {
@@ -84,12 +115,12 @@ func (c *Cache) LastUpdate() time.Time {
 	return c.timestamp
 }
 
-// GetNewerThan waits for a relist that started after t, then returns the
-// pod's state from it.
+// GetNewerThan waits for a relist (of the node, or of the pod by itself)
+// that started after t, then returns the pod's state from it.
 func (c *Cache) GetNewerThan(ctx context.Context, uid types.UID, t time.Time) (*kubecontainer.PodState, error) {
 	for {
 		c.mu.Lock()
-		if c.timestamp.After(t) {
+		if c.timestamp.After(t) || c.relisted[uid].After(t) {
 			s := c.pods[uid]
 			c.mu.Unlock()
 			return s, nil
@@ -102,6 +133,14 @@ func (c *Cache) GetNewerThan(ctx context.Context, uid types.UID, t time.Time) (*
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// RelistedLen is the number of pods relisted by themselves since the last
+// relist of the node.
+func (c *Cache) RelistedLen() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.relisted)
 }
 
 // Len is the number of pods in the cache.

@@ -76,11 +76,13 @@ type Relister struct {
 
 	trigger chan struct{} // cap 1: "relist now"
 	named   chan struct{} // cap 1: "containers were named by events"
+	podsDue chan struct{} // cap 1: "pods were asked for" (RelistPod)
 	live    atomic.Bool   // the event stream is connected
 
-	mu       sync.Mutex         // guards evented and starting
+	mu       sync.Mutex         // guards evented, starting and asked
 	evented  map[string]pending // containers named by events (or Refresh), not yet inspected
 	starting map[string]bool    // containers the agent is starting (Starting)
+	asked    map[types.UID]bool // pods to relist by themselves (RelistPod)
 }
 
 // pending is what the events said of a container since it was last
@@ -97,7 +99,7 @@ type pending struct {
 
 func NewRelister(docker Lister, node string, period time.Duration, cache *Cache, onDirty func([]types.UID)) *Relister {
 	return &Relister{docker: docker, node: node, period: period, cache: cache, onDirty: onDirty,
-		known: map[string]*kubecontainer.ContainerState{}, oomed: map[string]bool{}, trigger: make(chan struct{}, 1), named: make(chan struct{}, 1)}
+		known: map[string]*kubecontainer.ContainerState{}, oomed: map[string]bool{}, trigger: make(chan struct{}, 1), named: make(chan struct{}, 1), podsDue: make(chan struct{}, 1)}
 }
 
 // Period is how long the relist waits between two lists while Docker
@@ -114,6 +116,23 @@ func (r *Relister) poke() { signal(r.trigger) }
 
 // RelistNow asks for a relist at once (one already asked for counts).
 func (r *Relister) RelistNow() { r.poke() }
+
+// RelistPod asks for the pod's containers to be listed by themselves at
+// once: to the pod's worker that is as good as a relist of the node
+// (Cache.GetNewerThan), and far cheaper for Docker. A worker asks for it
+// after each sync that acted; during a burst of 100 pods one list of the
+// node per acting worker (some 100 lists of up to 200 containers, each about
+// 16 ms of dockerd's CPU against 2.5 ms for one pod's) cost the two cores
+// more than the burst's whole gap to the baseline.
+func (r *Relister) RelistPod(uid types.UID) {
+	r.mu.Lock()
+	if r.asked == nil {
+		r.asked = map[types.UID]bool{}
+	}
+	r.asked[uid] = true
+	r.mu.Unlock()
+	signal(r.podsDue)
+}
 
 // Refresh has a container inspected at once, as if an event named it: its
 // state changed in a way no event reports (a failed start leaves it
@@ -171,6 +190,9 @@ func (r *Relister) Run(ctx context.Context) {
 		case <-r.named:
 			r.inspectNamed(ctx)
 			continue // the next relist stays due when it was
+		case <-r.podsDue:
+			r.relistPods(ctx)
+			continue
 		case <-timer.C:
 		case <-trigger:
 			timer.Stop()
@@ -406,6 +428,122 @@ func (r *Relister) inspectNamed(ctx context.Context) {
 	}
 	glog.V(4).Infof("Events named %d containers (%d inspected) of %d pods", len(evented), len(ids), len(dirty))
 	r.onDirty(keys(dirty))
+}
+
+// relistPods lists the containers of each pod asked for (RelistPod) by
+// themselves, inspects what is new or changed as a relist does, and replaces
+// those pods' entries in the cache, each as of the start of its own list.
+// The containers events named in those pods are inspected here rather than
+// a second time by inspectNamed. If Docker does not answer, a relist of the
+// whole node is asked for: the workers waiting on these pods wait for it.
+func (r *Relister) relistPods(ctx context.Context) {
+	r.mu.Lock()
+	asked := r.asked
+	r.asked = nil
+	r.mu.Unlock()
+	type listed struct {
+		start time.Time
+		list  []kubecontainer.Container
+	}
+	lists := make(map[types.UID]listed, len(asked))
+	var mu sync.Mutex
+	var failed atomic.Bool
+	sem := make(chan struct{}, maxParallelInspects)
+	var wg sync.WaitGroup
+	for uid := range asked {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			start := time.Now()
+			list, err := r.docker.List(ctx, dockertools.LabelPodUID, string(uid))
+			if err != nil {
+				failed.Store(true)
+				return
+			}
+			own := list[:0]
+			for _, c := range list {
+				if c.Labels[dockertools.LabelOwner] == r.node {
+					own = append(own, c)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			lists[uid] = listed{start, own}
+		}()
+	}
+	wg.Wait()
+	if failed.Load() {
+		r.poke()
+	}
+	if len(lists) == 0 {
+		return
+	}
+	var all []kubecontainer.Container
+	for _, l := range lists {
+		all = append(all, l.list...)
+	}
+	r.mu.Lock()
+	evented := map[string]pending{}
+	for _, c := range all {
+		if p, ok := r.evented[c.ID]; ok {
+			evented[c.ID] = p
+			delete(r.evented, c.ID)
+		}
+	}
+	r.mu.Unlock()
+	r.noteOOM(evented)
+	fresh, err := r.inspectChanged(ctx, all, evented)
+	if err != nil {
+		r.requeue(evented)
+		r.poke()
+		return
+	}
+	r.pruneOOM(fresh, false)
+	dirty := map[types.UID]bool{}
+	pods := make(map[types.UID]*kubecontainer.PodState, len(lists))
+	started := make(map[types.UID]time.Time, len(lists))
+	listedIDs := make(map[string]bool, len(all))
+	for uid, l := range lists {
+		started[uid] = l.start
+		pods[uid] = nil // no containers left, unless listed
+		for _, c := range l.list {
+			st, changed := fresh[c.ID]
+			if !changed {
+				st = r.known[c.ID]
+			}
+			if st == nil {
+				continue // gone since the list, or not ours to manage
+			}
+			if changed {
+				dirty[uid] = true
+				r.noteLogPath(r.known[c.ID], st)
+			}
+			listedIDs[c.ID] = true
+			r.known[c.ID] = st
+			addTo(pods, st)
+		}
+	}
+	for id, st := range r.known {
+		if _, ok := lists[podUID(st)]; ok && !listedIDs[id] {
+			dirty[podUID(st)] = true
+			delete(r.known, id)
+		}
+	}
+	for _, p := range pods {
+		if p != nil {
+			kubecontainer.SortNewestFirst(p.Containers)
+		}
+	}
+	r.cache.SetPods(pods, started)
+	if r.Metrics != nil {
+		r.count(r.cache.All())
+	}
+	glog.V(4).Infof("Relisted %d pods by themselves: %d containers, %d inspected, %d changed", len(lists), len(all), len(fresh), len(dirty))
+	if len(dirty) > 0 {
+		r.onDirty(keys(dirty))
+	}
 }
 
 // noteOOM remembers the containers oom events named.

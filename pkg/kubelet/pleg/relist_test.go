@@ -231,3 +231,80 @@ func TestRelistLeavesOutContainersBeingStarted(t *testing.T) {
 		}
 	}
 }
+
+// A pod relisted by itself lists only its own containers, inspects what is
+// new, drops what is gone, and satisfies a worker of that pod waiting for a
+// newer relist, not one of another pod: the node's timestamp stays.
+func TestRelistPodListsThatPodAlone(t *testing.T) {
+	ctx := context.Background()
+	fake := dockertest.NewFakeClient()
+	labels := func(node, uid string) map[string]string {
+		return map[string]string{dockertools.LabelOwner: node, dockertools.LabelPodUID: uid}
+	}
+	fake.AddContainer(kubecontainer.ContainerDetail{ID: "a1", Name: "k8s_a.h_p_default_u1_00000001", Labels: labels("n", "u1"), Running: true})
+	fake.AddContainer(kubecontainer.ContainerDetail{ID: "b1", Name: "k8s_b.h_q_default_u2_00000002", Labels: labels("n", "u2"), Running: true})
+	var dirty []types.UID
+	cache := NewCache()
+	r := NewRelister(fake, "n", time.Second, cache, func(uids []types.UID) { dirty = append(dirty, uids...) })
+	if err := r.relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stamp := cache.LastUpdate()
+	steps := []struct {
+		name       string
+		change     func()
+		containers int // of u1 in the cache
+		inspects   int
+		dirty      bool
+	}{
+		{"nothing changed", func() {}, 1, 0, false},
+		{"a container was added", func() {
+			fake.AddContainer(kubecontainer.ContainerDetail{ID: "a2", Name: "k8s_c.h_p_default_u1_00000003", Labels: labels("n", "u1"), Running: true})
+		}, 2, 1, true},
+		{"another node's container of the same UID", func() {
+			fake.AddContainer(kubecontainer.ContainerDetail{ID: "x", Name: "k8s_c.h_p_default_u1_00000004", Labels: labels("m", "u1"), Running: true})
+		}, 2, 0, false},
+		{"an evented container is inspected here, not again", func() { r.markEvented(kubecontainer.Event{ContainerID: "a1", Action: "start"}) }, 2, 1, true},
+		{"a container was removed", func() { _ = fake.Remove(ctx, "a1") }, 1, 0, true},
+	}
+	for _, s := range steps {
+		s.change()
+		fake.Calls()
+		dirty = nil
+		since := time.Now()
+		r.RelistPod("u1")
+		r.relistPods(ctx)
+		if n := fake.CountCalls("list"); n != 1 {
+			t.Errorf("%s: %d lists, want 1", s.name, n)
+		}
+		if n := fake.CountCalls("inspect"); n != s.inspects {
+			t.Errorf("%s: %d inspects, want %d", s.name, n, s.inspects)
+		}
+		if got := len(cache.Get("u1").Containers); got != s.containers {
+			t.Errorf("%s: u1 has %d containers cached, want %d", s.name, got, s.containers)
+		}
+		if (len(dirty) == 1 && dirty[0] == "u1") != s.dirty || len(dirty) > 1 {
+			t.Errorf("%s: dirty %v, want u1 %v", s.name, dirty, s.dirty)
+		}
+		if len(r.evented) != 0 {
+			t.Errorf("%s: %d containers left for inspectNamed", s.name, len(r.evented))
+		}
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+		if _, err := cache.GetNewerThan(wctx, "u1", since); err != nil {
+			t.Errorf("%s: a worker of u1 still waits after its pod's relist", s.name)
+		}
+		if _, err := cache.GetNewerThan(wctx, "u2", since); err == nil {
+			t.Errorf("%s: a worker of u2 stopped waiting on u1's relist", s.name)
+		}
+		cancel()
+	}
+	if cache.Get("u2") == nil || !cache.LastUpdate().Equal(stamp) {
+		t.Error("a pod's relist changed another pod or the node's timestamp")
+	}
+	if err := r.relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := cache.RelistedLen(); n != 0 {
+		t.Errorf("%d pods still held as relisted by themselves after a relist of the node", n)
+	}
+}
