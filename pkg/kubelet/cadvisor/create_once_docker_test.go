@@ -53,8 +53,7 @@ func TestCAdvisorHousekeepsEachContainerOnce(t *testing.T) {
 		t.Fatal(c.Err())
 	}
 	defer c.Stop()
-	time.Sleep(time.Second) // cAdvisor's start-up creations
-	before := housekeepers()
+	before := settledHousekeepers()
 
 	const n = 12
 	cg := cgroupManager(t, client)
@@ -138,6 +137,22 @@ func TestCAdvisorHousekeepsEachContainerOnce(t *testing.T) {
 			before, during, n, after, before)
 	}
 	t.Logf("housekeeping goroutines: %d before, %d with %d pods, back to %d", before, during, n, before)
+}
+
+// settledHousekeepers waits for cAdvisor's start-up creations to end (the
+// count unchanged for a second; on a loaded machine they took longer than
+// a second, and the count taken early was one short) and returns the count.
+func settledHousekeepers() int {
+	n, same := housekeepers(), 0
+	for deadline := time.Now().Add(20 * time.Second); same < 10 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		if m := housekeepers(); m == n {
+			same++
+		} else {
+			n, same = m, 0
+		}
+	}
+	return n
 }
 
 // cgroupManager lays pod cgroups out as the agent does on this node.
