@@ -5,6 +5,7 @@
 package bench
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -116,10 +117,17 @@ func (h *Harness) Close() {
 	os.RemoveAll(h.dir)
 }
 
+// removeTimeout bounds removeLabelled. Docker 20.10 was seen to deadlock in
+// libnetwork while removing a burst's containers: every removal, inspect and
+// start then waits for good, and the run hung for 19 minutes unnoticed.
+const removeTimeout = 2 * time.Minute
+
 // removeLabelled force-removes the containers that carry all the labels
 // (key=value), and their pods' cgroups.
 func (h *Harness) removeLabelled(labels ...string) {
-	list, _ := h.docker.ListContainers(docker.ListContainersOptions{All: true, Filters: map[string][]string{"label": labels}})
+	ctx, cancel := context.WithTimeout(context.Background(), removeTimeout)
+	defer cancel()
+	list, _ := h.docker.ListContainers(docker.ListContainersOptions{All: true, Filters: map[string][]string{"label": labels}, Context: ctx})
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	uids := map[string]bool{}
@@ -130,7 +138,9 @@ func (h *Harness) removeLabelled(labels ...string) {
 		go func(id string) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			_ = h.docker.RemoveContainer(docker.RemoveContainerOptions{ID: id, Force: true})
+			if err := h.docker.RemoveContainer(docker.RemoveContainerOptions{ID: id, Force: true, Context: ctx}); err != nil && ctx.Err() != nil {
+				h.logf("remove container %s: %v (Docker wedged? the measurements after this are not to be trusted)", id, err)
+			}
 		}(c.ID)
 	}
 	wg.Wait()
@@ -146,6 +156,7 @@ func (h *Harness) baselineNode() string { return "bench-" + h.run + "-baseline" 
 // agent is one running agent under measurement.
 type agent struct {
 	node, manifests string
+	root            string         // its --root-dir
 	port            int            // the read-only port
 	apiPort         int            // the full-access port (with pprof), 0 if off
 	calls           *socketCounter // its Docker calls, if it goes through a counter
@@ -162,11 +173,10 @@ type agentOptions struct {
 }
 
 func (h *Harness) startAgent(name string, opts agentOptions) (*agent, error) {
-	a := &agent{node: "bench-" + h.run + "-" + name, manifests: filepath.Join(h.dir, name, "manifests")}
-	root := filepath.Join(h.dir, name, "root")
+	a := &agent{node: "bench-" + h.run + "-" + name, manifests: filepath.Join(h.dir, name, "manifests"), root: filepath.Join(h.dir, name, "root")}
 	os.MkdirAll(a.manifests, 0o755)
 	a.port = freePort()
-	args := []string{"--pod-manifest-path", a.manifests, "--root-dir", root, "--hostname-override", a.node,
+	args := []string{"--pod-manifest-path", a.manifests, "--root-dir", a.root, "--hostname-override", a.node,
 		"--port", "0", "--healthz-port", "0", "--read-only-port", strconv.Itoa(a.port), "--container-log-dir", filepath.Join(h.dir, name, "logs"),
 		"--image-gc-high-threshold", "100", "--image-gc-low-threshold", "99"}
 	if opts.api {
@@ -208,6 +218,7 @@ func (h *Harness) stopAgent(a *agent) {
 		a.calls.close()
 	}
 	h.removeLabelled(ownerLabel + "=" + a.node)
+	cleanup.PodCgroups(cleanup.PodDirUIDs(a.root))
 }
 
 // crossCheck waits (up to 10 s) for the agent's /pods to show every named

@@ -34,6 +34,22 @@ func PodCgroups(uids map[string]bool) {
 	}
 }
 
+// PodDirUIDs returns the UIDs of the pods an agent with this --root-dir
+// has a directory for. The agent makes a pod's directory before its cgroup
+// and removes it after: an agent killed between a pod's cgroup and its first
+// container, or between its last container's removal and its cgroup's,
+// leaves a pod cgroup that no container label names.
+func PodDirUIDs(rootDir string) map[string]bool {
+	uids := map[string]bool{}
+	entries, _ := os.ReadDir(filepath.Join(rootDir, "pods"))
+	for _, e := range entries {
+		if e.IsDir() {
+			uids[e.Name()] = true
+		}
+	}
+	return uids
+}
+
 // PodCgroupDirs lists the cgroup v1 directories of a pod's cgroup, in every
 // hierarchy and QoS class it may be in.
 func PodCgroupDirs(uid string) []string {

@@ -132,6 +132,7 @@ func startAgentWith(t *testing.T, configure func(*agent), extraArgs ...string) *
 	t.Cleanup(func() {
 		a.stop(syscall.SIGKILL)
 		removeNodeContainers(a.node)
+		cleanup.PodCgroups(cleanup.PodDirUIDs(a.rootDir))
 		unmountUnder(a.rootDir) // tmpfs volumes and subPath binds of pods left running
 		if t.Failed() {
 			data, _ := os.ReadFile(a.logPath)
