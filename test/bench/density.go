@@ -36,13 +36,11 @@ func (h *Harness) density(level int) []Result {
 	times := map[string][]float64{}
 	contenders := []contender{
 		{levelName(level), func(names []string) (time.Duration, error) {
-			defer h.removeLabelled(ownerLabel + "=" + h.baselineNode())
 			return h.baselinePods(h.baselineNode(), names, level)
-		}},
+		}, h.removeBaseline},
 		{"agent", func(names []string) (time.Duration, error) {
-			defer a.remove(h, names)
 			return a.burst(h, names)
-		}},
+		}, func(names []string) { a.remove(h, names) }},
 	}
 	name := title(fmt.Sprintf("burst of %d on %d (ms)", burst, total-burst))
 	for r := 0; r < h.cfg.Rounds; r++ {
@@ -50,6 +48,7 @@ func (h *Harness) density(level int) []Result {
 		for i := range contenders {
 			c := contenders[(i+r)%len(contenders)]
 			d, err := c.run(names)
+			c.clean(names)
 			if err != nil {
 				return append(rs, Result{Scenario: name, Note: c.name + ": " + err.Error()})
 			}

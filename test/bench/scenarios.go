@@ -61,6 +61,9 @@ func (h *Harness) Run() []Result {
 	return rs
 }
 
+// removeBaseline removes the baseline's and the CLI's pods.
+func (h *Harness) removeBaseline([]string) { h.removeLabelled(ownerLabel + "=" + h.baselineNode()) }
+
 // clear deletes an agent's manifests and waits until its containers are gone.
 func (h *Harness) clear(a *agent) {
 	entries, _ := os.ReadDir(a.manifests)
@@ -87,9 +90,13 @@ func podNames(prefix string, n int) []string {
 }
 
 // contender is one way of making the pods of a round, timed by itself.
+// clean removes what run made, after the round's CPU seconds are read: the
+// agent stops its pods gracefully and the baseline force-removes, and that
+// teardown is no part of the time to running.
 type contender struct {
-	name string
-	run  func(names []string) (time.Duration, error)
+	name  string
+	run   func(names []string) (time.Duration, error)
+	clean func(names []string)
 }
 
 const cliName = "docker run (CLI)"
@@ -119,17 +126,14 @@ func (h *Harness) burst(n, rounds int, peers []*peer) Result {
 	var contenders []contender
 	for _, l := range levels {
 		contenders = append(contenders, contender{levelName(l), func(names []string) (time.Duration, error) {
-			defer h.removeLabelled(ownerLabel + "=" + h.baselineNode())
 			return h.baselinePods(h.baselineNode(), names, l)
-		}})
+		}, h.removeBaseline})
 	}
 	contenders = append(contenders, contender{cliName, func(names []string) (time.Duration, error) {
-		defer h.removeLabelled(ownerLabel + "=" + h.baselineNode())
 		return h.cliPods(h.baselineNode(), names)
-	}}, contender{"agent", func(names []string) (time.Duration, error) {
-		defer h.clear(a)
+	}, h.removeBaseline}, contender{"agent", func(names []string) (time.Duration, error) {
 		return a.burst(h, names)
-	}})
+	}, func([]string) { h.clear(a) }})
 	// A peer that fails is left out of the rest of the scenario, rather than
 	// the scenario left out.
 	isPeer := map[string]bool{}
@@ -138,10 +142,8 @@ func (h *Harness) burst(n, rounds int, peers []*peer) Result {
 		contenders = append(contenders, contender{p.name, func(names []string) (time.Duration, error) {
 			start := time.Now()
 			err := p.up(names)
-			d := time.Since(start)
-			p.down(names)
-			return d, err
-		}})
+			return time.Since(start), err
+		}, p.down})
 	}
 	times := map[string][]float64{}
 	failed := map[string]string{} // peers left out, with why
@@ -157,6 +159,7 @@ func (h *Harness) burst(n, rounds int, peers []*peer) Result {
 			d, err := c.run(names)
 			h.logf("%s, round %d, %s: %v; CPU s: machine %.2f, dockerd %.2f, agent %.2f", name, r+1, c.name, d.Round(time.Millisecond),
 				(machineBusy() - busy0).Seconds(), (cpuOf(dockerd) - dockerd0).Seconds(), (cpuOf(a.cmd.Process.Pid) - agent0).Seconds())
+			c.clean(names)
 			if err != nil && isPeer[c.name] {
 				failed[c.name] = err.Error()
 				h.logf("%s: %s left out: %v", name, c.name, err)
