@@ -329,16 +329,12 @@ func (r *Relister) relist(ctx context.Context) error {
 		return err
 	}
 	for _, c := range list {
-		st, changed := fresh[c.ID]
-		if !changed {
-			st = r.known[c.ID]
-		}
+		st, changed := r.listedState(c, fresh)
 		if st == nil {
 			continue // gone since the list, or not ours to manage
 		}
 		if changed {
 			dirty[podUID(st)] = true
-			r.noteLogPath(r.known[c.ID], st)
 		}
 		known[c.ID] = st
 		addTo(pods, st)
@@ -508,16 +504,12 @@ func (r *Relister) relistPods(ctx context.Context) {
 		started[uid] = l.start
 		pods[uid] = nil // no containers left, unless listed
 		for _, c := range l.list {
-			st, changed := fresh[c.ID]
-			if !changed {
-				st = r.known[c.ID]
-			}
+			st, changed := r.listedState(c, fresh)
 			if st == nil {
 				continue // gone since the list, or not ours to manage
 			}
 			if changed {
 				dirty[uid] = true
-				r.noteLogPath(r.known[c.ID], st)
 			}
 			listedIDs[c.ID] = true
 			r.known[c.ID] = st
@@ -543,6 +535,20 @@ func (r *Relister) relistPods(ctx context.Context) {
 	if len(dirty) > 0 {
 		r.onDirty(keys(dirty))
 	}
+}
+
+// listedState is a listed container's state: as fresh has it if it was
+// just inspected (changed; its first log path is handed on), else as last
+// known. nil: gone since the list, or not ours to manage.
+func (r *Relister) listedState(c kubecontainer.Container, fresh map[string]*kubecontainer.ContainerState) (st *kubecontainer.ContainerState, changed bool) {
+	st, changed = fresh[c.ID]
+	if !changed {
+		return r.known[c.ID], false
+	}
+	if st != nil {
+		r.noteLogPath(r.known[c.ID], st)
+	}
+	return st, true
 }
 
 // noteOOM remembers the containers oom events named.
