@@ -102,9 +102,10 @@ const housekeepingPeriod = 2 * time.Second
 // theirs, and end the burst at low concurrency. 16 gave 0.98 and 0.99 at
 // 10 and 30 pods in partial runs on the same day, and at 100 pods (3 rounds)
 // 1.00 of the baseline at 8 and 1.09 of its best level, 4, whose rounds
-// varied by 15 %. The full run then gave 1.04, 1.04 and 1.12: whether 16
-// costs the large bursts what it gains the small ones is not settled
-// (docs/benchmarks.md, "Misses").
+// varied by 15 %. The full run then gave 1.04, 1.04 and 1.12, and once a
+// worker that acted had its own pod relisted instead of the node (pleg's
+// RelistPod), 1.05, 0.99 and 1.01: what the large bursts had lost was
+// dockerd's CPU spent listing the node, not the bound (docs/benchmarks.md).
 const maxParallelStarts = 16
 
 // defaultGCPeriod is how often dead containers and unused images are
