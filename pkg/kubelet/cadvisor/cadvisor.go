@@ -59,7 +59,8 @@ type Interface interface {
 	DockerContainer(id string, req *cadvisorapi.ContainerInfoRequest) (cadvisorapi.ContainerInfo, error)
 	// Recent is the last n samples of a cgroup (docker: of a Docker
 	// container by ID), without the rest of its info: the summary asks for
-	// every container of every pod.
+	// every container of every pod. The samples are cAdvisor's own: read,
+	// never modified.
 	Recent(name string, docker bool, n int) ([]*cadvisorapi.ContainerStats, error)
 }
 
@@ -264,9 +265,9 @@ func (c *Client) dockerName(id string) (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.names) >= c.sweepAt {
-		for id, n := range c.names {
+		for known, n := range c.names {
 			if !c.m.Exists(n) {
-				delete(c.names, id)
+				delete(c.names, known)
 			}
 		}
 		c.sweepAt = max(2*len(c.names), 64)
