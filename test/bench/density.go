@@ -71,7 +71,7 @@ func (h *Harness) density(level int) []Result {
 	if _, err := a.burst(h, podNames(fmt.Sprintf("d%d-", total), burst)); err != nil {
 		return append(rs, Result{Scenario: title("fill"), Note: err.Error()})
 	}
-	rs = append(rs, h.idle(a, total))
+	rs = append(rs, h.idle(a, total), h.idleUnderSystemd(a, total))
 	rs = append(rs, h.replaceUnderLoad(a, total))
 	rs = append(rs, a.latency(title("GET /pods (ms)"), "/pods", 50), a.latency(title("GET /stats/summary (ms)"), "/stats/summary", 100))
 
@@ -84,6 +84,27 @@ func (h *Harness) density(level int) []Result {
 	rs = append(rs, Result{Scenario: title("SIGTERM → exit (ms)"), Values: map[string]float64{"exit": ms(exit), "containers left running": float64(len(list))},
 		Target: fmt.Sprintf("<= 5000 ms, all %d containers left running", 2*total), Met: exit <= 5*time.Second && len(list) == 2*total})
 	return rs
+}
+
+// idleUnderSystemd measures the steady state again with Docker's processes
+// in a cgroup of their own, as on a node run by systemd (cgroup.go), where
+// the machine has them in the root cgroup; then puts them back.
+func (h *Harness) idleUnderSystemd(a *agent, total int) Result {
+	name := fmt.Sprintf("density, %d pods: steady state with Docker in a cgroup of its own, as under systemd", total)
+	moved, restore, err := dockerInServiceCgroup()
+	if err != nil {
+		return Result{Scenario: name, Note: err.Error()}
+	}
+	r := h.idle(a, total)
+	if err := restore(); err != nil {
+		r.Note = "restoring Docker's cgroups: " + err.Error()
+	}
+	r.Scenario = name
+	r.Values["Docker processes moved"] = float64(moved)
+	if moved == 0 {
+		r.Remark = "Docker was in a cgroup of its own already: the same as the row before"
+	}
+	return r
 }
 
 // replaceUnderLoad: kill → replacement started, the agent's pods (an app

@@ -376,6 +376,7 @@ func (h *Harness) idle(a *agent, n int) Result {
 	res := Result{Scenario: name, Values: map[string]float64{
 		"agent CPU (cores)": cores, "agent RSS (MiB)": float64(rss) / (1 << 20), "pods": float64(n),
 		"lists per relist period": lists, "inspects": inspects, "Docker calls per s": all / window,
+		"processes in the root cgroup": float64(rootCgroupProcesses()),
 	}, Target: fmt.Sprintf("CPU <= %.2f cores, RSS <= %.0f MiB, <= 1 list per period, 0 inspects (at the Docker socket)", t[0], t[1])}
 	if dockerd > 0 {
 		res.Values["dockerd CPU (cores)"] = (dcpu1 - dcpu0).Seconds() / window
