@@ -9,13 +9,13 @@ import (
 	"strings"
 )
 
-// The root cgroup matters to the agent's idle cost: cAdvisor (as in the
-// kubelet) counts the open files and sockets of every process in the root
-// cgroup at each of its housekeepings. Under systemd, the node the agent is
-// made for, that is kernel threads alone: Docker's daemons and each
+// The root cgroup matters to the agent's idle cost: at each housekeeping of
+// the root (every 10 to 30 s), cAdvisor (as in the kubelet) counts the open
+// files and sockets of every process in it. Under systemd, the node the
+// agent is made for, that is kernel threads alone: Docker's daemons and each
 // container's shim are in docker.service and containerd.service. A machine
 // without an init leaves them all in the root cgroup: at 250 pods some 1,000
-// processes and 17,000 open files, read again every 10 to 15 s.
+// processes and 17,000 open files.
 
 const cgroupRoot = "/sys/fs/cgroup"
 
