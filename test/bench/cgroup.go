@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -42,12 +41,15 @@ func rootHierarchies() []string {
 	return roots
 }
 
-// rootCgroupProcesses is how many processes sit in the root cgroup of the
-// hierarchy cAdvisor reads them from (cpu with cgroup v1), or -1.
+// readByCadvisor says root is the hierarchy cAdvisor lists a cgroup's
+// processes from: the unified one, or cpu with cgroup v1.
+func readByCadvisor(root string) bool { return root == cgroupRoot || filepath.Base(root) == "cpu" }
+
+// rootCgroupProcesses is how many processes sit in the root cgroup that
+// cAdvisor reads, or -1.
 func rootCgroupProcesses() int {
-	roots := rootHierarchies()
-	for _, r := range roots {
-		if filepath.Base(r) == "cpu" || r == cgroupRoot {
+	for _, r := range rootHierarchies() {
+		if readByCadvisor(r) {
 			return len(pids(filepath.Join(r, "cgroup.procs")))
 		}
 	}
@@ -97,7 +99,7 @@ func dockerInServiceCgroup() (moved int, restore func() error, err error) {
 			if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(pid), 0o644); err != nil && !gone(pid) {
 				return 0, nil, errors.Join(fmt.Errorf("move %s to %s: %w", pid, dir, err), restore())
 			}
-			if filepath.Base(r) == "cpu" || r == cgroupRoot {
+			if readByCadvisor(r) {
 				moved++
 			}
 		}
@@ -111,7 +113,7 @@ func pids(path string) []string {
 	if err != nil {
 		return nil
 	}
-	return strings.Fields(string(bytes.TrimSpace(data)))
+	return strings.Fields(string(data))
 }
 
 // gone says a process has exited (a shim of a removed container).
