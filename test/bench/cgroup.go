@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/cgroups"
 )
 
 // The root cgroup matters to the agent's idle cost: at each housekeeping of
@@ -28,7 +30,7 @@ const serviceCgroup = "classic-kubelet-bench-docker.service"
 // systemd one and those of its default accounting (cpu, cpuacct, memory,
 // pids). Not cpuset, where a new cgroup holds no CPU to run on.
 func rootHierarchies() []string {
-	if _, err := os.Stat(filepath.Join(cgroupRoot, "cgroup.controllers")); err == nil {
+	if v2, err := cgroups.IsV2(cgroupRoot); err == nil && v2 {
 		return []string{cgroupRoot}
 	}
 	var roots []string
