@@ -4,7 +4,7 @@ GO ?= go
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all build images run test unit e2e bench scale install clean
+.PHONY: all build images run cluster test unit e2e bench scale conformance conformance-images install clean
 
 all: build
 
@@ -19,6 +19,11 @@ images:
 # Runs the agent on examples/manifests (Ctrl-C stops it; pods keep running).
 run: build images
 	hack/run.sh
+
+# A real Kubernetes control plane with the agent as its node (Ctrl-C stops
+# it all); prints the KUBECONFIG to export.
+cluster: build images
+	hack/cluster.sh
 
 # Unit and end-to-end tests against the real Docker daemon.
 test: images
@@ -40,6 +45,15 @@ bench: images
 # writes docs/scale.md (a smoke run of 20 nodes is part of make test).
 scale:
 	hack/scale.sh
+
+# Kubernetes' own NodeConformance specs (e2e.test v1.37.2) against the agent
+# as the node of a real control plane; writes docs/conformance.md.
+conformance:
+	hack/conformance.sh
+
+# The images those specs run, built offline under the suite's names.
+conformance-images:
+	hack/conformance-images.sh
 
 # Installs the agent as classic-kubelet, the pause program beside it (the
 # agent builds its infra image from it on a node that lacks the image), the

@@ -4,7 +4,9 @@
 # loopback), systemd-analyze (to verify the service unit; systemd need not
 # run), and the peers the benchmark measures the agent against: podman (with
 # catatonit, from which it builds its pause image) and docker-compose; gcc
-# for the -race build; Prometheus; etcd's server and etcdctl.
+# for the -race build; Prometheus; etcd's server and etcdctl. Last, the real
+# Kubernetes control plane of the node-mode tests: built once per machine
+# (about 10 minutes cold), at once when cached.
 set -euo pipefail
 missing=()
 command -v docker-registry >/dev/null 2>&1 || missing+=(docker-registry)
@@ -28,3 +30,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+"$(dirname "$0")/ensure-control-plane.sh" >/dev/null

@@ -1,8 +1,29 @@
 #!/usr/bin/env bash
 # Runs every test: unit tests and the end-to-end tests that start the real
-# binary against the real Docker daemon.
+# binary against the real Docker daemon. The console shows each package's
+# result, every failed test's output and the ten slowest tests; the whole
+# run, as `go test -json`, goes to $TEST_LOG (default bin/test.json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+log=${TEST_LOG:-bin/test.json}
+mkdir -p bin "$(dirname "$log")"
+hack/check-boundaries.sh
+go build -o bin/testreport ./hack/testreport
+# What the tests build while they run (the agent with the race detector, the
+# metrics-server scraper) is built once here first: on a fresh machine each
+# takes minutes of both cores, which the tests running beside it would lose.
+go build -race -o /dev/null ./cmd/kubelet
+(cd test/metricsserver && go build -o /dev/null .)
+# Kubernetes' e2e.test, for the conformance smoke at the end: built once per
+# machine (about 20 minutes cold), beside the control plane.
+E2E=1 hack/ensure-control-plane.sh >/dev/null
 # One package at a time: the end-to-end tests and the benchmark smoke run
-# measure time, and must not compete with each other for two cores.
-exec go test -p 1 -count=1 -timeout 30m ./... "$@"
+# measure time, and must not compete with each other for two cores. Within
+# the e2e package, the tests that assert no cost or timing of their own and
+# mostly wait (on back-off, grace periods, builds) call t.Parallel: Go runs
+# them after every other test of the package, three at a time.
+go test -json -p 1 -parallel 3 -count=1 -timeout 45m ./... "$@" | bin/testreport "$log"
+# Kubernetes' own NodeConformance suite: a smoke of specs across areas
+# (hack/conformance-smoke.txt) against the agent as a real cluster's node;
+# `make conformance` runs all of them.
+hack/conformance.sh --smoke

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/golang/glog"
+	"github.com/spf13/pflag"
 
 	"github.com/classic-kubelet/kubelet/cmd/kubelet/app"
 )
@@ -19,6 +20,9 @@ func main() {
 	if errors.Is(err, app.ErrVersion) {
 		fmt.Println("classic-kubelet", app.Version)
 		return
+	}
+	if errors.Is(err, pflag.ErrHelp) {
+		return // the usage is printed
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "kubelet: %v\n", err)

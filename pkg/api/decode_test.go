@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -166,4 +167,53 @@ func mustJSON(t *testing.T, y string) []byte {
 		t.Fatalf("split: %v (%d docs)", err, len(docs))
 	}
 	return docs[0]
+}
+
+func TestStructureCount(t *testing.T) {
+	cases := []struct {
+		name string
+		data string
+		want int
+	}{
+		{"empty", "", 0},
+		{"block mapping", "a: 1\nb:\n  c: x\n", 3},
+		{"block sequence", "- a\n-\tb\n-\n-", 4},
+		{"dashes in words are not entries", "name: my-pod\nimage: -x\n", 2},
+		{"document markers", "a: 1\n---\nb: 2\n--- c\n", 4},
+		{"flow collections", `{"a":[1,2,3],"b":{}}`, 8},
+		{"explicit key", "? a\n: b\n?x\n", 2},
+		{"inside strings and comments too", "a: 'x: y, z' # q: r\n", 4},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := structureCount([]byte(c.data)); got != c.want {
+				t.Errorf("structureCount(%q) = %d, want %d", c.data, got, c.want)
+			}
+		})
+	}
+}
+
+// A manifest over MaxStructure is refused before it is decoded; one at it
+// is decoded and judged on its content (here: too many annotations).
+func TestParseBoundsStructure(t *testing.T) {
+	pod := func(annotations int) string {
+		var b strings.Builder
+		b.WriteString("apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  annotations:\n")
+		for i := range annotations {
+			fmt.Fprintf(&b, "    k%d: v\n", i)
+		}
+		b.WriteString("spec: {containers: [{name: c, image: i}]}\n")
+		return b.String()
+	}
+	header := structureCount([]byte(pod(0)))
+	if _, _, err := Parse([]byte(pod(MaxStructure-header)), node, "file"); errors.Is(err, ErrTooComplex) || !strings.Contains(fmt.Sprint(err), "metadata.annotations: Too long") {
+		t.Errorf("manifest at the bound: %v, want it decoded and its annotations refused", err)
+	}
+	_, _, err := Parse([]byte(pod(MaxStructure-header+1)), node, "file")
+	if !errors.Is(err, ErrTooComplex) || !strings.Contains(err.Error(), fmt.Sprintf("%d indicators of YAML/JSON structure, more than %d", MaxStructure+1, MaxStructure)) {
+		t.Errorf("manifest over the bound: %v, want ErrTooComplex", err)
+	}
+	if _, _, err := Parse([]byte(strings.Repeat("[", MaxStructure+1)), node, "file"); !errors.Is(err, ErrTooComplex) {
+		t.Errorf("deep flow nesting: %v, want ErrTooComplex", err)
+	}
 }

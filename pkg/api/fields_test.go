@@ -52,7 +52,7 @@ func TestFieldTableDoc(t *testing.T) {
 	if string(got) != want {
 		t.Errorf("%s is out of date with pkg/api/fields.go: run go test ./pkg/api -update", path)
 	}
-	if !strings.Contains(want, "| `generateName` | rejected |") {
+	if !strings.Contains(want, "| `hostUsers` | rejected |") {
 		t.Errorf("rendered table lacks a known row")
 	}
 }

@@ -13,6 +13,10 @@ const (
 	DefaultTerminationGracePeriod = 30
 	// ConfigSourceAnnotation records which source kind declared a pod.
 	ConfigSourceAnnotation = "kubernetes.io/config.source"
+	// MirrorAnnotation marks a mirror pod: the API server's copy of a pod
+	// of another source, which the agent writes and never runs; its value
+	// is the hash of the pod it mirrors (the kubelet's).
+	MirrorAnnotation = "kubernetes.io/config.mirror"
 	// RestoredAnnotation marks a pod restored from the previous generation
 	// of its source's checkpoint (the newest was unreadable): it may have
 	// been deleted since, so it is kept if it runs and never started.

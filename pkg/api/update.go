@@ -29,4 +29,8 @@ const (
 	SourceHTTP = "http"
 	SourceAPI  = "api"
 	SourceEtcd = "etcd"
+	// SourceAPIServer is a Kubernetes API server's pods bound to the node
+	// (node mode). The kubelet calls it "api"; that name was ours first,
+	// for the pods POSTed to the agent.
+	SourceAPIServer = "apiserver"
 )

@@ -9,9 +9,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -21,6 +24,11 @@ import (
 // MinMemoryLimit is the smallest memory limit Docker accepts (6 MiB); a
 // smaller limit is a validation error rather than a failed container create.
 const MinMemoryLimit = 6 << 20
+
+// hostPathTypes are the types of a hostPath volume: all of Kubernetes',
+// each checked at setup (pkg/kubelet/volumes).
+var hostPathTypes = []v1.HostPathType{v1.HostPathUnset, v1.HostPathBlockDev, v1.HostPathCharDev, v1.HostPathDirectory,
+	v1.HostPathDirectoryOrCreate, v1.HostPathFile, v1.HostPathFileOrCreate, v1.HostPathSocket}
 
 // uidPattern keeps `_` out of UIDs: it separates the parts of container names.
 var uidPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
@@ -44,6 +52,12 @@ func Validate(pod *v1.Pod) (errs field.ErrorList, ignored []string) {
 	if !uidPattern.MatchString(string(pod.UID)) {
 		errs = append(errs, field.Invalid(meta.Child("uid"), pod.UID, "must match "+uidPattern.String()))
 	}
+	// As the API server's ValidateObjectMeta: label keys and values, and
+	// annotation keys, are what the downwardAPI files and fieldRefs can
+	// carry safely (no newline forges a line of the labels file), and
+	// annotations are at most 256 KiB in all.
+	errs = append(errs, metavalidation.ValidateLabels(pod.Labels, meta.Child("labels"))...)
+	errs = append(errs, apivalidation.ValidateAnnotations(pod.Annotations, meta.Child("annotations"))...)
 	errs = append(errs, validateSpec(&pod.Spec, field.NewPath("spec"), &ignored)...)
 	// The seccomp annotations of Kubernetes before 1.19: the current
 	// kubelet ignores them too (seccompProfile replaced them).
@@ -70,20 +84,24 @@ func validateSpec(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.Erro
 	if spec.Resources != nil {
 		errs = append(errs, validatePodResources(spec, p.Child("resources"), ignored)...)
 	}
-	if spec.DNSPolicy == v1.DNSNone && (spec.DNSConfig == nil || len(spec.DNSConfig.Nameservers) == 0) {
-		errs = append(errs, field.Required(p.Child("dnsConfig", "nameservers"), "dnsPolicy None needs at least one nameserver"))
+	errs = append(errs, validateDNSConfig(spec, p.Child("dnsConfig"))...)
+	if o := spec.HostnameOverride; o != nil {
+		hp := p.Child("hostnameOverride")
+		for _, msg := range validation.IsDNS1123Subdomain(*o) {
+			errs = append(errs, field.Invalid(hp, *o, msg))
+		}
+		if len(*o) > 64 {
+			errs = append(errs, field.TooLong(hp, *o, 64))
+		}
+		if spec.HostNetwork {
+			errs = append(errs, field.Invalid(hp, *o, "cannot be set with hostNetwork"))
+		}
+		if spec.SetHostnameAsFQDN != nil && *spec.SetHostnameAsFQDN {
+			errs = append(errs, field.Invalid(hp, *o, "cannot be set with setHostnameAsFQDN"))
+		}
 	}
-	if dc := spec.DNSConfig; dc != nil {
-		for i, ns := range dc.Nameservers {
-			if net.ParseIP(ns) == nil {
-				errs = append(errs, field.Invalid(p.Child("dnsConfig", "nameservers").Index(i), ns, "must be an IP address"))
-			}
-		}
-		for i, o := range dc.Options {
-			if o.Name == "" {
-				errs = append(errs, field.Required(p.Child("dnsConfig", "options").Index(i).Child("name"), ""))
-			}
-		}
+	if d := spec.ActiveDeadlineSeconds; d != nil && *d <= 0 {
+		errs = append(errs, field.Invalid(p.Child("activeDeadlineSeconds"), *d, "must be greater than 0"))
 	}
 	for name, v := range map[string]string{"hostname": spec.Hostname, "subdomain": spec.Subdomain} {
 		if v == "" {
@@ -95,9 +113,7 @@ func validateSpec(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.Erro
 	}
 	for i, ha := range spec.HostAliases {
 		hp := p.Child("hostAliases").Index(i)
-		if net.ParseIP(ha.IP) == nil {
-			errs = append(errs, field.Invalid(hp.Child("ip"), ha.IP, "must be an IP address"))
-		}
+		errs = append(errs, validation.IsValidIP(hp.Child("ip"), ha.IP)...)
 		if len(ha.Hostnames) == 0 {
 			errs = append(errs, field.Required(hp.Child("hostnames"), ""))
 		}
@@ -159,6 +175,9 @@ func validateSpec(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.Erro
 		if c.RestartPolicy != nil && !IsSidecar(c) {
 			errs = append(errs, field.NotSupported(cp.Child("restartPolicy"), *c.RestartPolicy, []string{string(v1.ContainerRestartPolicyAlways)}))
 		}
+		if len(c.RestartPolicyRules) > 0 {
+			errs = append(errs, field.Forbidden(cp.Child("restartPolicyRules"), "supported on app containers only"))
+		}
 		for name, set := range map[string]bool{"livenessProbe": c.LivenessProbe != nil, "readinessProbe": c.ReadinessProbe != nil,
 			"startupProbe": c.StartupProbe != nil, "lifecycle": c.Lifecycle != nil} {
 			if set && !IsSidecar(c) {
@@ -176,9 +195,7 @@ func validateSpec(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.Erro
 		cp := p.Child("containers").Index(i)
 		c := &spec.Containers[i]
 		errs = append(errs, validateContainer(c, cp, volumes, spec.HostNetwork, ignored)...)
-		if c.RestartPolicy != nil {
-			errs = append(errs, field.Forbidden(cp.Child("restartPolicy"), "only init containers may set it (restartPolicy: Always makes a sidecar)"))
-		}
+		errs = append(errs, validateRestartRules(c, cp)...)
 		if names.Has(c.Name) {
 			errs = append(errs, field.Duplicate(cp.Child("name"), c.Name))
 		}
@@ -198,6 +215,68 @@ func validateSpec(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.Erro
 		}
 	}
 	return errs
+}
+
+// Limits of the resolver configuration, the API server's (from glibc's).
+const (
+	maxDNSNameservers     = 3
+	maxDNSSearchPaths     = 32
+	maxDNSSearchListChars = 2048
+)
+
+// validateDNSConfig checks dnsConfig as the API server does (with relaxed
+// search validation, its default: "." and underscores allowed). Docker
+// writes these values into resolv.conf line by line, so nothing may carry
+// a line break: searches must be domain names, and, stricter than the API
+// server, options may hold no whitespace or control characters.
+func validateDNSConfig(spec *v1.PodSpec, p *field.Path) field.ErrorList {
+	dc := spec.DNSConfig
+	if spec.DNSPolicy == v1.DNSNone && (dc == nil || len(dc.Nameservers) == 0) {
+		return field.ErrorList{field.Required(p.Child("nameservers"), "dnsPolicy None needs at least one nameserver")}
+	}
+	if dc == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if len(dc.Nameservers) > maxDNSNameservers {
+		errs = append(errs, field.Invalid(p.Child("nameservers"), dc.Nameservers, fmt.Sprintf("must not have more than %d nameservers", maxDNSNameservers)))
+	}
+	for i, ns := range dc.Nameservers {
+		errs = append(errs, validation.IsValidIP(p.Child("nameservers").Index(i), ns)...)
+	}
+	if len(dc.Searches) > maxDNSSearchPaths {
+		errs = append(errs, field.Invalid(p.Child("searches"), dc.Searches, fmt.Sprintf("must not have more than %d search paths", maxDNSSearchPaths)))
+	}
+	if len(strings.Join(dc.Searches, " ")) > maxDNSSearchListChars {
+		errs = append(errs, field.Invalid(p.Child("searches"), dc.Searches, fmt.Sprintf("must not have more than %d characters (including spaces) in the search list", maxDNSSearchListChars)))
+	}
+	for i, s := range dc.Searches {
+		if s == "." {
+			continue
+		}
+		for _, msg := range validation.IsDNS1123SubdomainWithUnderscore(strings.TrimSuffix(s, ".")) {
+			errs = append(errs, field.Invalid(p.Child("searches").Index(i), s, msg))
+		}
+	}
+	for i, o := range dc.Options {
+		op := p.Child("options").Index(i)
+		if o.Name == "" {
+			errs = append(errs, field.Required(op.Child("name"), ""))
+		} else if !isResolvToken(o.Name) {
+			errs = append(errs, field.Invalid(op.Child("name"), o.Name, "must not contain whitespace or control characters"))
+		}
+		if o.Value != nil && !isResolvToken(*o.Value) {
+			errs = append(errs, field.Invalid(op.Child("value"), *o.Value, "must not contain whitespace or control characters"))
+		}
+	}
+	return errs
+}
+
+// isResolvToken reports whether s can stand as one word of a resolv.conf
+// line: no whitespace (it would split the word), no control character (a
+// line break would start a line of its own).
+func isResolvToken(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) })
 }
 
 func validateVolume(vol *v1.Volume, p *field.Path, spec *v1.PodSpec, ignored *[]string) field.ErrorList {
@@ -234,6 +313,35 @@ func validateVolume(vol *v1.Volume, p *field.Path, spec *v1.PodSpec, ignored *[]
 				errs = append(errs, validateResourceRef(item.ResourceFieldRef, ip.Child("resourceFieldRef"), spec, "")...)
 			}
 		}
+	case vol.ConfigMap != nil:
+		errs = append(errs, validateKeyPaths(vol.ConfigMap.Items, vol.ConfigMap.DefaultMode, p.Child("configMap"))...)
+	case vol.Secret != nil:
+		errs = append(errs, validateKeyPaths(vol.Secret.Items, vol.Secret.DefaultMode, p.Child("secret"))...)
+	case vol.Projected != nil:
+		pp := p.Child("projected")
+		errs = append(errs, validateMode(vol.Projected.DefaultMode, pp.Child("defaultMode"))...)
+		for i, s := range vol.Projected.Sources {
+			sp := pp.Child("sources").Index(i)
+			switch {
+			case s.ConfigMap != nil:
+				errs = append(errs, validateKeyPaths(s.ConfigMap.Items, nil, sp.Child("configMap"))...)
+			case s.Secret != nil:
+				errs = append(errs, validateKeyPaths(s.Secret.Items, nil, sp.Child("secret"))...)
+			case s.DownwardAPI != nil:
+				for j, it := range s.DownwardAPI.Items {
+					if err := checkRelativePath(it.Path); err != "" {
+						errs = append(errs, field.Invalid(sp.Child("downwardAPI", "items").Index(j).Child("path"), it.Path, err))
+					}
+				}
+			case s.ServiceAccountToken != nil:
+				if err := checkRelativePath(s.ServiceAccountToken.Path); err != "" {
+					errs = append(errs, field.Invalid(sp.Child("serviceAccountToken", "path"), s.ServiceAccountToken.Path, err))
+				}
+				if e := s.ServiceAccountToken.ExpirationSeconds; e != nil && *e < 600 {
+					errs = append(errs, field.Invalid(sp.Child("serviceAccountToken", "expirationSeconds"), *e, "may not be less than 10 minutes"))
+				}
+			}
+		}
 	case vol.HostPath != nil:
 		hp := p.Child("hostPath")
 		errs = append(errs, checkFields(reflect.ValueOf(*vol.HostPath), hp, ignored)...)
@@ -242,12 +350,8 @@ func validateVolume(vol *v1.Volume, p *field.Path, spec *v1.PodSpec, ignored *[]
 			// source would be read as the target.
 			errs = append(errs, field.Invalid(hp.Child("path"), vol.HostPath.Path, "must be an absolute path without ':'"))
 		}
-		if t := vol.HostPath.Type; t != nil {
-			switch *t {
-			case v1.HostPathUnset, v1.HostPathDirectory, v1.HostPathDirectoryOrCreate, v1.HostPathFile, v1.HostPathFileOrCreate:
-			default:
-				errs = append(errs, field.NotSupported(hp.Child("type"), *t, []string{"", "Directory", "DirectoryOrCreate", "File", "FileOrCreate"}))
-			}
+		if t := vol.HostPath.Type; t != nil && !slices.Contains(hostPathTypes, *t) {
+			errs = append(errs, field.NotSupported(hp.Child("type"), *t, hostPathTypes))
 		}
 	case vol.EmptyDir != nil:
 		ep := p.Child("emptyDir")
@@ -403,6 +507,14 @@ func validateProbe(pr *v1.Probe, p *field.Path, c *v1.Container, oneSuccess bool
 	}
 	if oneSuccess && pr.SuccessThreshold > 1 {
 		errs = append(errs, field.Invalid(p.Child("successThreshold"), pr.SuccessThreshold, "must be 1 for liveness and startup probes"))
+	}
+	if g := pr.TerminationGracePeriodSeconds; g != nil {
+		switch {
+		case !oneSuccess: // a readiness probe kills nothing
+			errs = append(errs, field.Invalid(p.Child("terminationGracePeriodSeconds"), *g, "must not be set for readinessProbes"))
+		case *g <= 0:
+			errs = append(errs, field.Invalid(p.Child("terminationGracePeriodSeconds"), *g, "must be greater than 0"))
+		}
 	}
 	return errs
 }
@@ -745,6 +857,74 @@ func (h HostPort) String() string {
 // and protocol on the same address, or on any address when either binds all.
 func (h HostPort) Conflicts(o HostPort) bool {
 	return h.Port == o.Port && h.Protocol == o.Protocol && (h.IP == o.IP || h.IP == "" || o.IP == "")
+}
+
+// validateKeyPaths checks a config map's or secret's items: relative
+// paths without "..", modes within 0777.
+func validateKeyPaths(items []v1.KeyToPath, defaultMode *int32, p *field.Path) field.ErrorList {
+	errs := validateMode(defaultMode, p.Child("defaultMode"))
+	for i, it := range items {
+		ip := p.Child("items").Index(i)
+		if it.Key == "" {
+			errs = append(errs, field.Required(ip.Child("key"), ""))
+		}
+		if err := checkRelativePath(it.Path); err != "" {
+			errs = append(errs, field.Invalid(ip.Child("path"), it.Path, err))
+		}
+		errs = append(errs, validateMode(it.Mode, ip.Child("mode"))...)
+	}
+	return errs
+}
+
+func validateMode(m *int32, p *field.Path) field.ErrorList {
+	if m != nil && (*m < 0 || *m > 0o777) {
+		return field.ErrorList{field.Invalid(p, *m, "must be a number between 0 and 0777 (octal), both inclusive")}
+	}
+	return nil
+}
+
+// validateRestartRules checks an app container's own restart policy and
+// rules (ContainerRestartRules, on by default since Kubernetes 1.35) as the
+// API server does.
+func validateRestartRules(c *v1.Container, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if rp := c.RestartPolicy; rp != nil {
+		switch *rp {
+		case v1.ContainerRestartPolicyAlways, v1.ContainerRestartPolicyOnFailure, v1.ContainerRestartPolicyNever:
+		default:
+			errs = append(errs, field.NotSupported(p.Child("restartPolicy"), *rp, []string{"Always", "OnFailure", "Never"}))
+		}
+	}
+	for i, r := range c.RestartPolicyRules {
+		rp := p.Child("restartPolicyRules").Index(i)
+		if r.Action != v1.ContainerRestartRuleActionRestart {
+			errs = append(errs, field.NotSupported(rp.Child("action"), r.Action, []string{string(v1.ContainerRestartRuleActionRestart)}))
+		}
+		if r.ExitCodes == nil {
+			errs = append(errs, field.Required(rp.Child("exitCodes"), ""))
+			continue
+		}
+		ep := rp.Child("exitCodes")
+		switch r.ExitCodes.Operator {
+		case v1.ContainerRestartRuleOnExitCodesOpIn, v1.ContainerRestartRuleOnExitCodesOpNotIn:
+		default:
+			errs = append(errs, field.NotSupported(ep.Child("operator"), r.ExitCodes.Operator, []string{"In", "NotIn"}))
+		}
+		if len(r.ExitCodes.Values) > 255 {
+			errs = append(errs, field.TooMany(ep.Child("values"), len(r.ExitCodes.Values), 255))
+		}
+		seen := map[int32]bool{}
+		for j, v := range r.ExitCodes.Values {
+			if v < 0 || v > 255 {
+				errs = append(errs, field.Invalid(ep.Child("values").Index(j), v, "must be between 0 and 255"))
+			}
+			if seen[v] {
+				errs = append(errs, field.Duplicate(ep.Child("values").Index(j), v))
+			}
+			seen[v] = true
+		}
+	}
+	return errs
 }
 
 // HostPorts lists the ports the pod publishes on the node.

@@ -56,7 +56,23 @@ func TestValidate(t *testing.T) {
 		{"bad name", func(p *v1.Pod) { p.Name = "Web_1" }, "metadata.name: Invalid"},
 		{"bad namespace", func(p *v1.Pod) { p.Namespace = "a.b" }, "metadata.namespace: Invalid"},
 		{"uid with underscore", func(p *v1.Pod) { p.UID = "a_b" }, "metadata.uid: Invalid"},
-		{"generateName", func(p *v1.Pod) { p.GenerateName = "web-" }, "metadata.generateName: Forbidden"},
+		{"generateName beside a name (an API server's pod)", func(p *v1.Pod) { p.GenerateName = "web-" }, ""},
+		{"generateName alone", func(p *v1.Pod) { p.GenerateName, p.Name = "web-", "" }, "metadata.name: Required"},
+		{"labels and annotations as the API server takes them", func(p *v1.Pod) {
+			p.Labels = map[string]string{"app": "web", "example.com/tier": "front-end_1.2", "empty": ""}
+			p.Annotations = map[string]string{"example.com/Note": "any\nvalue at all", "a": strings.Repeat("x", 200<<10)}
+		}, ""},
+		{"label key with a newline", func(p *v1.Pod) { p.Labels = map[string]string{"a\nb": "c"} }, `metadata.labels: Invalid value: "a\nb"`},
+		{"label key with two slashes", func(p *v1.Pod) { p.Labels = map[string]string{"a/b/c": "d"} }, `metadata.labels: Invalid value: "a/b/c"`},
+		{"label value with a newline", func(p *v1.Pod) { p.Labels = map[string]string{"a": "b\nc"} }, `metadata.labels: Invalid value: "b\nc"`},
+		{"label value too long", func(p *v1.Pod) { p.Labels = map[string]string{"a": strings.Repeat("b", 64)} }, "must be no more than 63 bytes"},
+		{"annotation key with a space", func(p *v1.Pod) { p.Annotations = map[string]string{"a b": "c"} }, `metadata.annotations: Invalid value: "a b"`},
+		{"annotations over 256 KiB", func(p *v1.Pod) {
+			p.Annotations = map[string]string{"a": strings.Repeat("x", 128<<10), "b": strings.Repeat("x", 128<<10)}
+		}, "metadata.annotations: Too long: may not be more than 262144 bytes"},
+		{"annotations of exactly 256 KiB", func(p *v1.Pod) {
+			p.Annotations = map[string]string{"a": strings.Repeat("x", 128<<10-1), "b": strings.Repeat("x", 128<<10-1)}
+		}, ""},
 		{"no containers", func(p *v1.Pod) { p.Spec.Containers = nil }, "spec.containers: Required"},
 		{"duplicate container", func(p *v1.Pod) {
 			p.Spec.Containers = append(p.Spec.Containers, *c0(p))
@@ -97,9 +113,18 @@ func TestValidate(t *testing.T) {
 		{"subPath and subPathExpr", func(p *v1.Pod) { c0(p).VolumeMounts[0].SubPath = "a"; c0(p).VolumeMounts[0].SubPathExpr = "$(X)" }, "subPathExpr: Invalid"},
 		{"duplicate volume", func(p *v1.Pod) { p.Spec.Volumes[1].Name = "data" }, "spec.volumes[1].name: Duplicate"},
 		{"volume without source", func(p *v1.Pod) { p.Spec.Volumes[1].EmptyDir = nil }, "spec.volumes[1]: Required"},
-		{"secret volume rejected", func(p *v1.Pod) {
+		{"secret volume", func(p *v1.Pod) {
 			p.Spec.Volumes[1] = v1.Volume{Name: "tmp", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "s"}}}
-		}, "spec.volumes[1].secret: Forbidden"},
+		}, ""},
+		{"config map item escaping", func(p *v1.Pod) {
+			p.Spec.Volumes[1] = v1.Volume{Name: "tmp", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
+				LocalObjectReference: v1.LocalObjectReference{Name: "c"}, Items: []v1.KeyToPath{{Key: "k", Path: "../x"}}}}}
+		}, "spec.volumes[1].configMap.items[0].path: Invalid value"},
+		{"projected token too short", func(p *v1.Pod) {
+			short := int64(60)
+			p.Spec.Volumes[1] = v1.Volume{Name: "tmp", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+				{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: &short}}}}}}
+		}, "serviceAccountToken.expirationSeconds: Invalid value"},
 		{"memory emptyDir", func(p *v1.Pod) { p.Spec.Volumes[1].EmptyDir.Medium = v1.StorageMediumMemory }, ""},
 		{"huge pages emptyDir", func(p *v1.Pod) { p.Spec.Volumes[1].EmptyDir.Medium = v1.StorageMediumHugePages }, "emptyDir.medium: Unsupported"},
 		{"downwardAPI volume", func(p *v1.Pod) {
@@ -112,7 +137,11 @@ func TestValidate(t *testing.T) {
 				{Path: "../x", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}}
 		}, "downwardAPI.items[0].path: Invalid"},
 		{"relative host path", func(p *v1.Pod) { p.Spec.Volumes[0].HostPath.Path = "srv" }, "hostPath.path: Invalid"},
-		{"socket host path type", func(p *v1.Pod) { t := v1.HostPathSocket; p.Spec.Volumes[0].HostPath.Type = &t }, "hostPath.type: Unsupported"},
+		{"socket host path type", func(p *v1.Pod) { t := v1.HostPathSocket; p.Spec.Volumes[0].HostPath.Type = &t }, ""},
+		{"char device host path type", func(p *v1.Pod) { t := v1.HostPathCharDev; p.Spec.Volumes[0].HostPath.Type = &t }, ""},
+		{"block device host path type", func(p *v1.Pod) { t := v1.HostPathBlockDev; p.Spec.Volumes[0].HostPath.Type = &t }, ""},
+		{"unknown host path type", func(p *v1.Pod) { t := v1.HostPathType("Fifo"); p.Spec.Volumes[0].HostPath.Type = &t },
+			`hostPath.type: Unsupported value: "Fifo": supported values: "", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File", "FileOrCreate", "Socket"`},
 		{"env fieldRef", func(p *v1.Pod) {
 			c0(p).Env[0].Value = ""
 			c0(p).Env[0].ValueFrom = &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels['app']"}}
@@ -125,10 +154,10 @@ func TestValidate(t *testing.T) {
 			c0(p).Env[0].Value = ""
 			c0(p).Env[0].ValueFrom = &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.schedulerName"}}
 		}, "env[0].valueFrom.fieldRef.fieldPath: Unsupported"},
-		{"env secret rejected", func(p *v1.Pod) {
+		{"env secret", func(p *v1.Pod) {
 			c0(p).Env[0].Value = ""
 			c0(p).Env[0].ValueFrom = &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "k"}}
-		}, "env[0].valueFrom.secretKeyRef: Forbidden"},
+		}, ""},
 		{"env resource of another container", func(p *v1.Pod) {
 			c0(p).Env[0].Value = ""
 			c0(p).Env[0].ValueFrom = &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{ContainerName: "other", Resource: "limits.cpu"}}
@@ -148,10 +177,14 @@ func TestValidate(t *testing.T) {
 		{"liveness success threshold", func(p *v1.Pod) {
 			c0(p).LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: 9090}}, SuccessThreshold: 2}
 		}, "livenessProbe.successThreshold: Invalid"},
-		{"probe grace period rejected", func(p *v1.Pod) {
+		{"probe grace period", func(p *v1.Pod) {
 			g := int64(5)
 			c0(p).LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: 9090}}, TerminationGracePeriodSeconds: &g}
-		}, "livenessProbe.terminationGracePeriodSeconds: Forbidden"},
+		}, ""},
+		{"readiness probe grace period rejected", func(p *v1.Pod) {
+			g := int64(5)
+			c0(p).ReadinessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: 9090}}, TerminationGracePeriodSeconds: &g}
+		}, "readinessProbe.terminationGracePeriodSeconds: Invalid value: 5: must not be set for readinessProbes"},
 		{"preStop exec", func(p *v1.Pod) {
 			c0(p).Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}
 		}, ""},
@@ -177,7 +210,19 @@ func TestValidate(t *testing.T) {
 		{"app container restartPolicy", func(p *v1.Pod) {
 			always := v1.ContainerRestartPolicyAlways
 			c0(p).RestartPolicy = &always
-		}, "spec.containers[0].restartPolicy: Forbidden"},
+		}, ""},
+		{"app container restartPolicy unknown", func(p *v1.Pod) {
+			bad := v1.ContainerRestartPolicy("Sometimes")
+			c0(p).RestartPolicy = &bad
+		}, "spec.containers[0].restartPolicy: Unsupported value"},
+		{"restart rule", func(p *v1.Pod) {
+			c0(p).RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart,
+				ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+		}, ""},
+		{"restart rule exit code out of range", func(p *v1.Pod) {
+			c0(p).RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart,
+				ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpNotIn, Values: []int32{256}}}}
+		}, "spec.containers[0].restartPolicyRules[0].exitCodes.values[0]: Invalid value"},
 		{"security context", func(p *v1.Pod) { c0(p).SecurityContext = &v1.SecurityContext{RunAsUser: new(int64)} }, ""},
 		{"seccomp RuntimeDefault (kubeadm's static pods)", func(p *v1.Pod) {
 			p.Spec.SecurityContext = &v1.PodSecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault}}
@@ -214,6 +259,46 @@ func TestValidate(t *testing.T) {
 			p.Spec.DNSConfig = &v1.PodDNSConfig{Nameservers: []string{"1.1.1.1"}}
 		}, ""},
 		{"bad nameserver", func(p *v1.Pod) { p.Spec.DNSConfig = &v1.PodDNSConfig{Nameservers: []string{"dns.local"}} }, "dnsConfig.nameservers[0]: Invalid"},
+		{"dns config", func(p *v1.Pod) {
+			p.Spec.DNSConfig = &v1.PodDNSConfig{Nameservers: []string{"1.1.1.1", "2001:db8::1"}, Searches: []string{"svc.example.test", "example.test.", ".", "_tcp.example.test"},
+				Options: []v1.PodDNSConfigOption{{Name: "ndots", Value: str("2")}, {Name: "edns0"}}}
+		}, ""},
+		{"newline in a search injects a nameserver", func(p *v1.Pod) {
+			p.Spec.DNSConfig = &v1.PodDNSConfig{Searches: []string{"ok.test", "example.test\nnameserver 6.6.6.6"}}
+		}, `spec.dnsConfig.searches[1]: Invalid value: "example.test\nnameserver 6.6.6.6"`},
+		{"search with a space", func(p *v1.Pod) { p.Spec.DNSConfig = &v1.PodDNSConfig{Searches: []string{"a.test b.test"}} }, "spec.dnsConfig.searches[0]: Invalid"},
+		{"empty search", func(p *v1.Pod) { p.Spec.DNSConfig = &v1.PodDNSConfig{Searches: []string{""}} }, "spec.dnsConfig.searches[0]: Invalid"},
+		{"too many searches", func(p *v1.Pod) {
+			p.Spec.DNSConfig = &v1.PodDNSConfig{Searches: strings.Split(strings.Repeat("a.test,", 33), ",")[:33]}
+		}, "must not have more than 32 search paths"},
+		{"search list too long", func(p *v1.Pod) {
+			long := strings.Repeat("a", 60)
+			p.Spec.DNSConfig = &v1.PodDNSConfig{Searches: []string{}}
+			for range 9 {
+				p.Spec.DNSConfig.Searches = append(p.Spec.DNSConfig.Searches, strings.Repeat(long+".", 4)+"test")
+			}
+		}, "must not have more than 2048 characters"},
+		{"too many nameservers", func(p *v1.Pod) {
+			p.Spec.DNSConfig = &v1.PodDNSConfig{Nameservers: []string{"1.1.1.1", "1.1.1.2", "1.1.1.3", "1.1.1.4"}}
+		}, "spec.dnsConfig.nameservers: Invalid value"},
+		{"newline in a nameserver", func(p *v1.Pod) { p.Spec.DNSConfig = &v1.PodDNSConfig{Nameservers: []string{"1.1.1.1\nsearch evil"}} }, "spec.dnsConfig.nameservers[0]: Invalid"},
+		{"newline in an option name", func(p *v1.Pod) {
+			p.Spec.DNSConfig = &v1.PodDNSConfig{Options: []v1.PodDNSConfigOption{{Name: "ndots:1\nnameserver 6.6.6.6"}}}
+		}, "spec.dnsConfig.options[0].name: Invalid"},
+		{"space in an option value", func(p *v1.Pod) {
+			p.Spec.DNSConfig = &v1.PodDNSConfig{Options: []v1.PodDNSConfigOption{{Name: "ndots", Value: str("1 rotate")}}}
+		}, "spec.dnsConfig.options[0].value: Invalid"},
+		{"option without a name", func(p *v1.Pod) {
+			p.Spec.DNSConfig = &v1.PodDNSConfig{Options: []v1.PodDNSConfigOption{{Value: str("1")}}}
+		}, "spec.dnsConfig.options[0].name: Required"},
+		{"host alias hostname with a newline", func(p *v1.Pod) {
+			p.Spec.HostAliases = []v1.HostAlias{{IP: "10.1.2.3", Hostnames: []string{"db.local\n6.6.6.6 evil"}}}
+		}, "spec.hostAliases[0].hostnames[0]: Invalid"},
+		{"host alias ip with a newline", func(p *v1.Pod) {
+			p.Spec.HostAliases = []v1.HostAlias{{IP: "10.1.2.3\n6.6.6.6", Hostnames: []string{"db.local"}}}
+		}, "spec.hostAliases[0].ip: Invalid"},
+		{"hostname with a newline", func(p *v1.Pod) { p.Spec.Hostname = "web\nevil" }, "spec.hostname: Invalid"},
+		{"subdomain with a dot", func(p *v1.Pod) { p.Spec.Subdomain = "a.b" }, "spec.subdomain: Invalid"},
 		{"host alias", func(p *v1.Pod) {
 			p.Spec.HostAliases = []v1.HostAlias{{IP: "10.1.2.3", Hostnames: []string{"db.local"}}}
 		}, ""},
@@ -237,7 +322,7 @@ func TestValidate(t *testing.T) {
 		}, "hostPath.path: Invalid value: \"/tmp/a:b\": must be an absolute path without ':'"},
 		{"request above limit", func(p *v1.Pod) { c0(p).Resources.Requests["cpu"] = resourceMust("1") }, "requests[cpu]: Invalid"},
 		{"gpu resource", func(p *v1.Pod) { c0(p).Resources.Limits["nvidia.com/gpu"] = resourceMust("1") }, "limits[nvidia.com/gpu]: Unsupported"},
-		{"imagePullSecrets rejected", func(p *v1.Pod) { p.Spec.ImagePullSecrets = []v1.LocalObjectReference{{Name: "s"}} }, "spec.imagePullSecrets: Forbidden"},
+		{"imagePullSecrets accepted", func(p *v1.Pod) { p.Spec.ImagePullSecrets = []v1.LocalObjectReference{{Name: "s"}} }, ""},
 		{"hostname", func(p *v1.Pod) { p.Spec.Hostname = "h"; p.Spec.Subdomain = "sub" }, ""},
 		{"bad hostname", func(p *v1.Pod) { p.Spec.Hostname = "H_1" }, "spec.hostname: Invalid"},
 		{"port name", func(p *v1.Pod) { c0(p).Ports[0].Name = "Not_Valid" }, "ports[0].name: Invalid"},
@@ -302,11 +387,12 @@ func TestHostPortConflicts(t *testing.T) {
 // A rejected field's message says "not supported" once.
 func TestRejectionWordedOnce(t *testing.T) {
 	p := podFrom(t, func(p *v1.Pod) {
-		p.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "net.core.somaxconn", Value: "1024"}}}
+		pm := v1.UnmaskedProcMount
+		p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{ProcMount: &pm}
 	})
 	errs, _ := Validate(p)
 	msg := errs.ToAggregate().Error()
-	if !strings.Contains(msg, "securityContext.sysctls: Forbidden: not supported by this agent") || strings.Contains(msg, "agent: not supported") {
+	if !strings.Contains(msg, "securityContext.procMount: Forbidden: not supported by this agent") || strings.Contains(msg, "agent: not supported") {
 		t.Errorf("message %q", msg)
 	}
 }

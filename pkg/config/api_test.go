@@ -68,7 +68,7 @@ func TestAPISource(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := strings.Join(stop(), "; ")
-	want := "ADD default/a; ADD default/b; UPDATE default/a; REMOVE default/b; ADD default/z; REMOVE default/a"
+	want := "ADD default/a; ADD default/b; UPDATE default/a; REMOVE default/b; REMOVE default/a; ADD default/z"
 	if got != want {
 		t.Errorf("updates %q, want %q", got, want)
 	}

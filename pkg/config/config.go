@@ -19,6 +19,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
@@ -39,6 +40,7 @@ type sourceState struct {
 	seen        bool   // has delivered a snapshot, or its checkpoint was loaded
 	restored    bool   // the snapshot in force came from the checkpoint
 	checkpoint  string // "" or CheckpointDegraded/Lost, until a complete snapshot
+	behind      string // why the snapshot in force is not on disk yet ("" it is)
 	lastSuccess time.Time
 	lastError   string
 	lastErrorAt time.Time
@@ -58,6 +60,9 @@ type SourceStatus struct {
 	// RejectedMore counts the rejections past the first
 	// maxListedRejections, which alone are listed.
 	RejectedMore int `json:"rejectedMore,omitempty"`
+	// CheckpointBehind is the error of the last attempt to write the
+	// snapshot in force, while it is not on disk (retried with back-off).
+	CheckpointBehind string `json:"checkpointBehind,omitempty"`
 }
 
 // A source can declare thousands of pods that cannot run (a generated file,
@@ -106,14 +111,40 @@ type Merger struct {
 	rejected       map[string]Rejection // pod key@source → the rejected pod and why
 	checkpointDir  string
 	checkpointPath string
+
+	// A checkpoint that cannot be written is retried, with back-off, by
+	// Run's goroutine when retry fires; whoever finds a write failing arms
+	// it (under mu), so a failure costs nothing between attempts.
+	write            func(path string, data []byte) error
+	retry            clock.Timer
+	retryArmed       bool
+	retryDelay       time.Duration
+	admissionsBehind bool
 }
+
+// Back-off of checkpoint write retries.
+const (
+	checkpointRetryInitial = time.Second
+	checkpointRetryMax     = time.Minute
+)
 
 // NewMerger returns a merger for the named sources (the ones configured on
 // this agent). Admission order and each source's last good snapshot are
 // checkpointed in checkpointDir; the admission order is loaded now, the
 // snapshots by LoadCheckpoints.
 func NewMerger(checkpointDir string, sources ...string) (*Merger, error) {
+	return newMerger(checkpointDir, clock.RealClock{}, safefile.WriteAtomic, sources...)
+}
+
+// newMerger is NewMerger with the clock of checkpoint retries and the
+// writer of checkpoint files (atomic: it replaces path or fails) given.
+func newMerger(checkpointDir string, clk clock.Clock, write func(path string, data []byte) error, sources ...string) (*Merger, error) {
+	retry := clk.NewTimer(checkpointRetryInitial)
+	retry.Stop()
 	m := &Merger{
+		write:          write,
+		retry:          retry,
+		retryDelay:     checkpointRetryInitial,
 		out:            make(chan api.PodUpdate),
 		configured:     map[string]bool{},
 		sources:        map[string]*sourceState{},
@@ -232,7 +263,7 @@ func (m *Merger) Status() []SourceStatus {
 		st := SourceStatus{Name: n}
 		if s, ok := m.sources[n]; ok {
 			st.Seen, st.Restored, st.Pods, st.LastError = s.seen, s.restored, len(s.pods), s.lastError
-			st.Checkpoint = s.checkpoint
+			st.Checkpoint, st.CheckpointBehind = s.checkpoint, s.behind
 			if !s.lastSuccess.IsZero() {
 				t := s.lastSuccess
 				st.LastSuccess = &t
@@ -417,14 +448,21 @@ func (m *Merger) commit(ctx context.Context, source string, pods []*v1.Pod, comp
 
 	m.mu.Lock()
 	s := m.source(source)
-	changed := !s.seen || s.restored || !podsEqual(s.pods, pods)
+	changed := !s.seen || s.restored || s.behind != "" || !podsEqual(s.pods, pods)
 	if changed && m.configured[source] {
 		if err := m.saveSnapshot(source, pods); err != nil {
 			if durable {
 				m.mu.Unlock()
 				return err
 			}
-			glog.Errorf("%v", err)
+			// Applied all the same (the source still holds it), and
+			// written as soon as it can be: a restart in between would
+			// put the older checkpoint in force.
+			glog.Errorf("%v (retried)", err)
+			s.behind = err.Error()
+			m.scheduleRetry()
+		} else {
+			s.behind = ""
 		}
 	}
 	s.pods, s.restored, s.lastSuccess = pods, false, time.Now()
@@ -464,10 +502,62 @@ func (m *Merger) saveSnapshot(source string, pods []*v1.Pod) error {
 			return fmt.Errorf("checkpoint source %s: keep previous generation: %w", source, err)
 		}
 	}
-	if err := safefile.WriteAtomic(path, data); err != nil {
+	if err := m.write(path, data); err != nil {
 		return fmt.Errorf("checkpoint source %s: %w", source, err)
 	}
 	return nil
+}
+
+// scheduleRetry arms the retry timer unless it is armed; callers hold mu.
+func (m *Merger) scheduleRetry() {
+	if m.retryArmed {
+		return
+	}
+	m.retryArmed = true
+	m.retry.Reset(m.retryDelay)
+}
+
+// Run retries the checkpoints that could not be written until ctx ends:
+// each time the retry timer fires, every one still behind is written again;
+// the delay doubles while any fails (up to checkpointRetryMax) and starts
+// over once all are written.
+func (m *Merger) Run(ctx context.Context) {
+	defer m.retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.retry.C():
+			m.retryCheckpoints()
+		}
+	}
+}
+
+func (m *Merger) retryCheckpoints() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.retryArmed = false
+	m.retryDelay = min(2*m.retryDelay, checkpointRetryMax)
+	for _, name := range m.sourceNames() {
+		s := m.sources[name]
+		if s.behind == "" || !m.configured[name] {
+			continue
+		}
+		if err := m.saveSnapshot(name, s.pods); err != nil {
+			glog.Errorf("%v (retried in %v)", err, m.retryDelay)
+			s.behind = err.Error()
+			m.scheduleRetry()
+			continue
+		}
+		glog.Infof("Source %s: checkpoint written after failing", name)
+		s.behind = ""
+	}
+	if m.admissionsBehind {
+		m.saveAdmissions()
+	}
+	if !m.retryArmed {
+		m.retryDelay = checkpointRetryInitial
+	}
 }
 
 type candidate struct {
@@ -590,6 +680,12 @@ func (m *Merger) merge() []api.PodUpdate {
 		switch {
 		case !ok:
 			added = append(added, desired[key])
+		case old.UID != desired[key].UID:
+			// The consumer keeps pods by UID: a new UID under the same
+			// name (edited in place, or the name passed to another
+			// source) is another pod, and the old one must go.
+			removed = append(removed, old)
+			added = append(added, desired[key])
 		case !apiequality.Semantic.DeepEqual(old, desired[key]):
 			updated = append(updated, desired[key])
 		}
@@ -599,8 +695,11 @@ func (m *Merger) merge() []api.PodUpdate {
 			removed = append(removed, m.delivered[key])
 		}
 	}
+	// Removals first, as the kubelet's config sends them: a UID given up by
+	// one pod and taken by another in the same merge is freed before it is
+	// taken, or the consumer would drop the pod that took it.
 	var out []api.PodUpdate
-	for _, u := range []api.PodUpdate{{Op: api.ADD, Pods: added}, {Op: api.UPDATE, Pods: updated}, {Op: api.REMOVE, Pods: removed}} {
+	for _, u := range []api.PodUpdate{{Op: api.REMOVE, Pods: removed}, {Op: api.ADD, Pods: added}, {Op: api.UPDATE, Pods: updated}} {
 		if len(u.Pods) > 0 {
 			out = append(out, u)
 		}
@@ -627,9 +726,9 @@ func (m *Merger) RejectedPods() []*v1.Pod {
 	var out []*v1.Pod
 	for _, id := range sortedRejectionIDs(m.rejected) {
 		r := m.rejected[id]
-		p := r.Pod.DeepCopy()
+		p := *r.Pod // shallow: pods are never changed once decoded
 		p.Status = v1.PodStatus{Phase: v1.PodPending, Reason: r.Reason, Message: "Pod was rejected: " + r.Message}
-		out = append(out, p)
+		out = append(out, &p)
 	}
 	return out
 }
@@ -697,14 +796,17 @@ func sortedKeys(pods map[string]*v1.Pod) []string {
 }
 
 // saveAdmissions checkpoints the admission order atomically; callers hold mu.
-// A failure is logged, not fatal: it only weakens ordering across restarts.
+// A failure is logged and retried, not fatal: it only weakens ordering
+// across restarts.
 func (m *Merger) saveAdmissions() {
 	data, err := json.Marshal(m.admitted)
 	if err == nil {
-		err = safefile.WriteAtomic(m.checkpointPath, data)
+		err = m.write(m.checkpointPath, data)
 	}
+	m.admissionsBehind = err != nil
 	if err != nil {
 		glog.Errorf("Checkpoint admission order: %v", err)
+		m.scheduleRetry()
 	}
 }
 

@@ -3,6 +3,8 @@ package config
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -11,8 +13,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
+	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
 
 func pod(name string, hostPort int32, image string) *v1.Pod {
@@ -86,10 +90,10 @@ func TestMergerRules(t *testing.T) {
 			},
 		},
 		{
-			name: "add, update and remove in one snapshot are emitted in that order",
+			name: "remove, add and update in one snapshot are emitted in that order",
 			steps: []step{
 				{"file", []*v1.Pod{pod("a", 0, "i:1"), pod("b", 0, "i:1")}, []string{"ADD default/a i:1", "ADD default/b i:1"}},
-				{"file", []*v1.Pod{pod("b", 0, "i:2"), pod("c", 0, "i:1")}, []string{"ADD default/c i:1", "UPDATE default/b i:2", "REMOVE default/a i:1"}},
+				{"file", []*v1.Pod{pod("b", 0, "i:2"), pod("c", 0, "i:1")}, []string{"REMOVE default/a i:1", "ADD default/c i:1", "UPDATE default/b i:2"}},
 			},
 		},
 		{
@@ -176,7 +180,7 @@ func TestMergerAdmissionOrderSurvivesRestart(t *testing.T) {
 	got = append(got, set(t, m2, "zeta", pod("winner", 80, "i:1"))...)
 	// Delivered alone, alpha's pod is admitted; once zeta speaks, its earlier
 	// admission wins back the port.
-	want := []string{"ADD default/loser i:1", "ADD default/winner i:1", "REMOVE default/loser i:1"}
+	want := []string{"ADD default/loser i:1", "REMOVE default/loser i:1", "ADD default/winner i:1"}
 	if strings.Join(got, "; ") != strings.Join(want, "; ") {
 		t.Errorf("updates %q, want %q", got, want)
 	}
@@ -296,7 +300,7 @@ func TestMergerMaxPods(t *testing.T) {
 	if rej := m.Rejections(); len(rej) != 1 || !strings.Contains(rej[0], "default/c") || !strings.Contains(rej[0], "OutOfpods") {
 		t.Errorf("rejections %q, want c as OutOfpods", rej)
 	}
-	if got := set(t, m, "file", pod("b", 0, "i:1"), pod("c", 0, "i:1")); strings.Join(got, "; ") != "ADD default/c i:1; REMOVE default/a i:1" {
+	if got := set(t, m, "file", pod("b", 0, "i:1"), pod("c", 0, "i:1")); strings.Join(got, "; ") != "REMOVE default/a i:1; ADD default/c i:1" {
 		t.Errorf("after a went: %q, want c admitted", got)
 	}
 
@@ -309,5 +313,220 @@ func TestMergerMaxPods(t *testing.T) {
 	st := m.Status()[0]
 	if len(st.Rejected) != 100 || st.RejectedMore != 49 {
 		t.Errorf("/sources lists %d rejections and %d more, want 100 and 49", len(st.Rejected), st.RejectedMore)
+	}
+}
+
+// byUID is a consumer that keeps pods by UID, as the kubelet does: each
+// update applied in order, REMOVE by the UID of the pod it carries.
+type byUID map[types.UID]string
+
+func (c byUID) apply(t *testing.T, m *Merger, source string, pods ...*v1.Pod) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.Set(context.Background(), source, pods)
+	}()
+	for {
+		select {
+		case u := <-m.Updates():
+			for _, p := range u.Pods {
+				if u.Op == api.REMOVE {
+					delete(c, p.UID)
+				} else {
+					c[p.UID] = api.Key(p) + " " + p.Spec.Containers[0].Image
+				}
+			}
+		case <-done:
+			return
+		}
+	}
+}
+
+// Every pair of (source, name, uid) for a pod that goes and one that comes,
+// in either order across sources: the consumer, keeping pods by UID, ends
+// with the new pod alone, and at every step holds exactly what the merger
+// desires, no UID left behind.
+func TestMergerIdentityTransitions(t *testing.T) {
+	for _, otherSource := range []bool{false, true} {
+		for _, otherName := range []bool{false, true} {
+			for _, otherUID := range []bool{false, true} {
+				orders := []string{"one snapshot"}
+				if otherSource {
+					orders = []string{"new first", "old gone first"}
+				}
+				for _, order := range orders {
+					name := fmt.Sprintf("source changed %v, name changed %v, uid changed %v, %s", otherSource, otherName, otherUID, order)
+					t.Run(name, func(t *testing.T) {
+						src, newName, newUID := "file", "a", "u1"
+						if otherSource {
+							src = "http"
+						}
+						if otherName {
+							newName = "b"
+						}
+						if otherUID {
+							newUID = "u2"
+						}
+						m, err := NewMerger(t.TempDir(), "file", "http")
+						if err != nil {
+							t.Fatal(err)
+						}
+						c := byUID{}
+						old, next := withUID(pod("a", 0, "i:old"), "u1"), withUID(pod(newName, 0, "i:new"), newUID)
+						c.apply(t, m, "file", old)
+						check := func(step string, want byUID) {
+							t.Helper()
+							if fmt.Sprint(c) != fmt.Sprint(want) {
+								t.Errorf("%s: consumer holds %v, want %v", step, c, want)
+							}
+						}
+						check("start", byUID{"u1": "default/a i:old"})
+						switch order {
+						case "one snapshot":
+							c.apply(t, m, "file", next)
+						case "new first":
+							c.apply(t, m, src, next)
+							// The old pod holds its name and UID: the new
+							// one, when it shares either, waits.
+							if otherName && otherUID {
+								check("both declared", byUID{"u1": "default/a i:old", types.UID(newUID): "default/" + newName + " i:new"})
+							} else {
+								check("both declared", byUID{"u1": "default/a i:old"})
+							}
+							c.apply(t, m, "file")
+						case "old gone first":
+							c.apply(t, m, "file")
+							check("old gone", byUID{})
+							c.apply(t, m, src, next)
+						}
+						check("end", byUID{types.UID(newUID): "default/" + newName + " i:new"})
+						if rej := m.Rejections(); len(rej) != 0 {
+							t.Errorf("rejections left: %q", rej)
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// flakyWriter fails every write while failing is set, and reports each
+// attempt (the file's base name) on calls.
+type flakyWriter struct {
+	mu      sync.Mutex
+	failing bool
+	calls   chan string
+}
+
+func (w *flakyWriter) write(path string, data []byte) error {
+	w.calls <- filepath.Base(path)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failing {
+		return errTest("read-only file system")
+	}
+	return safefile.WriteAtomic(path, data)
+}
+
+func (w *flakyWriter) setFailing(f bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.failing = f
+}
+
+// drain returns the attempts made so far, without waiting for more.
+func (w *flakyWriter) drain() []string {
+	var out []string
+	for {
+		select {
+		case c := <-w.calls:
+			out = append(out, c)
+		default:
+			sort.Strings(out)
+			return out
+		}
+	}
+}
+
+// A snapshot whose checkpoint cannot be written is applied, shown as behind
+// in /sources, and written again with back-off (1 s, 2 s, 4 s, ...) by
+// Run's timer, with no attempt in between, until it is; then no timer is
+// left armed, and the checkpoint holds the snapshot.
+func TestMergerRetriesFailedCheckpointWithBackoff(t *testing.T) {
+	dir := t.TempDir()
+	fc := testingclock.NewFakeClock(time.Unix(1_000_000, 0))
+	w := &flakyWriter{failing: true, calls: make(chan string, 100)}
+	m, err := newMerger(dir, fc, w.write, "file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		m.Run(ctx)
+	}()
+
+	if got := set(t, m, "file", pod("a", 0, "i:1")); len(got) != 1 {
+		t.Fatalf("updates %q, want the pod added although its checkpoint failed", got)
+	}
+	both := "[admission.json source-file.json]"
+	if got := fmt.Sprint(w.drain()); got != both {
+		t.Fatalf("writes %s, want %s", got, both)
+	}
+	behind := func() string { return m.Status()[0].CheckpointBehind }
+	if !strings.Contains(behind(), "read-only file system") {
+		t.Fatalf("/sources checkpointBehind = %q, want the write's error", behind())
+	}
+	// fire steps the clock by d and waits for the retry that must (or must
+	// not) come of it; Status takes mu, which a retry holds throughout.
+	fire := func(d time.Duration, want string) {
+		t.Helper()
+		fc.Step(d)
+		if want == "" {
+			if !fc.HasWaiters() {
+				t.Fatalf("retry fired %v early", d)
+			}
+			return
+		}
+		got := []string{<-w.calls}
+		m.Status()
+		got = append(got, w.drain()...)
+		sort.Strings(got)
+		if fmt.Sprint(got) != want {
+			t.Fatalf("retry wrote %v, want %s", got, want)
+		}
+	}
+	for _, delay := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+		fire(delay-time.Millisecond, "")
+		fire(time.Millisecond, both)
+		if behind() == "" {
+			t.Fatal("/sources stopped showing the checkpoint behind while it still fails")
+		}
+	}
+	w.setFailing(false)
+	fire(8*time.Second-time.Millisecond, "")
+	fire(time.Millisecond, both)
+	if behind() != "" {
+		t.Errorf("/sources checkpointBehind = %q once written", behind())
+	}
+	if fc.HasWaiters() {
+		t.Error("a retry is still armed after every checkpoint was written")
+	}
+	pods, state, err := readCheckpoint(filepath.Join(dir, "source-file.json"))
+	if err != nil || state != "" || len(pods) != 1 || pods[0].Name != "a" {
+		t.Errorf("checkpoint after the retry: %v %q %v, want pod a", pods, state, err)
+	}
+
+	// A new failure starts over at 1 s; ending ctx stops Run and its timer.
+	w.setFailing(true)
+	set(t, m, "file", pod("a", 0, "i:2"))
+	w.drain()
+	fire(time.Second-time.Millisecond, "")
+	cancel()
+	<-ran
+	if fc.HasWaiters() {
+		t.Error("the retry timer outlived Run")
 	}
 }

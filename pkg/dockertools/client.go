@@ -1,3 +1,8 @@
+// Package dockertools is the agent's edge to Docker: the client wrapper (with
+// timeouts and typed errors), image pulls, exec and streams, and the
+// translation of a pod's containers into Docker create options. Nothing
+// outside this package knows Docker's API types or error strings; how the
+// agent names, labels and hashes its containers is pkg/kubelet/container's.
 package dockertools
 
 import (
@@ -19,13 +24,12 @@ import (
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
-// Errors of this package callers can test for with errors.Is; Docker's own
-// error types and strings never leave it: they become these or the runtime
-// errors of pkg/kubelet/container (not found, unavailable, exec timeout).
-var (
-	ErrNotOurName   = errors.New("dockertools: not a container name of this agent")
-	ErrNameConflict = errors.New("dockertools: container name already in use")
-)
+// Docker's own error types and strings never leave this package: they
+// become the runtime errors of pkg/kubelet/container (not found, name
+// conflict, unavailable, exec timeout).
+
+// Client implements the runtime interface the kubelet uses.
+var _ kubecontainer.Runtime = (*Client)(nil)
 
 // ShortTimeout bounds calls that should answer at once (list, inspect,
 // create, start, remove). Pull, stop, logs, wait and exec are bounded by
@@ -123,7 +127,7 @@ func (c *Client) Inspect(ctx context.Context, id string) (*kubecontainer.Contain
 	defer cancel()
 	ct, err := c.c.InspectContainerWithOptions(docker.InspectContainerOptions{ID: id, Context: ctx})
 	if err != nil {
-		return nil, fmt.Errorf("inspect container %s: %w", ShortID(id), translate(err))
+		return nil, fmt.Errorf("inspect container %s: %w", kubecontainer.ShortID(id), translate(err))
 	}
 	d := &kubecontainer.ContainerDetail{
 		ID:         ct.ID,
@@ -141,6 +145,9 @@ func (c *Client) Inspect(ctx context.Context, id string) (*kubecontainer.Contain
 		FinishedAt: ct.State.FinishedAt,
 		Pid:        ct.State.Pid,
 		LogPath:    ct.LogPath,
+	}
+	if ct.GraphDriver != nil {
+		d.LayerPath = ct.GraphDriver.Data["UpperDir"]
 	}
 	if ct.NetworkSettings != nil {
 		d.IP = ct.NetworkSettings.IPAddress
@@ -185,7 +192,7 @@ func (c *Client) Start(ctx context.Context, id string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("start container %s: %w", ShortID(id), translate(err))
+		return fmt.Errorf("start container %s: %w", kubecontainer.ShortID(id), translate(err))
 	}
 	return nil
 }
@@ -205,7 +212,7 @@ func (c *Client) Stop(ctx context.Context, id string, grace time.Duration) error
 	if err == nil || errors.Is(err, kubecontainer.ErrNotFound) {
 		return nil
 	}
-	return fmt.Errorf("stop container %s: %w", ShortID(id), err)
+	return fmt.Errorf("stop container %s: %w", kubecontainer.ShortID(id), err)
 }
 
 // Remove removes a container (forcefully: it may still be running) and its
@@ -222,7 +229,7 @@ func (c *Client) Remove(ctx context.Context, id string) error {
 	if errors.As(err, &de) && de.Status == http.StatusConflict && strings.Contains(de.Message, "in progress") {
 		return nil
 	}
-	return fmt.Errorf("remove container %s: %w", ShortID(id), err)
+	return fmt.Errorf("remove container %s: %w", kubecontainer.ShortID(id), err)
 }
 
 // ImagePresent reports whether the image is in Docker's store (an image
@@ -274,11 +281,44 @@ var stateEvents = []string{"create", "start", "die", "destroy", "oom", "pause", 
 // sends another event. Here cancelling ctx ends the request, and with it
 // the one goroutine reading it.
 func (c *Client) Events(ctx context.Context, label, value string) (<-chan kubecontainer.Event, error) {
-	filters, err := json.Marshal(map[string][]string{"type": {"container"}, "label": {label + "=" + value}, "event": stateEvents})
+	return subscribe(ctx, c, map[string][]string{"type": {"container"}, "label": {label + "=" + value}, "event": stateEvents},
+		func(ev engineEvent) kubecontainer.Event {
+			code, _ := strconv.Atoi(ev.Actor.Attributes["exitCode"]) // a die's
+			return kubecontainer.Event{ContainerID: ev.Actor.ID, Action: ev.Action, Time: time.Unix(0, ev.TimeNano), ExitCode: code}
+		})
+}
+
+// imageEvents are the image events after which an image may be present
+// that was not: a pull, a load, a tag or an import (a load names no
+// reference, only the image's ID).
+var imageEvents = []string{"pull", "load", "tag", "import"}
+
+// ImageEvents streams the daemon's image events that may make an image
+// present, as their action names, until ctx ends or the stream breaks
+// (the channel is then closed).
+func (c *Client) ImageEvents(ctx context.Context) (<-chan string, error) {
+	return subscribe(ctx, c, map[string][]string{"type": {"image"}, "event": imageEvents},
+		func(ev engineEvent) string { return ev.Action })
+}
+
+// engineEvent is an event as the Engine API streams it.
+type engineEvent struct {
+	Action   string
+	TimeNano int64 `json:"timeNano"`
+	Actor    struct {
+		ID         string
+		Attributes map[string]string
+	}
+}
+
+// subscribe streams the daemon's events matching filters, each made into a
+// T, until ctx ends or the stream breaks (the channel is then closed).
+func subscribe[T any](ctx context.Context, c *Client, filters map[string][]string, conv func(engineEvent) T) (<-chan T, error) {
+	data, err := json.Marshal(filters)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.rawURL("/events?filters="+url.QueryEscape(string(filters))), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.rawURL("/events?filters="+url.QueryEscape(string(data))), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -290,26 +330,18 @@ func (c *Client) Events(ctx context.Context, label, value string) (<-chan kubeco
 		resp.Body.Close()
 		return nil, fmt.Errorf("subscribe to docker events: %w", translate(&docker.Error{Status: resp.StatusCode, Message: resp.Status}))
 	}
-	out := make(chan kubecontainer.Event)
+	out := make(chan T)
 	go func() {
 		defer close(out)
 		defer resp.Body.Close()
 		dec := json.NewDecoder(resp.Body)
 		for {
-			var ev struct {
-				Action   string
-				TimeNano int64 `json:"timeNano"`
-				Actor    struct {
-					ID         string
-					Attributes map[string]string
-				}
-			}
+			var ev engineEvent
 			if err := dec.Decode(&ev); err != nil {
 				return // cancelled, or the stream broke: the caller resubscribes
 			}
-			code, _ := strconv.Atoi(ev.Actor.Attributes["exitCode"]) // a die's
 			select {
-			case out <- kubecontainer.Event{ContainerID: ev.Actor.ID, Action: ev.Action, Time: time.Unix(0, ev.TimeNano), ExitCode: code}:
+			case out <- conv(ev):
 			case <-ctx.Done():
 				return
 			}
@@ -345,7 +377,7 @@ func translate(err error) error {
 	case errors.Is(err, docker.ErrNoSuchImage):
 		return kubecontainer.ErrImageNotFound
 	case errors.Is(err, docker.ErrContainerAlreadyExists):
-		return ErrNameConflict
+		return kubecontainer.ErrNameConflict
 	case errors.Is(err, docker.ErrConnectionRefused):
 		return fmt.Errorf("%w: %v", kubecontainer.ErrRuntimeUnavailable, err)
 	}
@@ -379,37 +411,6 @@ func oneLine(s string) string {
 		s = s[:i]
 	}
 	return s
-}
-
-// ShortID is the 12-character form of a container ID, for logs.
-func ShortID(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
-}
-
-// SplitImage splits "repo:tag": a reference without a tag is "latest" (a
-// registry port is not a tag); a digest reference keeps its "@" part in the
-// repository and has no tag.
-func SplitImage(image string) (repo, tag string) {
-	if strings.Contains(image, "@") {
-		return image, ""
-	}
-	i := strings.LastIndex(image, ":")
-	if i < 0 || strings.Contains(image[i:], "/") {
-		return image, "latest"
-	}
-	return image[:i], image[i+1:]
-}
-
-// ParseRestartCount reads the restart-count label; absent or malformed is 0.
-func ParseRestartCount(labels map[string]string) int {
-	n, err := strconv.Atoi(labels[LabelRestartCount])
-	if err != nil || n < 0 {
-		return 0
-	}
-	return n
 }
 
 // DaemonInfo is what the agent reports of Docker (its version) and needs

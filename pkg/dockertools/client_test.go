@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
 // Cancelling an event subscription leaves no goroutine behind (the library
@@ -31,7 +33,7 @@ func TestEventsCancelLeaksNoGoroutine(t *testing.T) {
 	before := runtime.NumGoroutine()
 	for range 5 {
 		ctx, cancel := context.WithCancel(context.Background())
-		events, err := c.Events(ctx, LabelOwner, "n")
+		events, err := c.Events(ctx, kubecontainer.LabelOwner, "n")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -32,12 +32,12 @@ func dockerOptions(s *kubecontainer.CreateSpec) docker.CreateContainerOptions {
 	hc := &docker.HostConfig{
 		NetworkMode:    s.NetworkMode,
 		IpcMode:        s.IpcMode,
+		Sysctls:        s.Sysctls,
 		PidMode:        s.PidMode,
 		Binds:          s.Binds,
 		DNS:            s.DNS.Nameservers,
 		DNSSearch:      s.DNS.Searches,
 		DNSOptions:     s.DNS.Options,
-		ExtraHosts:     s.ExtraHosts,
 		GroupAdd:       s.GroupAdd,
 		CapAdd:         s.CapAdd,
 		CapDrop:        s.CapDrop,
@@ -67,6 +67,9 @@ func dockerOptions(s *kubecontainer.CreateSpec) docker.CreateContainerOptions {
 	}
 	if s.AppArmorProfile != "" {
 		hc.SecurityOpt = append(hc.SecurityOpt, "apparmor="+s.AppArmorProfile)
+	}
+	for _, l := range s.SELinuxLabels {
+		hc.SecurityOpt = append(hc.SecurityOpt, "label="+l)
 	}
 	hc.CgroupParent = s.CgroupParent
 	if s.OOMScoreAdj != nil {

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	docker "github.com/fsouza/go-dockerclient"
-	v1 "k8s.io/api/core/v1"
 
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
@@ -40,12 +39,14 @@ type engine struct {
 	inspects    int             // image inspects answered
 	resizes     []string        // "HxW" of each resize asked for
 	interactive map[string]bool // exec IDs created with stdin
+	hanging     map[string]bool // exec IDs of "hang": output until the client goes
+	sessions    int             // echo sessions (attach, interactive exec) begun
 	nextID      int
 }
 
 func newEngine(t *testing.T) (*engine, *Client) {
 	t.Helper()
-	e := &engine{t: t, containers: map[string]*docker.Container{}, images: map[string]*docker.Image{}, execs: map[string]int{}, interactive: map[string]bool{}}
+	e := &engine{t: t, containers: map[string]*docker.Container{}, images: map[string]*docker.Image{}, execs: map[string]int{}, interactive: map[string]bool{}, hanging: map[string]bool{}}
 	e.addImage("img:1", "sha256:img1", "app")
 	e.srv = httptest.NewServer(http.HandlerFunc(e.serve))
 	t.Cleanup(e.srv.Close)
@@ -87,13 +88,17 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request) {
 		e.echoSession(w, r) // holds no lock: resizes arrive while it runs
 		return
 	}
+	if m := rxExec.FindStringSubmatch(path); m != nil && m[2] == "start" && e.isHanging(m[1]) {
+		e.hangSession(w)
+		return
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch {
 	case path == "/system/df":
 		e.reply(w, 200, map[string]any{"LayersSize": 4096, "Containers": []map[string]any{
-			{"Id": "mine", "SizeRw": 100, "Labels": map[string]string{LabelOwner: "n"}},
-			{"Id": "theirs", "SizeRw": 900, "Labels": map[string]string{LabelOwner: "other"}},
+			{"Id": "mine", "SizeRw": 100, "Labels": map[string]string{kubecontainer.LabelOwner: "n"}},
+			{"Id": "theirs", "SizeRw": 900, "Labels": map[string]string{kubecontainer.LabelOwner: "other"}},
 		}})
 	case strings.HasSuffix(path, "/resize"):
 		e.resizes = append(e.resizes, r.URL.Query().Get("h")+"x"+r.URL.Query().Get("w"))
@@ -250,6 +255,9 @@ func (e *engine) container(w http.ResponseWriter, r *http.Request, id, verb stri
 		if body.AttachStdin {
 			e.interactive[execID] = true
 		}
+		if len(body.Cmd) > 0 && body.Cmd[0] == "hang" {
+			e.hanging[execID] = true
+		}
 		e.reply(w, 201, map[string]string{"Id": execID})
 	case r.Method == http.MethodDelete:
 		delete(e.containers, c.ID)
@@ -270,6 +278,30 @@ func (e *engine) interactiveExec(path string) bool {
 	return m != nil && m[2] == "start" && e.interactive[m[1]]
 }
 
+func (e *engine) isHanging(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.hanging[id]
+}
+
+// hangSession is the output of a command that never ends, whatever its
+// client does to its stdin: a frame every 10 ms until the client closes
+// the connection.
+func (e *engine) hangSession(w http.ResponseWriter) {
+	conn, buf, ok := e.upgrade(w)
+	if !ok {
+		return
+	}
+	defer conn.Close()
+	_ = buf.Flush()
+	for {
+		if _, err := conn.Write(rawFrame(1, []byte("."))); err != nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // echoSession is a hijacked attach or exec session without a TTY: each read
 // of the client's stdin comes back as a stdout frame, then "bye" on stderr
 // once stdin ends.
@@ -281,6 +313,9 @@ func (e *engine) echoSession(w http.ResponseWriter, r *http.Request) {
 	}
 	defer conn.Close()
 	_ = buf.Flush()
+	e.mu.Lock()
+	e.sessions++
+	e.mu.Unlock()
 	p := make([]byte, 512)
 	for {
 		n, err := buf.Read(p)
@@ -330,6 +365,36 @@ func (e *engine) rawStream(w http.ResponseWriter, r *http.Request, payload strin
 	_, _ = w.Write(frame)
 }
 
+// An exec's timeout bounds it even when the agent may not kill its process
+// (the daemon is not on this host's unix socket, as the stand-in's TCP
+// endpoint): the call returns at the timeout, its session closed.
+func TestExecTimeoutBoundsARemoteDaemon(t *testing.T) {
+	_, c := newEngine(t)
+	ctx := context.Background()
+	id, err := c.Create(ctx, &kubecontainer.CreateSpec{Name: "k8s_app.1_p_ns_u_0001", Image: "img:1", Labels: map[string]string{kubecontainer.LabelOwner: "n"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, _, err := c.Exec(ctx, id, []string{"hang"}, 100*time.Millisecond)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, kubecontainer.ErrExecTimeout) {
+			t.Errorf("Exec = %v, want ErrExecTimeout", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Exec of a command that never ends outlived its timeout of 100 ms by 10 s")
+	}
+	t.Logf("returned after %v", time.Since(start).Round(time.Millisecond))
+}
+
 // TestClientAgainstEngine drives the wrapper through a container's life
 // against the stand-in: each call's translation of the API (labels, names,
 // states, Docker's errors into the runtime's) is what is asserted.
@@ -338,12 +403,12 @@ func TestClientAgainstEngine(t *testing.T) {
 	ctx := context.Background()
 
 	spec := &kubecontainer.CreateSpec{Name: "k8s_app.1_p_ns_u_0001", Image: "img:1", Cmd: []string{"sleep"},
-		Labels: map[string]string{LabelOwner: "n", LabelPodUID: "u", "io.kubernetes.container.restartCount": "2"}}
+		Labels: map[string]string{kubecontainer.LabelOwner: "n", kubecontainer.LabelPodUID: "u", "io.kubernetes.container.restartCount": "2"}}
 	id, err := c.Create(ctx, spec)
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	if _, err := c.Create(ctx, spec); !errors.Is(err, ErrNameConflict) {
+	if _, err := c.Create(ctx, spec); !errors.Is(err, kubecontainer.ErrNameConflict) {
 		t.Errorf("second Create with the name: %v, want ErrNameConflict", err)
 	}
 	if err := c.Start(ctx, id); err != nil {
@@ -352,18 +417,18 @@ func TestClientAgainstEngine(t *testing.T) {
 	if err := c.Start(ctx, id); err != nil {
 		t.Errorf("Start of a running container: %v, want success", err)
 	}
-	list, err := c.List(ctx, LabelOwner, "n")
+	list, err := c.List(ctx, kubecontainer.LabelOwner, "n")
 	if err != nil || len(list) != 1 || list[0].ID != id || !list[0].Running || list[0].Name != spec.Name {
 		t.Fatalf("List = %+v, %v", list, err)
 	}
-	if other, _ := c.List(ctx, LabelOwner, "someone-else"); len(other) != 0 {
+	if other, _ := c.List(ctx, kubecontainer.LabelOwner, "someone-else"); len(other) != 0 {
 		t.Errorf("List of another owner = %+v", other)
 	}
 	d, err := c.Inspect(ctx, id)
-	if err != nil || !d.Running || d.Labels[LabelPodUID] != "u" || d.ImageID != "sha256:img1" || d.LogPath == "" {
+	if err != nil || !d.Running || d.Labels[kubecontainer.LabelPodUID] != "u" || d.ImageID != "sha256:img1" || d.LogPath == "" {
 		t.Fatalf("Inspect = %+v, %v", d, err)
 	}
-	if n := ParseRestartCount(d.Labels); n != 2 {
+	if n := kubecontainer.ParseRestartCount(d.Labels); n != 2 {
 		t.Errorf("restart count %d, want 2", n)
 	}
 	code, out, err := c.Exec(ctx, id, []string{"a", "b", "c"}, time.Minute)
@@ -494,11 +559,11 @@ func TestUnavailableEngine(t *testing.T) {
 	e.srv.Close()
 	ctx := context.Background()
 	for name, call := range map[string]func() error{
-		"list":    func() error { _, err := c.List(ctx, LabelOwner, "n"); return err },
+		"list":    func() error { _, err := c.List(ctx, kubecontainer.LabelOwner, "n"); return err },
 		"inspect": func() error { _, err := c.Inspect(ctx, "x"); return err },
 		"start":   func() error { return c.Start(ctx, "x") },
 		"image":   func() error { _, err := c.ImagePresent(ctx, "img:1"); return err },
-		"events":  func() error { _, err := c.Events(ctx, LabelOwner, "n"); return err },
+		"events":  func() error { _, err := c.Events(ctx, kubecontainer.LabelOwner, "n"); return err },
 	} {
 		if err := call(); !errors.Is(err, kubecontainer.ErrRuntimeUnavailable) {
 			t.Errorf("%s against a closed daemon: %v, want ErrRuntimeUnavailable", name, err)
@@ -617,12 +682,27 @@ func TestStreamsAgainstEngine(t *testing.T) {
 		t.Errorf("attach stdout %q, stderr %q", out.String(), errOut.String())
 	}
 
-	// A session whose client is gone (ctx ended) returns without error.
+	// A session whose client is gone (ctx ended) returns without error;
+	// the context ends once the session is under way, not some time after
+	// the call.
+	e.mu.Lock()
+	begun := e.sessions
+	e.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	blocked, _ := io.Pipe()
 	done := make(chan error, 1)
 	go func() { done <- c.Attach(ctx, id, kubecontainer.Streams{Stdin: blocked, Stdout: io.Discard}) }()
-	time.Sleep(50 * time.Millisecond)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		e.mu.Lock()
+		n := e.sessions
+		e.mu.Unlock()
+		if n > begun {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the attach session never began")
+		}
+	}
 	cancel()
 	select {
 	case err := <-done:
@@ -632,30 +712,49 @@ func TestStreamsAgainstEngine(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("attach did not end with its context")
 	}
+
+	// So does an exec's, whose command Docker would run on: its client
+	// goes once its first input came back.
+	ctx, cancel = context.WithCancel(context.Background())
+	stdin, feed = io.Pipe()
+	defer feed.Close()
+	echoed := make(chan struct{})
+	go func() {
+		_, err := c.ExecStream(ctx, id, []string{"cat"}, kubecontainer.Streams{Stdin: stdin, Stdout: firstWrite{echoed, new(sync.Once)}})
+		done <- err
+	}()
+	_, _ = feed.Write([]byte("x"))
+	<-echoed
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("exec ended by its client: %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("exec did not end with its context")
+	}
+}
+
+// firstWrite closes its channel at its first write.
+type firstWrite struct {
+	c    chan struct{}
+	once *sync.Once
+}
+
+func (w firstWrite) Write(p []byte) (int, error) {
+	w.once.Do(func() { close(w.c) })
+	return len(p), nil
 }
 
 // DiskUsage counts the writable layers of this owner's containers only.
 func TestDiskUsageAgainstEngine(t *testing.T) {
 	_, c := newEngine(t)
-	du, err := c.DiskUsage(context.Background(), LabelOwner, "n")
+	du, err := c.DiskUsage(context.Background(), kubecontainer.LabelOwner, "n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if du.Images != 4096 || du.RootDir != "/" || len(du.Writable) != 1 || du.Writable["mine"] != 100 {
 		t.Errorf("DiskUsage = %+v, want images 4096, root /, only mine=100", du)
-	}
-}
-
-func TestContainerLabels(t *testing.T) {
-	pod := &v1.Pod{}
-	pod.Name, pod.Namespace, pod.UID = "p", "ns", "u1"
-	l := ContainerLabels(pod, "n", "c", "h", TypeContainer, 3)
-	if l[LabelGracePeriod] != "30" || l[LabelRestartCount] != "3" || l[LabelOwner] != "n" || l[LabelPodUID] != "u1" {
-		t.Errorf("labels %v", l)
-	}
-	grace := int64(5)
-	pod.Spec.TerminationGracePeriodSeconds = &grace
-	if l := ContainerLabels(pod, "n", "c", "h", TypeContainer, 0); l[LabelGracePeriod] != "5" {
-		t.Errorf("grace label %q, want 5", l[LabelGracePeriod])
 	}
 }

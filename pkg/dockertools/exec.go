@@ -25,7 +25,8 @@ const maxExecOutput = 64 << 10
 // Exec runs cmd in a running container and returns its exit code and output
 // (stdout and stderr, capped). Docker cannot kill an exec, so when cmd
 // outlives timeout the agent kills its process itself (by the host PID Docker
-// reports) and returns kubecontainer.ErrExecTimeout. A timeout of 0 means none.
+// reports, when it may) and returns kubecontainer.ErrExecTimeout at the
+// timeout either way. A timeout of 0 means none.
 func (c *Client) Exec(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (int, []byte, error) {
 	cctx, cancel := short(ctx)
 	var ex *docker.Exec
@@ -37,13 +38,18 @@ func (c *Client) Exec(ctx context.Context, containerID string, cmd []string, tim
 	})
 	cancel()
 	if err != nil {
-		return 0, nil, fmt.Errorf("create exec in %s: %w", ShortID(containerID), translate(err))
+		return 0, nil, fmt.Errorf("create exec in %s: %w", kubecontainer.ShortID(containerID), translate(err))
 	}
 	out := &cappedBuffer{max: maxExecOutput}
+	// The hijacked start takes no context: Close ends it. A process the
+	// agent may not kill (a remote daemon) keeps running in its container,
+	// but the caller is never held past its timeout.
+	cw, err := c.c.StartExecNonBlocking(ex.ID, docker.StartExecOptions{OutputStream: out, ErrorStream: out})
+	if err != nil {
+		return 0, nil, fmt.Errorf("run exec in %s: %w", kubecontainer.ShortID(containerID), translate(err))
+	}
 	done := make(chan error, 1)
-	go func() {
-		done <- c.c.StartExec(ex.ID, docker.StartExecOptions{OutputStream: out, ErrorStream: out, Context: ctx})
-	}()
+	go func() { done <- cw.Wait() }()
 	var timer <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
@@ -53,31 +59,33 @@ func (c *Client) Exec(ctx context.Context, containerID string, cmd []string, tim
 	select {
 	case err := <-done:
 		if err != nil {
-			return 0, out.Bytes(), fmt.Errorf("run exec in %s: %w", ShortID(containerID), translate(err))
+			return 0, out.Bytes(), fmt.Errorf("run exec in %s: %w", kubecontainer.ShortID(containerID), translate(err))
 		}
 	case <-timer:
-		c.killExec(containerID, ex.ID)
+		c.killExec(containerID, ex.ID, "it timed out")
+		_ = cw.Close()
 		<-done
 		return 0, out.Bytes(), kubecontainer.ErrExecTimeout
 	case <-ctx.Done():
-		c.killExec(containerID, ex.ID)
+		c.killExec(containerID, ex.ID, "its caller went away")
+		_ = cw.Close()
 		<-done
 		return 0, out.Bytes(), ctx.Err()
 	}
 	insp, err := c.c.InspectExec(ex.ID)
 	if err != nil {
-		return 0, out.Bytes(), fmt.Errorf("inspect exec in %s: %w", ShortID(containerID), translate(err))
+		return 0, out.Bytes(), fmt.Errorf("inspect exec in %s: %w", kubecontainer.ShortID(containerID), translate(err))
 	}
 	return insp.ExitCode, out.Bytes(), nil
 }
 
-// killExec kills an exec's process, if it still runs. go-dockerclient's
-// ExecInspect has no Pid, so the exec is inspected through the client's
-// own HTTP transport. The PID Docker reports is in the daemon's PID
+// killExec kills an exec's process, if it still runs; why it is killed is
+// logged when it may not be. go-dockerclient's ExecInspect has no Pid, so
+// the exec is inspected through the client's own HTTP transport. The PID Docker reports is in the daemon's PID
 // namespace: it is killed only when the daemon is on this host's unix
 // socket and the process is in the container's cgroup, so a remote daemon
 // (or one in another namespace) never makes the agent kill a host process.
-func (c *Client) killExec(containerID, id string) {
+func (c *Client) killExec(containerID, id, why string) {
 	u, err := url.Parse(c.c.Endpoint())
 	if err != nil || u.Scheme != "unix" {
 		return
@@ -101,7 +109,7 @@ func (c *Client) killExec(containerID, id string) {
 		return
 	}
 	if !inContainerCgroup(insp.Pid, containerID) {
-		glog.Errorf("Exec %s in %s timed out; not killing PID %d: it is not in the container's cgroup", ShortID(id), ShortID(containerID), insp.Pid)
+		glog.Errorf("Exec %s in %s: %s; not killing PID %d: it is not in the container's cgroup", kubecontainer.ShortID(id), kubecontainer.ShortID(containerID), why, insp.Pid)
 		return
 	}
 	_ = syscall.Kill(insp.Pid, syscall.SIGKILL)

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // execInspectServer answers GET /exec/<id>/json with a running exec whose
@@ -59,10 +58,15 @@ func TestKillExecNeverKillsAHostProcess(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c.killExec("0123456789abcdef0123456789abcdef", "exec1")
-			time.Sleep(100 * time.Millisecond)
-			if err := victim.Process.Signal(syscall.Signal(0)); err != nil {
-				t.Fatalf("the host process named by the exec's PID was killed: %v", err)
+			c.killExec("0123456789abcdef0123456789abcdef", "exec1", "test")
+			// No waiting, and no signal 0 (which a killed, unreaped child
+			// still accepts): a SIGKILL killExec sent was queued before it
+			// returned and seals the process's fate, so the SIGTERM sent now
+			// is dropped. The process dies of SIGTERM unless killExec killed it.
+			_ = victim.Process.Signal(syscall.SIGTERM)
+			_ = victim.Wait()
+			if ws := victim.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+				t.Fatalf("the host process named by the exec's PID was killed: %v", victim.ProcessState)
 			}
 		})
 	}

@@ -2,12 +2,7 @@ package dockertools
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,107 +14,9 @@ import (
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
-// Keyring holds the registry credentials of Docker config files.
-type Keyring struct {
-	entries map[string][]kubecontainer.Auth // by normalized registry key
-}
-
-// dockerHub is the key of Docker Hub credentials, as Docker writes them.
-const dockerHub = "index.docker.io"
-
-// LoadKeyring reads Docker config files: config.json ({"auths": {...}}) or
-// the legacy .dockercfg ({registry: {...}}). Missing files are skipped.
-func LoadKeyring(paths ...string) (*Keyring, error) {
-	k := &Keyring{entries: map[string][]kubecontainer.Auth{}}
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		var cfg struct {
-			Auths map[string]json.RawMessage `json:"auths"`
-		}
-		entries := map[string]json.RawMessage{}
-		if err := json.Unmarshal(data, &cfg); err == nil && cfg.Auths != nil {
-			entries = cfg.Auths
-		} else if err := json.Unmarshal(data, &entries); err != nil {
-			return nil, fmt.Errorf("docker config %s: %w", p, err)
-		}
-		for host, raw := range entries {
-			var e struct{ Auth, Username, Password string }
-			if err := json.Unmarshal(raw, &e); err != nil {
-				continue
-			}
-			a := kubecontainer.Auth{Username: e.Username, Password: e.Password, ServerAddress: host}
-			if e.Auth != "" {
-				dec, err := base64.StdEncoding.DecodeString(e.Auth)
-				if err != nil {
-					return nil, fmt.Errorf("docker config %s: auth of %s: %w", p, host, err)
-				}
-				a.Username, a.Password, _ = strings.Cut(string(dec), ":")
-			}
-			key := normalizeRegistry(host)
-			k.entries[key] = append(k.entries[key], a)
-		}
-	}
-	return k, nil
-}
-
-var schemeRE = regexp.MustCompile(`^[a-z]+://`)
-
-// normalizeRegistry turns a config key ("https://index.docker.io/v1/",
-// "registry.local:5000/team") into host[/path].
-func normalizeRegistry(key string) string {
-	key = strings.TrimSuffix(schemeRE.ReplaceAllString(key, ""), "/")
-	host, path, _ := strings.Cut(key, "/")
-	if host == "docker.io" || host == "registry-1.docker.io" || host == dockerHub {
-		return dockerHub
-	}
-	if path != "" && path != "v1" && path != "v2" {
-		return host + "/" + path
-	}
-	return host
-}
-
-// RegistryHost is the registry an image reference names (Docker Hub when it
-// names none).
-func RegistryHost(image string) string {
-	first, _, ok := strings.Cut(image, "/")
-	if !ok || (!strings.ContainsAny(first, ".:") && first != "localhost") || first == "docker.io" {
-		return dockerHub
-	}
-	return first
-}
-
-// Lookup returns the credentials matching image, most specific first (a key
-// with a path before the bare host), as Docker matches them.
-func (k *Keyring) Lookup(image string) []kubecontainer.Auth {
-	if k == nil {
-		return nil
-	}
-	host := RegistryHost(image)
-	repo := image
-	if host == dockerHub && !strings.HasPrefix(image, "docker.io/") {
-		repo = dockerHub + "/" + image
-	}
-	var specific, general []kubecontainer.Auth
-	for key, auths := range k.entries {
-		switch {
-		case key == host:
-			general = append(general, auths...)
-		case strings.HasPrefix(key, host+"/") && strings.HasPrefix(repo, key):
-			specific = append(specific, auths...)
-		}
-	}
-	return append(specific, general...)
-}
-
 // PullAuth pulls an image with one credential (nil: anonymously).
 func (c *Client) PullAuth(ctx context.Context, image string, auth *kubecontainer.Auth, inactivity time.Duration) error {
-	repo, tag := SplitImage(image)
+	repo, tag := kubecontainer.SplitImage(image)
 	var a docker.AuthConfiguration
 	if auth != nil {
 		a = docker.AuthConfiguration{Username: auth.Username, Password: auth.Password, ServerAddress: auth.ServerAddress}
@@ -151,7 +48,7 @@ func (c *Client) ImageID(ctx context.Context, image string) (string, error) {
 func (c *Client) RemoveImage(ctx context.Context, id string) error {
 	defer c.images.forget()
 	if err := c.c.RemoveImageExtended(id, docker.RemoveImageOptions{Context: ctx}); err != nil {
-		return fmt.Errorf("remove image %s: %w", ShortID(strings.TrimPrefix(id, "sha256:")), translate(err))
+		return fmt.Errorf("remove image %s: %w", kubecontainer.ShortID(strings.TrimPrefix(id, "sha256:")), translate(err))
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ func (c *Client) Logs(ctx context.Context, id string, o kubecontainer.LogOptions
 		Stdout: true, Stderr: true, Follow: o.Follow, Timestamps: o.Timestamps, Tail: tail, Since: since,
 	})
 	if err != nil && ctx.Err() == nil {
-		return fmt.Errorf("logs of container %s: %w", ShortID(id), translate(err))
+		return fmt.Errorf("logs of container %s: %w", kubecontainer.ShortID(id), translate(err))
 	}
 	return nil
 }

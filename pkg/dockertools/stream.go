@@ -11,9 +11,10 @@ import (
 )
 
 // ExecStream runs cmd in a running container with its standard streams
-// connected to s, until it exits or ctx ends; it returns the exit code. An
-// exec Docker cannot stop outlives a cancelled session only until its
-// stdin closes, as with docker exec -i.
+// connected to s, until it exits or ctx ends; it returns the exit code.
+// Docker cannot stop an exec, so when ctx ends first (the client went away)
+// the agent kills its process itself, as Exec does at its timeout: left
+// alone, it would run on with Docker's exec and shim.
 func (c *Client) ExecStream(ctx context.Context, containerID string, cmd []string, s kubecontainer.Streams) (int, error) {
 	cctx, cancel := short(ctx)
 	var ex *docker.Exec
@@ -26,32 +27,47 @@ func (c *Client) ExecStream(ctx context.Context, containerID string, cmd []strin
 	})
 	cancel()
 	if err != nil {
-		return 0, fmt.Errorf("create exec in %s: %w", ShortID(containerID), translate(err))
+		return 0, fmt.Errorf("create exec in %s: %w", kubecontainer.ShortID(containerID), translate(err))
 	}
 	// Sizes are forwarded once Docker has started the exec: a resize
-	// before that fails.
+	// before that fails. The hijacked start takes no context: Close ends it.
 	started := make(chan struct{})
-	errc := make(chan error, 1)
-	go func() {
-		errc <- c.c.StartExec(ex.ID, docker.StartExecOptions{InputStream: s.Stdin, OutputStream: s.Stdout, ErrorStream: s.Stderr,
-			Tty: s.TTY, RawTerminal: s.TTY, Context: ctx, Success: started})
-	}()
+	cw, err := c.c.StartExecNonBlocking(ex.ID, docker.StartExecOptions{InputStream: s.Stdin, OutputStream: s.Stdout, ErrorStream: s.Stderr,
+		Tty: s.TTY, RawTerminal: s.TTY, Success: started})
+	if err != nil {
+		return 0, fmt.Errorf("run exec in %s: %w", kubecontainer.ShortID(containerID), translate(err))
+	}
 	select {
-	case <-started:
-		stop := c.forwardResizes(ctx, s.Resize, func(sz kubecontainer.TerminalSize) error {
-			return c.c.ResizeExecTTY(ex.ID, int(sz.Height), int(sz.Width))
-		})
-		defer stop()
-		started <- struct{}{}
-		err = <-errc
-	case err = <-errc:
+	case <-started: // sent once Docker has answered the start, whatever it said
+	case <-ctx.Done():
+		// The session ended before Docker answered: release the
+		// client's goroutine, which hands over on started once it does.
+		go func() { <-started; started <- struct{}{} }()
+		c.killExec(containerID, ex.ID, "its session ended")
+		_ = cw.Close()
+		return 0, ctx.Err()
+	}
+	stop := c.forwardResizes(ctx, s.Resize, func(sz kubecontainer.TerminalSize) error {
+		return c.c.ResizeExecTTY(ex.ID, int(sz.Height), int(sz.Width))
+	})
+	defer stop()
+	started <- struct{}{}
+	done := make(chan error, 1)
+	go func() { done <- cw.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		c.killExec(containerID, ex.ID, "its session ended")
+		_ = cw.Close()
+		<-done
+		return 0, ctx.Err()
 	}
 	if err != nil {
-		return 0, fmt.Errorf("run exec in %s: %w", ShortID(containerID), translate(err))
+		return 0, fmt.Errorf("run exec in %s: %w", kubecontainer.ShortID(containerID), translate(err))
 	}
 	insp, err := c.c.InspectExec(ex.ID)
 	if err != nil {
-		return 0, fmt.Errorf("inspect exec in %s: %w", ShortID(containerID), translate(err))
+		return 0, fmt.Errorf("inspect exec in %s: %w", kubecontainer.ShortID(containerID), translate(err))
 	}
 	return insp.ExitCode, nil
 }
@@ -67,7 +83,7 @@ func (c *Client) Attach(ctx context.Context, containerID string, s kubecontainer
 		InputStream: s.Stdin, OutputStream: s.Stdout, ErrorStream: s.Stderr,
 		Stdin: s.Stdin != nil, Stdout: s.Stdout != nil, Stderr: s.Stderr != nil, Stream: true, RawTerminal: s.TTY})
 	if err != nil {
-		return fmt.Errorf("attach to %s: %w", ShortID(containerID), translate(err))
+		return fmt.Errorf("attach to %s: %w", kubecontainer.ShortID(containerID), translate(err))
 	}
 	// The attach has no context of its own: a session that ends closes it.
 	done := make(chan error, 1)
@@ -79,7 +95,7 @@ func (c *Client) Attach(ctx context.Context, containerID string, s kubecontainer
 		err = <-done
 	}
 	if err != nil && ctx.Err() == nil {
-		return fmt.Errorf("attach to %s: %w", ShortID(containerID), translate(err))
+		return fmt.Errorf("attach to %s: %w", kubecontainer.ShortID(containerID), translate(err))
 	}
 	return nil
 }

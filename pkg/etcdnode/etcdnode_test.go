@@ -16,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 func freeURL(t *testing.T) url.URL {
@@ -175,6 +176,8 @@ func TestPodWriter(t *testing.T) {
 	src := &fakePods{}
 	src.set(pod("web", v1.PodPending))
 	w := NewPodWriter(c, l, "/hosts", "n1", src, 100*time.Millisecond)
+	clk := testingclock.NewFakeClock(time.Now())
+	w.clock = clk
 	if err := w.sync(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +186,14 @@ func TestPodWriter(t *testing.T) {
 	if v, _ := get(t, c, "/hosts/n1/pods/default/web"); v != "" {
 		t.Errorf("a pod seen Pending for the first time was reported at once: %s", v)
 	}
-	time.Sleep(250 * time.Millisecond)
+	clk.Step(199 * time.Millisecond)
+	if err := w.sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := get(t, c, "/hosts/n1/pods/default/web"); v != "" {
+		t.Errorf("a pod Pending for less than two periods was reported: %s", v)
+	}
+	clk.Step(time.Millisecond)
 	if err := w.sync(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -255,6 +265,8 @@ func TestNodeWriter(t *testing.T) {
 		return n
 	}
 	w := NewNodeWriter(c, l, "/hosts", "n1", build, time.Second)
+	clk := testingclock.NewFakeClock(time.Now())
+	w.clock = clk
 	rev := func() int64 {
 		r, _ := c.Get(ctx, "/hosts/n1/node")
 		if len(r.Kvs) == 0 {
@@ -266,10 +278,15 @@ func TestNodeWriter(t *testing.T) {
 		t.Fatalf("node not written: %v", err)
 	}
 	first := rev()
-	time.Sleep(1100 * time.Millisecond) // a new heartbeat time, same content
+	clk.Step(2 * time.Second) // a new heartbeat time, same content
 	if err := w.sync(ctx); err != nil || rev() != first {
 		t.Errorf("a heartbeat alone rewrote the node (%v)", err)
 	}
+	clk.Step(nodeRefresh)
+	if err := w.sync(ctx); err != nil || rev() == first {
+		t.Errorf("the node was not rewritten after %v (%v)", nodeRefresh, err)
+	}
+	first = rev()
 	ready = v1.ConditionFalse
 	if err := w.sync(ctx); err != nil || rev() == first {
 		t.Fatalf("a condition change was not written (%v)", err)

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 )
 
 // nodeRefresh is the longest a Node goes unwritten: its heartbeat times say
@@ -26,6 +27,7 @@ type NodeWriter struct {
 	key    string
 	build  func() *v1.Node
 	period time.Duration // how often build is asked
+	clock  clock.Clock
 
 	last      *v1.Node  // as last written; owned by Run
 	lastAt    time.Time // when
@@ -41,7 +43,7 @@ type condState struct {
 // NewNodeWriter writes node's Node, built by build, checking every period.
 func NewNodeWriter(c *clientv3.Client, lease *Lease, prefix, node string, build func() *v1.Node, period time.Duration) *NodeWriter {
 	return &NodeWriter{c: c, lease: lease, key: NodeKey(prefix, node) + "/node", build: build, period: period,
-		condSince: map[v1.NodeConditionType]condState{}}
+		clock: clock.RealClock{}, condSince: map[v1.NodeConditionType]condState{}}
 }
 
 // Run writes until ctx ends.
@@ -66,7 +68,7 @@ func (w *NodeWriter) sync(ctx context.Context) error {
 		return nil
 	}
 	n := w.build()
-	now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
+	now := metav1.NewTime(w.clock.Now().UTC().Truncate(time.Second))
 	for i := range n.Status.Conditions {
 		c := &n.Status.Conditions[i]
 		st, seen := w.condSince[c.Type]
@@ -76,7 +78,7 @@ func (w *NodeWriter) sync(ctx context.Context) error {
 		}
 		c.LastTransitionTime, c.LastHeartbeatTime = st.since, now
 	}
-	if gen == w.lastGen && w.last != nil && time.Since(w.lastAt) < nodeRefresh && sameButHeartbeat(w.last, n) {
+	if gen == w.lastGen && w.last != nil && w.clock.Since(w.lastAt) < nodeRefresh && sameButHeartbeat(w.last, n) {
 		return nil
 	}
 	data, err := json.Marshal(n)
@@ -93,7 +95,7 @@ func (w *NodeWriter) sync(ctx context.Context) error {
 		w.lease.lost(gen)
 		return fmt.Errorf("write %s: the node lease is no longer this agent's", w.key)
 	}
-	w.last, w.lastAt, w.lastGen = n, time.Now(), gen
+	w.last, w.lastAt, w.lastGen = n, w.clock.Now(), gen
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 )
 
 // PodReport is what a pod's status key holds: the pod's identity, its
@@ -55,6 +56,7 @@ type PodWriter struct {
 	prefix string // <prefix>/<node>/pods/
 	pods   PodSource
 	period time.Duration
+	clock  clock.Clock // of the first reports' delay
 
 	written   map[string][]byte    // key → value as last written; owned by Run
 	gen       int                  // the lease generation written was known under
@@ -64,7 +66,7 @@ type PodWriter struct {
 // NewPodWriter writes the reports of pods under node's keys every period.
 func NewPodWriter(c *clientv3.Client, lease *Lease, prefix, node string, pods PodSource, period time.Duration) *PodWriter {
 	return &PodWriter{c: c, lease: lease, prefix: NodeKey(prefix, node) + "/pods/", pods: pods, period: period,
-		firstSeen: map[string]time.Time{}}
+		clock: clock.RealClock{}, firstSeen: map[string]time.Time{}}
 }
 
 // Run writes until ctx ends.
@@ -116,7 +118,7 @@ func (w *PodWriter) sync(ctx context.Context) error {
 		}
 	}
 	want := map[string][]byte{}
-	now := time.Now()
+	now := w.clock.Now()
 	seen := map[string]bool{}
 	for _, p := range w.pods.GetPods() {
 		key := w.prefix + p.Namespace + "/" + p.Name

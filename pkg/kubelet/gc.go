@@ -9,7 +9,6 @@ import (
 	"github.com/golang/glog"
 	"k8s.io/apimachinery/pkg/types"
 
-	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/gc"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
 )
@@ -19,11 +18,11 @@ import (
 func (k *Kubelet) garbageCollect(ctx context.Context) {
 	for _, c := range gc.DeadContainersToRemove(k.cache.All(), k.desired.get, k.housekeeping().GC, time.Now()) {
 		glog.V(2).Infof("GC: removing dead container %s", c.RuntimeName)
-		if err := k.removeContainer(ctx, c); err != nil {
+		if err := k.runtime.RemoveContainer(ctx, c); err != nil {
 			glog.Errorf("GC: remove %s: %v", c.RuntimeName, err)
 		}
 	}
-	k.logLinks().removeDangling()
+	k.runtime.RemoveDanglingLogLinks()
 	k.removeOrphanPodDirs()
 	if k.images != nil {
 		k.images.Collect(ctx)
@@ -45,7 +44,7 @@ func (k *Kubelet) removeOrphanPodDirs() {
 		if !e.IsDir() || k.desired.get(uid) != nil || cached[uid] != nil {
 			continue
 		}
-		if err := k.removePodCgroup(uid); err != nil {
+		if err := k.runtime.RemovePodCgroup(uid); err != nil {
 			glog.Errorf("GC: orphaned pod cgroup: %v", err)
 			continue
 		}
@@ -53,13 +52,4 @@ func (k *Kubelet) removeOrphanPodDirs() {
 			glog.Errorf("GC: orphaned pod directory: %v", err)
 		}
 	}
-}
-
-// removeContainer removes a container and its log symlink.
-func (k *Kubelet) removeContainer(ctx context.Context, c *kubecontainer.ContainerState) error {
-	if err := k.docker.Remove(ctx, c.ID); err != nil {
-		return err
-	}
-	k.logLinks().remove(c)
-	return nil
 }

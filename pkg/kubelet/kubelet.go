@@ -1,10 +1,13 @@
 // Package kubelet reconciles the desired pods with Docker: the sync loop
 // takes changes from the config merger and the relist, and hands each pod to
-// its own worker, which compares the pod's spec with its containers and acts.
+// its own worker, which admits it and has the runtime manager
+// (kuberuntime) compare its spec with its containers and act.
 package kubelet
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -16,26 +19,29 @@ import (
 	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
-	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/diskusage"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/eviction"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/gc"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/images"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/pleg"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/podstatus"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/prober"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/server"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/status"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
 	"github.com/classic-kubelet/kubelet/pkg/probe"
-	probehttp "github.com/classic-kubelet/kubelet/pkg/probe/http"
 )
 
-// Runtime is what the agent needs from the container runtime.
+// Runtime is what the agent needs from the container runtime
+// (pkg/dockertools implements it).
 type Runtime = kubecontainer.Runtime
-
-var _ Runtime = (*dockertools.Client)(nil)
 
 // SourcesSeen tells whether a config source has delivered its snapshot: only
 // then may its silence about a running pod remove that pod.
@@ -45,7 +51,17 @@ type SourcesSeen interface {
 
 // Config is the part of the agent's options the Kubelet uses.
 type Config struct {
-	NodeName       string
+	NodeName string
+	// Objects reads config maps and secrets and requests tokens for
+	// volumes and variables (node mode); nil: none (they fail, named).
+	Objects volumes.Objects
+	// Sysctls are what pods may set; nil: the safe sysctls alone.
+	Sysctls *kuberuntime.SysctlAllowlist
+	// Services are the cluster's (node mode), for the containers' service
+	// variables; nil: none.
+	Services kuberuntime.ServiceLister
+	// NodeIP is the pods' host IP (--node-ip, or the default route's).
+	NodeIP         string
 	RootDir        string
 	InfraImage     string
 	SyncFrequency  time.Duration
@@ -85,28 +101,26 @@ type Config struct {
 	PauseBinary string
 	// Cgroups, if set, puts each pod's containers in a pod cgroup under
 	// its QoS class's (--cgroups-per-qos).
-	Cgroups PodCgroups
+	Cgroups kuberuntime.PodCgroups
+	// PodMaxPids bounds each pod cgroup's processes (--pod-max-pids); 0
+	// or less: unbounded.
+	PodMaxPids int64
+	// PodsLimits, if set, sizes the cgroup of all pods (kubepods): its cpu
+	// (shares), memory and pid amounts (node allocatable).
+	PodsLimits v1.ResourceList
+	// Eviction configures the eviction manager (no thresholds: off).
+	Eviction eviction.Config
+	// EvictionNode says where the node's signals are read; its RootDir
+	// and ImageFsDir are filled in by the Kubelet.
+	EvictionNode eviction.Node
+	// Clock times the sync loop, the relist, retries, probes and the
+	// status manager; nil: the real clock (tests move a fake one).
+	Clock clock.WithTicker
 }
 
 // housekeepingPeriod is how often pods left on the node without a desired
 // spec are looked for; the relist also triggers this for changed pods.
 const housekeepingPeriod = 2 * time.Second
-
-// maxParallelStarts is how many containers are created and started at once
-// (startSlots: pods' own containers before infra containers).
-// Measured with make bench on two cores against the baseline's sweep (the
-// same containers through the API, 1 to 16 and unbounded pods at a time).
-// 4 put the agent at 1.19, 1.10 and 1.03 of the sweep's best at 10, 30 and
-// 100 pods; 8 at 1.09 at 10 pods (whole sweep, 9 rounds): two pods of such a
-// burst wait for a slot until the first eight's app containers have had
-// theirs, and end the burst at low concurrency. 16 gave 0.98 and 0.99 at
-// 10 and 30 pods in partial runs on the same day, and at 100 pods (3 rounds)
-// 1.00 of the baseline at 8 and 1.09 of its best level, 4, whose rounds
-// varied by 15 %. The full run then gave 1.04, 1.04 and 1.12, and once a
-// worker that acted had its own pod relisted instead of the node (pleg's
-// RelistPod), 1.05, 0.99 and 1.01: what the large bursts had lost was
-// dockerd's CPU spent listing the node, not the bound (docs/benchmarks.md).
-const maxParallelStarts = 16
 
 // defaultGCPeriod is how often dead containers and unused images are
 // collected.
@@ -114,32 +128,25 @@ const defaultGCPeriod = time.Minute
 
 // Kubelet is the node agent's core: desired pods in, Docker actions out.
 type Kubelet struct {
-	cfg      Config
-	docker   Runtime
-	sources  SourcesSeen
-	cache    *pleg.Cache
-	relist   *pleg.Relister
-	retries  *retryQueue // pods to wake when their back-off ends
-	backoff  *backoff
-	probes   *prober.Manager
-	hookHTTP *probehttp.Prober
-	status   *status.Manager
-	hostIP   string
-	metrics  *metrics.Metrics
-
-	nodeCPUs   int       // capacity: a missing CPU limit in the downward API
-	nodeMemory int64     // bytes: a missing memory limit; Memory emptyDir default size
-	oomFloor   int       // the lowest oom_score_adj this host lets containers have
-	lastQoS    qosShares // the QoS cgroups' shares last written; owned by Run
+	cfg     Config
+	docker  Runtime
+	sources SourcesSeen
+	cache   *pleg.Cache
+	relist  *pleg.Relister
+	retries *retryQueue // pods to wake when their back-off ends
+	probes  *prober.Manager
+	status  *status.Manager
+	metrics *metrics.Metrics
+	// runtime admits, syncs and kills pods on the container runtime: it
+	// decides, makes the create specs and cgroups, and acts.
+	runtime *kuberuntime.Manager
 
 	images  *images.Manager
 	volumes *volumes.Manager
 
-	// starts bounds the container creations and starts in flight across all
-	// pods: the daemon serializes much of that work, and a burst of pods
-	// contending for it finishes later than the same pods taken a few at a
-	// time (measured with make bench on two cores).
-	starts *startSlots
+	// producer produces the pods' statuses, which status keeps.
+	producer *podstatus.Producer
+
 	// life is Run's context: what outlives the pod sync that starts it
 	// (probe workers) stops with it, not with the sync's context, which
 	// ends with the sync (or a kill).
@@ -154,9 +161,9 @@ type Kubelet struct {
 	records *podRecords                // what is remembered of each pod between syncs
 	workers atomic.Pointer[podWorkers] // set by Run, for podStateSizes
 
-	appArmor func() bool // whether the host enforces AppArmor; replaced in tests
+	meter *diskusage.Meter // measures disk usage in the background
 
-	disk atomic.Pointer[DiskStats] // the last disk usage measurement
+	eviction *eviction.Evictor
 }
 
 // New returns a Kubelet; Run starts it.
@@ -164,52 +171,34 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.New(cfg.NodeName)
 	}
-	if cfg.ClusterDomain == "" {
-		cfg.ClusterDomain = "cluster.local"
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
-	if cfg.ResolvConf == "" {
-		cfg.ResolvConf = defaultResolvConf
-	}
-	docker = instrumentedRuntime{r: docker, m: cfg.Metrics}
-	oomFloor := oomScoreFloor()
-	if oomFloor > infraOOMScoreAdj {
-		glog.Warningf("This host does not let processes lower their oom_score_adj (no CAP_SYS_RESOURCE): Guaranteed, node-critical and infra containers get %d instead of the kubelet's -997/-998", oomFloor)
-	}
+	docker = kuberuntime.NewInstrumentedRuntime(docker, cfg.Metrics) // the only wrap: each call counted once
 	k := &Kubelet{
-		cfg:        cfg,
-		metrics:    cfg.Metrics,
-		docker:     docker,
-		sources:    sources,
-		cache:      pleg.NewCache(),
-		backoff:    newBackoff(cfg.BackoffInitial, cfg.BackoffMax),
-		hookHTTP:   probehttp.New(),
-		hostIP:     nodeIP(),
-		nodeCPUs:   runtime.NumCPU(),
-		nodeMemory: nodeMemory(),
-		oomFloor:   oomFloor,
-		status:     status.NewManager(filepath.Join(cfg.RootDir, "checkpoints", "conditions.json")),
-		desired:    newDesiredSet(),
-		dirty:      newDirtySet(),
-		starts:     newStartSlots(maxParallelStarts),
-		life:       context.Background(), // until Run
-		retries:    newRetryQueue(),
-		records:    newPodRecords(),
-		appArmor:   appArmorEnabled,
+		cfg:     cfg,
+		metrics: cfg.Metrics,
+		docker:  docker,
+		sources: sources,
+		cache:   pleg.NewCache(),
+		status:  status.NewManager(filepath.Join(cfg.RootDir, "checkpoints", "conditions.json"), cfg.Clock),
+		desired: newDesiredSet(),
+		dirty:   newDirtySet(),
+		life:    context.Background(), // until Run
+		retries: newRetryQueue(cfg.Clock),
+		records: newPodRecords(),
 	}
 	k.hk.Store(&Housekeeping{GC: cfg.GC, ContainerLogDir: cfg.ContainerLogDir, LogMaxSize: cfg.LogMaxSize, LogMaxFiles: cfg.LogMaxFiles})
-	k.volumes = &volumes.Manager{RootDir: cfg.RootDir, NodeMemory: k.nodeMemory, Downward: downwardValues{k}}
+	memory := nodeMemory()
+	k.volumes = &volumes.Manager{RootDir: cfg.RootDir, NodeMemory: memory, Objects: cfg.Objects}
+	k.meter = &diskusage.Meter{Runtime: k.docker, Pods: k.cache, Node: cfg.NodeName, PodDir: k.volumes.PodDir, Period: cfg.DiskUsagePeriod}
 	k.metrics.TrackPodState(k.podStateSizes)
 	k.relist = pleg.NewRelister(k.docker, cfg.NodeName, cfg.RelistPeriod, k.cache, k.dirty.mark)
 	k.relist.Metrics = k.metrics
-	// Log links are made from the relist's inspect rather than one of
-	// their own on the start path; a restarted agent remakes them all.
-	k.relist.OnLogPath = func(c *kubecontainer.ContainerState) {
-		if c.Name != infraName {
-			k.logLinks().create(c.Labels[dockertools.LabelPodName], c.Labels[dockertools.LabelPodNamespace], c.Name, c.ID, c.LogPath)
-		}
-	}
+	k.relist.Clock = cfg.Clock
+	k.relist.OnLogPath = func(c *kubecontainer.ContainerState) { k.runtime.LinkLog(c) }
 	if cfg.Images.BackoffInitial <= 0 {
-		cfg.Images.BackoffInitial, cfg.Images.BackoffMax = k.backoff.initial, k.backoff.max
+		cfg.Images.BackoffInitial, cfg.Images.BackoffMax = kuberuntime.BackoffBounds(cfg.BackoffInitial, cfg.BackoffMax)
 	}
 	k.cfg.Images = cfg.Images
 	k.images = images.NewManager(docker, cfg.Images, cfg.InfraImage, filepath.Join(cfg.RootDir, "images.json"))
@@ -221,14 +210,33 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 	k.probes = prober.NewManager(docker, func(uid types.UID) { k.dirty.mark([]types.UID{uid}) },
 		func(t prober.Target, typ prober.Type, r probe.Result, out string, took time.Duration) {
 			ns, name, _ := strings.Cut(t.PodKey, "/")
-			k.metrics.ObserveProbe(typ.Title(), r == probe.Success, t.Container.Name, name, ns, t.PodUID, took)
-			if r == probe.Failure {
-				cfg.Events.Event(events.Ref{Namespace: ns, Name: name, UID: t.PodUID, FieldPath: "spec.containers{" + t.Container.Name + "}"},
-					true, "Unhealthy", "%s probe failed: %s", typ.Title(), probe.Truncate(out))
+			k.metrics.ObserveProbe(typ.Title(), r != probe.Failure, t.Container.Name, name, ns, t.PodUID, took)
+			ref := events.Ref{Namespace: ns, Name: name, UID: t.PodUID, FieldPath: "spec.containers{" + t.Container.Name + "}"}
+			switch r {
+			case probe.Failure:
+				cfg.Events.Event(ref, true, "Unhealthy", "%s probe failed: %s", typ.Title(), probe.Truncate(out))
+			case probe.Warning:
+				cfg.Events.Event(ref, true, "ProbeWarning", "%s probe warning: %s", typ.Title(), probe.Truncate(out))
 			}
-		})
+		}, cfg.Clock)
+	k.runtime = kuberuntime.NewManager(kuberuntime.Config{
+		NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, NodeCPUs: runtime.NumCPU(), NodeMemory: memory,
+		RootDir: cfg.RootDir, InfraImage: cfg.InfraImage, PauseBinary: cfg.PauseBinary, ClusterDomain: cfg.ClusterDomain,
+		ResolvConf: cfg.ResolvConf, AllowPrivileged: cfg.AllowPrivileged, SeccompDefault: cfg.SeccompDefault,
+		Sysctls: cfg.Sysctls, Services: cfg.Services, Objects: cfg.Objects, Cgroups: cfg.Cgroups,
+		PodMaxPids: cfg.PodMaxPids, PodsLimits: cfg.PodsLimits, Events: cfg.Events, Metrics: k.metrics,
+		BackoffInitial: cfg.BackoffInitial, BackoffMax: cfg.BackoffMax, Clock: cfg.Clock,
+	}, kuberuntime.Deps{Runtime: docker, Volumes: k.volumes, Images: k.images, Probes: k.probes, Relist: k.relist, Host: runtimeHost{k}})
+	k.volumes.Downward = k.runtime.Downward()
+	k.producer = podstatus.New(podstatus.Config{HostIP: cfg.NodeIP, PodDir: k.volumes.PodDir, Records: statusRecords{k.records},
+		Statuses: k.status, Probes: k.probes, Logs: k.runtime, Metrics: k.metrics, Clock: cfg.Clock})
+	k.eviction = newEvictor(k)
 	return k
 }
+
+// DiskUsage is the background measurement of what the pods hold on disk,
+// which Run runs; the API serves its last result.
+func (k *Kubelet) DiskUsage() *diskusage.Meter { return k.meter }
 
 // Run reconciles until ctx is cancelled, then waits for its goroutines. It
 // never touches containers on the way out: pods keep running.
@@ -251,14 +259,19 @@ func (k *Kubelet) Run(ctx context.Context, updates <-chan api.PodUpdate) {
 		defer wg.Done()
 		k.retries.run(ctx, k.dirty.mark)
 	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		k.images.Run(ctx)
+	}()
 	workers := newPodWorkers(ctx, k.syncPodWork)
 	k.workers.Store(workers)
 	defer workers.Wait()
 	defer k.probes.Wait()
 
-	syncTicker := time.NewTicker(k.cfg.SyncFrequency)
+	syncTicker := k.cfg.Clock.NewTicker(k.cfg.SyncFrequency)
 	defer syncTicker.Stop()
-	housekeeping := time.NewTicker(housekeepingPeriod)
+	housekeeping := k.cfg.Clock.NewTicker(housekeepingPeriod)
 	defer housekeeping.Stop()
 	wg.Add(1)
 	go func() {
@@ -268,9 +281,14 @@ func (k *Kubelet) Run(ctx context.Context, updates <-chan api.PodUpdate) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		k.runDiskUsage(ctx)
+		k.meter.Run(ctx)
 	}()
-	for k.syncLoopIteration(ctx, workers, updates, k.dirty.ch, syncTicker.C, housekeeping.C) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		k.eviction.Run(ctx)
+	}()
+	for k.syncLoopIteration(ctx, workers, updates, k.dirty.ch, syncTicker.C(), housekeeping.C()) {
 	}
 }
 
@@ -285,11 +303,11 @@ func (k *Kubelet) Run(ctx context.Context, updates <-chan api.PodUpdate) {
 // It returns false when ctx is done.
 func (k *Kubelet) syncLoopIteration(ctx context.Context, workers *podWorkers, updates <-chan api.PodUpdate,
 	dirty <-chan struct{}, syncTick, housekeeping <-chan time.Time) bool {
-	k.lastSyncLoop.Store(time.Now().UnixNano())
+	k.lastSyncLoop.Store(k.cfg.Clock.Now().UnixNano())
 	var start time.Time
 	defer func() {
 		if !start.IsZero() {
-			k.metrics.SyncLoopDuration.Observe(time.Since(start).Seconds())
+			k.metrics.SyncLoopDuration.Observe(k.cfg.Clock.Since(start).Seconds())
 		}
 	}()
 	select {
@@ -300,22 +318,22 @@ func (k *Kubelet) syncLoopIteration(ctx context.Context, workers *podWorkers, up
 			glog.Errorf("Config updates closed; no more pod changes will be seen")
 			return false
 		}
-		start = time.Now()
+		start = k.cfg.Clock.Now()
 		k.handleUpdate(workers, u)
 	case <-dirty:
-		start = time.Now()
+		start = k.cfg.Clock.Now()
 		for _, uid := range k.dirty.take() {
 			k.dispatch(workers, uid)
 		}
 	case <-syncTick:
-		start = time.Now()
+		start = k.cfg.Clock.Now()
 		for _, pod := range k.desired.all() {
 			workers.Update(podWork{UID: pod.UID, Pod: pod})
 		}
 	case <-housekeeping:
-		start = time.Now()
-		k.backoff.gc(time.Now())
-		k.updateQoSCgroups()
+		start = k.cfg.Clock.Now()
+		k.runtime.CollectBackoff(k.cfg.Clock.Now())
+		k.runtime.UpdateQoSCgroups(k.desired.all())
 		cached := k.cache.All()
 		for uid := range cached {
 			if k.desired.get(uid) == nil && !workers.Busy(uid) {
@@ -335,7 +353,7 @@ func (k *Kubelet) handleUpdate(workers *podWorkers, u api.PodUpdate) {
 			k.records.setRemoved(pod.UID)
 		} else {
 			k.desired.set(pod)
-			if k.records.seen(pod.UID, time.Now()) {
+			if k.records.seen(pod.UID, k.cfg.Clock.Now()) {
 				k.metrics.RestartedPods.WithLabelValues("true").Inc() // every pod here is static: none comes from an API server
 			}
 		}
@@ -365,7 +383,7 @@ func (k *Kubelet) dispatch(workers *podWorkers, uid types.UID) {
 // podSource is the source recorded on the pod's containers.
 func podSource(state *kubecontainer.PodState) string {
 	for _, c := range state.Containers {
-		if s := c.Labels[dockertools.LabelSource]; s != "" {
+		if s := c.Labels[kubecontainer.LabelSource]; s != "" {
 			return s
 		}
 	}
@@ -379,23 +397,73 @@ func (k *Kubelet) runGC(ctx context.Context) {
 	if period <= 0 {
 		period = defaultGCPeriod
 	}
-	t := time.NewTicker(period)
+	every(ctx, k.cfg.Clock, period, k.garbageCollect)
+}
+
+// every runs f each period (the first time a period from now) until ctx
+// ends: what runs beside the sync loop on a fixed period.
+func every(ctx context.Context, clk clock.WithTicker, period time.Duration, f func(context.Context)) {
+	t := clk.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-			k.garbageCollect(ctx)
+		case <-t.C():
+			f(ctx)
 		}
 	}
 }
 
-// LastRelist is when the last successful relist started.
-func (k *Kubelet) LastRelist() time.Time { return k.cache.LastUpdate() }
+// Health reports whether the sync loop and the relist completed recently.
+func (k *Kubelet) Health() (syncLoop, relist error) {
+	lastSyncLoop := time.Unix(0, k.lastSyncLoop.Load())
+	if since := k.cfg.Clock.Since(lastSyncLoop); since > syncLoopHealthThreshold {
+		syncLoop = fmt.Errorf("sync loop last ran %v ago", since.Round(time.Second))
+	}
+	threshold := max(relistHealthMin, 5*k.relist.Period())
+	last := k.cache.LastUpdate() // when the last successful relist started
+	switch since := k.cfg.Clock.Since(last); {
+	case last.IsZero():
+		relist = errors.New("no relist has completed yet (is Docker reachable?)")
+	case since > threshold:
+		relist = fmt.Errorf("last relist completed %v ago (is Docker reachable?)", since.Round(time.Second))
+	}
+	return syncLoop, relist
+}
 
-// LastSyncLoop is when the sync loop last woke up.
-func (k *Kubelet) LastSyncLoop() time.Time { return time.Unix(0, k.lastSyncLoop.Load()) }
+const (
+	// syncLoopHealthThreshold: the sync loop wakes at least every
+	// housekeeping period; much longer means it is stuck.
+	syncLoopHealthThreshold = 10 * housekeepingPeriod
+	// relistHealthMin is the shortest time without a relist that counts as
+	// unhealthy (a relist period of 1 s makes it 5 s while Docker's event
+	// stream is down, 25 s while it flows and the relist is stretched).
+	relistHealthMin = 5 * time.Second
+)
+
+// PodSources are the parts of the Kubelet the API's pod view reads (see
+// server.PodView): the desired pods, the statuses their workers produced,
+// the relist's cache and a relist on demand. A pod whose worker has not
+// synced yet gets a status computed on the spot, under Run's context.
+func (k *Kubelet) PodSources() server.PodSources {
+	return server.PodSources{Desired: desiredPods{k.desired}, Statuses: k.status, Cache: k.cache, Relist: k.relist,
+		Fallback: func(p *v1.Pod) v1.PodStatus { return k.producer.Status(k.life, p, k.cache.Get(p.UID)) }}
+}
+
+// desiredPods is the desired set as the pod view reads it.
+type desiredPods struct{ d *desiredSet }
+
+func (p desiredPods) All() []*v1.Pod { return p.d.all() }
+
+// Runtime is the runtime manager the Kubelet syncs pods through; the API
+// reads the pod cgroups from it and reaches containers (logs, exec, attach,
+// port-forward) through it.
+func (k *Kubelet) Runtime() *kuberuntime.Manager { return k.runtime }
+
+// Statuses is the store of the pods' produced statuses, whose change
+// notifications the status writers (etcd, the API server) wait on.
+func (k *Kubelet) Statuses() *status.Manager { return k.status }
 
 // syncPodWork is a pod worker's unit of work. It first waits for a relist
 // newer than its own last action on Docker, so it never acts twice on stale
@@ -407,7 +475,7 @@ func (k *Kubelet) syncPodWork(ctx context.Context, w podWork) {
 		return // ctx cancelled
 	}
 	var acted bool
-	start := time.Now()
+	start := k.cfg.Clock.Now()
 	op := "sync"
 	if seen, first := k.records.workerStarting(w.UID); w.Kill {
 		op = "kill"
@@ -417,39 +485,45 @@ func (k *Kubelet) syncPodWork(ctx context.Context, w podWork) {
 			k.metrics.PodWorkerStartDuration.Observe(start.Sub(seen).Seconds())
 		}
 	}
-	defer func() { k.metrics.PodWorkerDuration.WithLabelValues(op).Observe(time.Since(start).Seconds()) }()
+	defer func() { k.metrics.PodWorkerDuration.WithLabelValues(op).Observe(k.cfg.Clock.Since(start).Seconds()) }()
 	if w.Kill {
 		acted, err = k.killPod(ctx, w.UID, w.Pod, state)
 	} else {
 		acted, err = k.syncPod(ctx, w.Pod, state)
 		// The status is produced here, once per sync, with the reasons
 		// this sync recorded; GET /pods only reads it.
-		st := k.podStatus(w.Pod, state)
+		st := k.producer.Status(ctx, w.Pod, state)
 		k.status.Set(w.Pod.UID, st)
-		k.observeStart(w.Pod, &st, state)
+		k.producer.ObserveStart(w.Pod, &st, state)
 	}
 	// A sync that changed nothing leaves the cache as true as it was: the
 	// next one need not wait for another relist. One that acted asks for
 	// a relist of its pod now: events only update what they name, and the
 	// periodic relist may be seconds away.
 	if acted || err != nil {
-		k.records.setLastSync(w.UID, time.Now())
+		k.records.setLastSync(w.UID, k.cfg.Clock.Now())
 		k.relist.RelistPod(w.UID)
 	}
-	if ctx.Err() == nil {
-		k.logSyncError(w, state, acted, err)
+	if ctx.Err() != nil {
+		return
 	}
-	if err != nil && !w.Kill && ctx.Err() == nil {
-		// Retried once the relist has caught up with what this sync did;
-		// from then on the back-off spaces the retries.
+	if changed := k.logSyncError(w, state, acted, err); err != nil && changed && !w.Kill {
+		// A new failure is retried at once, once the relist has caught up
+		// with what this sync did: the first retry of a failure is
+		// immediate, as after a first crash, and the back-off it recorded
+		// spaces the later ones (the retry queue wakes the pod when it
+		// ends). A failure that repeats is not retried at once again: what
+		// waits for a back-off of its own (an image pull) would otherwise be
+		// synced in a loop, and any other is retried at the next resync.
 		k.dirty.mark([]types.UID{w.UID})
 	}
 }
 
 // logSyncError logs a pod's sync error when it appears or changes, and once
 // when a sync that acted succeeds: a pod failing the same way on every
-// back-off retry (and idle between them) does not fill the log.
-func (k *Kubelet) logSyncError(w podWork, state *kubecontainer.PodState, acted bool, err error) {
+// back-off retry (and idle between them) does not fill the log. It reports
+// whether the pod's standing error changed.
+func (k *Kubelet) logSyncError(w podWork, state *kubecontainer.PodState, acted bool, err error) bool {
 	msg := ""
 	if err != nil {
 		msg = err.Error()
@@ -471,6 +545,7 @@ func (k *Kubelet) logSyncError(w podWork, state *kubecontainer.PodState, acted b
 	default:
 		glog.Errorf("Sync pod %s: %v", name, err)
 	}
+	return msg != prev
 }
 
 // forgetPod drops what the agent remembers of a pod that is gone, in one
@@ -478,10 +553,11 @@ func (k *Kubelet) logSyncError(w podWork, state *kubecontainer.PodState, acted b
 // a relist newer than it).
 func (k *Kubelet) forgetPod(uid types.UID) {
 	k.records.forget(uid)
-	k.backoff.forgetPod(uid)
+	k.runtime.ForgetPod(uid)
 	k.retries.forget(uid)
 	k.images.ForgetPod(uid)
 	k.status.Forget(uid)
+	k.volumes.Forget(uid)
 }
 
 // nodeMemory is the node's total memory in bytes.
@@ -509,4 +585,18 @@ func (k *Kubelet) housekeeping() Housekeeping {
 	return *k.hk.Load()
 }
 
-func (k *Kubelet) logLinks() logLinks { return logLinks{dir: k.housekeeping().ContainerLogDir} }
+// runtimeHost is what the runtime manager asks of the Kubelet.
+type runtimeHost struct{ k *Kubelet }
+
+var _ kuberuntime.Host = runtimeHost{}
+
+func (h runtimeHost) ContainerLogs() kuberuntime.ContainerLogs {
+	hk := h.k.housekeeping()
+	return kuberuntime.ContainerLogs{Dir: hk.ContainerLogDir, MaxSize: hk.LogMaxSize, MaxFiles: hk.LogMaxFiles}
+}
+
+func (h runtimeHost) WarnSecrets(uid types.UID, list string) bool {
+	return h.k.records.warnSecrets(uid, list)
+}
+
+func (h runtimeHost) Life() context.Context { return h.k.life }

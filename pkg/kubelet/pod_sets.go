@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/podstatus"
 )
 
 // desiredSet is the pods the config wants on this node, by UID. The sync
@@ -98,7 +100,9 @@ type podRecord struct {
 	waiting  map[string]*kubecontainer.StartError // why a container (or "POD", the sandbox) could not start
 	lastErr  string                               // the last sync error, logged once
 	messages map[string]string                    // termination messages of dead containers, by ID
-	rejected *rejection                           // why the pod may not run here (nil: admitted)
+	rejected *kuberuntime.Rejection               // why the pod may not run here (nil: admitted)
+	evicted  *evictedPod                          // the eviction manager evicted it
+	secrets  string                               // the imagePullSecrets last warned of
 
 	// For the kubelet's pod start metrics.
 	firstSeen     time.Time     // when the config first gave the pod
@@ -170,19 +174,48 @@ func (r *podRecords) syncError(uid types.UID, msg string, acted bool) (before, n
 }
 
 // setRejected records whether the pod was refused (nil: admitted).
-func (r *podRecords) setRejected(uid types.UID, rej *rejection) {
+func (r *podRecords) setRejected(uid types.UID, rej *kuberuntime.Rejection) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.get(uid).rejected = rej
 }
 
-func (r *podRecords) rejectedFor(uid types.UID) *rejection {
+func (r *podRecords) rejectedFor(uid types.UID) *kuberuntime.Rejection {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if rec := r.m[uid]; rec != nil {
 		return rec.rejected
 	}
 	return nil
+}
+
+// setEvicted records that the pod was evicted.
+func (r *podRecords) setEvicted(uid types.UID, e *evictedPod) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.get(uid).evicted = e
+}
+
+func (r *podRecords) evictedFor(uid types.UID) *evictedPod {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rec := r.m[uid]; rec != nil {
+		return rec.evicted
+	}
+	return nil
+}
+
+// warnSecrets records that the pod's imagePullSecrets (names) are warned
+// of; it reports whether they were not already.
+func (r *podRecords) warnSecrets(uid types.UID, names string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec := r.get(uid)
+	if rec.secrets == names {
+		return false
+	}
+	rec.secrets = names
+	return true
 }
 
 func (r *podRecords) message(uid types.UID, id string) (string, bool) {
@@ -273,4 +306,31 @@ func (r *podRecords) prune(relisted time.Time, gone func(types.UID) bool) {
 			delete(r.m, uid)
 		}
 	}
+}
+
+// statusRecords is the pods' records as the status producer reads them.
+type statusRecords struct{ r *podRecords }
+
+var _ podstatus.Records = statusRecords{}
+
+func (s statusRecords) Waiting(uid types.UID, name string) *kubecontainer.StartError {
+	return s.r.waiting(uid, name)
+}
+
+func (s statusRecords) Rejected(uid types.UID) *kuberuntime.Rejection { return s.r.rejectedFor(uid) }
+
+func (s statusRecords) Evicted(uid types.UID) *podstatus.Eviction {
+	e := s.r.evictedFor(uid)
+	if e == nil {
+		return nil
+	}
+	return &podstatus.Eviction{Message: e.message, Deadline: e.deadline}
+}
+
+func (s statusRecords) Message(uid types.UID, id string) (string, bool) { return s.r.message(uid, id) }
+
+func (s statusRecords) SetMessage(uid types.UID, id, msg string) { s.r.setMessage(uid, id, msg) }
+
+func (s statusRecords) Started(uid types.UID) (time.Time, time.Duration, bool) {
+	return s.r.started(uid)
 }

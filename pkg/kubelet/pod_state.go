@@ -1,5 +1,7 @@
 package kubelet
 
+import "maps"
+
 // podStateSizes counts the entries the agent keeps per pod (and per
 // container), by table, for kubelet_pod_state_entries: each must fall back
 // when pods go, or a node that runs pods for months grows without bound.
@@ -9,12 +11,12 @@ func (k *Kubelet) podStateSizes() map[string]int {
 		"records":  k.records.len(),
 		"dirty":    k.dirty.len(),
 		"retries":  k.retries.len(),
-		"backoff":  k.backoff.len(),
 		"cache":    k.cache.Len(),
 		"relisted": k.cache.RelistedLen(),
 		"statuses": k.status.Len(),
 		"probes":   k.probes.Len(),
 	}
+	maps.Copy(sizes, k.runtime.StateSizes()) // "backoff"
 	if w := k.workers.Load(); w != nil {
 		sizes["workers"] = w.len()
 	}
@@ -43,12 +45,6 @@ func (q *retryQueue) len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.wake)
-}
-
-func (b *backoff) len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.entries)
 }
 
 func (p *podWorkers) len() int {

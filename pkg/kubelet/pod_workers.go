@@ -37,7 +37,12 @@ type podWorkers struct {
 	updates map[types.UID]chan job
 	busy    map[types.UID]bool
 	pending map[types.UID]podWork
-	cancel  map[types.UID]context.CancelFunc // of the sync in hand, unless it is a kill
+	// A sync that arrives while a kill is pending waits for it instead of
+	// replacing it: its UID was given up by one pod and taken by another
+	// (the merger removes one, then adds the other), and the second must
+	// not adopt the first's containers.
+	afterKill map[types.UID]podWork
+	cancel    map[types.UID]context.CancelFunc // of the sync in hand, unless it is a kill
 }
 
 // job is a request handed to a worker, with the context it runs under.
@@ -50,12 +55,13 @@ type job struct {
 // newPodWorkers returns workers that live until ctx is cancelled.
 func newPodWorkers(ctx context.Context, sync func(context.Context, podWork)) *podWorkers {
 	return &podWorkers{
-		ctx:     ctx,
-		sync:    sync,
-		updates: map[types.UID]chan job{},
-		busy:    map[types.UID]bool{},
-		pending: map[types.UID]podWork{},
-		cancel:  map[types.UID]context.CancelFunc{},
+		ctx:       ctx,
+		sync:      sync,
+		updates:   map[types.UID]chan job{},
+		busy:      map[types.UID]bool{},
+		pending:   map[types.UID]podWork{},
+		afterKill: map[types.UID]podWork{},
+		cancel:    map[types.UID]context.CancelFunc{},
 	}
 }
 
@@ -74,6 +80,11 @@ func (p *podWorkers) Update(w podWork) {
 		go p.loop(ch)
 	}
 	if p.busy[w.UID] {
+		if prev, ok := p.pending[w.UID]; ok && prev.Kill && !w.Kill {
+			p.afterKill[w.UID] = w
+			return
+		}
+		delete(p.afterKill, w.UID)
 		p.pending[w.UID] = w
 		if cancel := p.cancel[w.UID]; w.Kill && cancel != nil {
 			cancel()
@@ -118,6 +129,11 @@ func (p *podWorkers) done(w podWork) {
 	defer p.mu.Unlock()
 	if next, ok := p.pending[w.UID]; ok {
 		delete(p.pending, w.UID)
+		p.hand(p.updates[w.UID], next)
+		return
+	}
+	if next, ok := p.afterKill[w.UID]; ok {
+		delete(p.afterKill, w.UID)
 		p.hand(p.updates[w.UID], next)
 		return
 	}

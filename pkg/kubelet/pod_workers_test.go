@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -47,8 +48,8 @@ func TestPodWorkersKeepLatestPendingUpdate(t *testing.T) {
 		t.Error("worker not busy while syncing")
 	}
 	close(release)
-	waitUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 2 })
-	time.Sleep(50 * time.Millisecond)
+	// Idle means nothing is pending: every sync that will run has run.
+	waitUntil(t, func() bool { return !w.Busy("u1") })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(seen) != 2 || seen[1] != "v4" {
@@ -126,10 +127,14 @@ func TestPodWorkersKillCancelsSyncInHand(t *testing.T) {
 			release := make(chan struct{})
 			var mu sync.Mutex
 			var calls []bool // per sync: whether its context was cancelled when it ended
+			var first context.Context
 			w := newPodWorkers(ctx, func(ctx context.Context, work podWork) {
 				mu.Lock()
 				n := len(calls)
 				calls = append(calls, false)
+				if n == 0 {
+					first = ctx
+				}
 				mu.Unlock()
 				if n == 0 {
 					select {
@@ -143,9 +148,14 @@ func TestPodWorkersKillCancelsSyncInHand(t *testing.T) {
 			})
 			w.Update(tc.first)
 			waitUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(calls) == 1 })
-			w.Update(tc.next)
+			w.Update(tc.next) // a kill cancels the sync in hand before Update returns
 			if !tc.wantCancel {
-				time.Sleep(20 * time.Millisecond) // a cancel would have ended the first sync by now
+				mu.Lock()
+				cancelled := first.Err() != nil
+				mu.Unlock()
+				if cancelled {
+					t.Error("the sync in hand was cancelled")
+				}
 				close(release)
 			}
 			waitUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(calls) == 2 && !w.Busy("u") })
@@ -158,5 +168,41 @@ func TestPodWorkersKillCancelsSyncInHand(t *testing.T) {
 				t.Error("the pending request ran under a cancelled context")
 			}
 		})
+	}
+}
+
+// A UID given up by one pod and taken by another (REMOVE a, then ADD b, as
+// the merger sends it) while the worker is busy: the kill still runs before
+// the new pod's sync, which would otherwise adopt the old pod's containers.
+func TestPodWorkersSyncAfterPendingKillWaitsForIt(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var seen []string
+	w := newPodWorkers(ctx, func(ctx context.Context, work podWork) {
+		name := "kill"
+		if !work.Kill {
+			name = work.Pod.Name
+		}
+		mu.Lock()
+		seen = append(seen, name)
+		mu.Unlock()
+		if name == "a" {
+			<-ctx.Done() // busy until the kill cancels it
+		}
+	})
+	mk := func(name string) podWork {
+		return podWork{UID: "u1", Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "u1"}}}
+	}
+	w.Update(mk("a"))
+	waitUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 1 })
+	w.Update(podWork{UID: "u1", Pod: mk("a").Pod, Kill: true})
+	w.Update(mk("b"))
+	waitUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 3 })
+	waitUntil(t, func() bool { return !w.Busy("u1") })
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(seen) != "[a kill b]" {
+		t.Errorf("worker ran %v, want [a kill b]", seen)
 	}
 }

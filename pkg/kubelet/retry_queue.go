@@ -6,20 +6,22 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 )
 
 // retryQueue wakes pods whose back-off ends: each pod at the earliest time
 // asked for. One goroutine, run by the Kubelet, owns its timer, so nothing
 // fires after Run has returned (time.AfterFunc could).
 type retryQueue struct {
-	kick chan struct{} // cap 1: "the earliest time may have changed"
+	clock clock.Clock
+	kick  chan struct{} // cap 1: "the earliest time may have changed"
 
 	mu   sync.Mutex // guards wake
 	wake map[types.UID]time.Time
 }
 
-func newRetryQueue() *retryQueue {
-	return &retryQueue{kick: make(chan struct{}, 1), wake: map[types.UID]time.Time{}}
+func newRetryQueue(clk clock.Clock) *retryQueue {
+	return &retryQueue{clock: clk, kick: make(chan struct{}, 1), wake: map[types.UID]time.Time{}}
 }
 
 // add asks for uid to be woken at t (or earlier, if already asked).
@@ -61,29 +63,26 @@ func (q *retryQueue) due(now time.Time) ([]types.UID, time.Time) {
 
 // run hands due pods to fire until ctx is cancelled.
 func (q *retryQueue) run(ctx context.Context, fire func([]types.UID)) {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
 	for {
-		uids, next := q.due(time.Now())
+		uids, next := q.due(q.clock.Now())
 		if len(uids) > 0 {
 			fire(uids)
 		}
 		wait := time.Hour
 		if !next.IsZero() {
-			wait = time.Until(next)
+			wait = next.Sub(q.clock.Now())
 		}
-		timer.Reset(wait)
+		if wait <= 0 {
+			continue // came due meanwhile
+		}
+		timer := q.clock.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return
 		case <-q.kick:
-		case <-timer.C:
+		case <-timer.C():
 		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
+		timer.Stop()
 	}
 }

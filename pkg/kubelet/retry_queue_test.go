@@ -2,49 +2,83 @@ package kubelet
 
 import (
 	"context"
+	"sort"
 	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 func TestRetryQueue(t *testing.T) {
-	q := newRetryQueue()
+	start := time.Now()
+	clk := testingclock.NewFakeClock(start)
+	q := newRetryQueue(clk)
 	ctx, cancel := context.WithCancel(context.Background())
-	fired := make(chan types.UID, 10)
+	fired := make(chan []types.UID, 10)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		q.run(ctx, func(uids []types.UID) {
-			for _, u := range uids {
-				fired <- u
-			}
-		})
+		q.run(ctx, func(uids []types.UID) { fired <- uids })
 	}()
-	start := time.Now()
 	q.add("a", start.Add(300*time.Millisecond))
 	q.add("a", start.Add(50*time.Millisecond)) // the earlier time wins
 	q.add("b", start.Add(100*time.Millisecond))
 	q.add("gone", start.Add(80*time.Millisecond))
 	q.forget("gone")
-	var got []types.UID
-	for len(got) < 2 {
-		select {
-		case u := <-fired:
-			got = append(got, u)
-		case <-time.After(2 * time.Second):
-			t.Fatalf("fired %v, want a then b", got)
+
+	// step moves the clock and returns what fired up to then: a pod added
+	// as due now fires after (or with) everything due before it.
+	step := func(d time.Duration) []types.UID {
+		t.Helper()
+		clk.Step(d)
+		q.add("barrier", clk.Now())
+		var got []types.UID
+		for {
+			select {
+			case uids := <-fired:
+				done := false
+				for _, u := range uids {
+					if u == "barrier" {
+						done = true
+					} else {
+						got = append(got, u)
+					}
+				}
+				if done {
+					sort.Slice(got, func(i, j int) bool { return got[i] < got[j] })
+					return got
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("a pod due now did not fire (fired before it: %v)", got)
+			}
 		}
 	}
-	if got[0] != "a" || got[1] != "b" || time.Since(start) > time.Second {
-		t.Errorf("fired %v after %v, want a then b within a second", got, time.Since(start))
+	if got := step(49 * time.Millisecond); len(got) != 0 {
+		t.Fatalf("fired %v before any time was due", got)
 	}
+	if got := step(time.Millisecond); len(got) != 1 || got[0] != "a" {
+		t.Fatalf("at +50 ms fired %v, want a (its earlier time)", got)
+	}
+	if got := step(50 * time.Millisecond); len(got) != 1 || got[0] != "b" {
+		t.Fatalf("at +100 ms fired %v, want b (gone was forgotten)", got)
+	}
+	if got := step(time.Hour); len(got) != 0 {
+		t.Errorf("fired %v again, or a forgotten pod", got)
+	}
+
+	// A time in the future fires when the clock reaches it, by the timer.
+	q.add("c", clk.Now().Add(time.Minute))
+	clk.Step(time.Minute)
 	select {
-	case u := <-fired:
-		t.Errorf("%s fired again, or a forgotten pod fired", u)
-	case <-time.After(400 * time.Millisecond):
+	case uids := <-fired:
+		if len(uids) != 1 || uids[0] != "c" {
+			t.Errorf("fired %v, want c", uids)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("c did not fire when its time came")
 	}
 	cancel()
 	wg.Wait() // run returns once ctx is cancelled

@@ -10,11 +10,17 @@ const (
 	Success Result = iota
 	// Failure: the check ran and failed (wrong status, refused, exit code).
 	Failure
+	// Warning: the check passed, with something to report (an HTTP
+	// redirect not followed); it counts as Success.
+	Warning
 )
 
 func (r Result) String() string {
-	if r == Success {
+	switch r {
+	case Success:
 		return "success"
+	case Warning:
+		return "warning"
 	}
 	return "failure"
 }

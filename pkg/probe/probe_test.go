@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,8 +52,8 @@ func TestHTTPProbe(t *testing.T) {
 	}{
 		{srv.URL + "/ok", time.Second, probe.Success},
 		{srv.URL + "/redirect", time.Second, probe.Success},
-		{srv.URL + "/away", time.Second, probe.Success}, // the 302 itself is < 400
-		{srv.URL + "/teapot", time.Second, probe.Success},
+		{srv.URL + "/away", time.Second, probe.Warning}, // the 302 not followed: a success with a warning
+		{srv.URL + "/teapot", time.Second, probe.Warning},
 		{srv.URL + "/fail", time.Second, probe.Failure},
 		{srv.URL + "/slow", 100 * time.Millisecond, probe.Failure},
 		{tls.URL + "/", time.Second, probe.Success}, // certificate not verified
@@ -63,6 +64,9 @@ func TestHTTPProbe(t *testing.T) {
 		got, out, err := p.Probe(context.Background(), u, http.Header{"X-Check": {"yes"}}, c.timeout)
 		if err != nil || got != c.want {
 			t.Errorf("%s: %v %q %v, want %v", c.url, got, out, err, c.want)
+		}
+		if got == probe.Warning && !strings.HasPrefix(out, "Probe terminated redirects, Response body: ") {
+			t.Errorf("%s: warning %q, want the kubelet's message", c.url, out)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 // the same two containers the agent makes for podManifest's pod on default
 // flags: an infra container holding the namespaces and an app container
 // joining them, in a besteffort pod cgroup, the app with the agent's log
-// rotation, OOM score and termination-log file (TestBaselineMakesTheAgentsContainers
+// rotation, OOM score, termination-log file and /etc/hosts, written once
+// the infra container's IP is known (TestBaselineMakesTheAgentsContainers
 // compares the two with docker inspect). It is swept over these
 // concurrencies; 0 is unbounded.
 var sweepLevels = []int{1, 2, 4, 8, 16, 0}
@@ -33,16 +35,23 @@ func levelName(l int) string {
 type benchPod struct {
 	node, name, uid string
 	termLog         string // the app's termination-log file, as the agent makes one
+	hosts           string // the pod's /etc/hosts, as the agent makes one
 }
 
 func (h *Harness) newBenchPod(node, name string) (benchPod, error) {
 	sum := sha256.Sum256([]byte(node + "/" + name))
 	uid := fmt.Sprintf("%x-%x-%x-%x-%x", sum[0:4], sum[4:6], sum[6:8], sum[8:10], sum[10:16])
-	p := benchPod{node: node, name: name, uid: uid, termLog: filepath.Join(h.dir, "baseline", uid, "termination-log")}
-	if err := os.MkdirAll(filepath.Dir(p.termLog), 0o755); err != nil {
+	dir := filepath.Join(h.dir, "baseline", uid)
+	p := benchPod{node: node, name: name, uid: uid, termLog: filepath.Join(dir, "termination-log"), hosts: filepath.Join(dir, "etc-hosts")}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return p, err
 	}
 	return p, os.WriteFile(p.termLog, nil, 0o666)
+}
+
+// writeHosts writes the pod's /etc/hosts for its IP, as the agent does.
+func (p benchPod) writeHosts(ip string) error {
+	return os.WriteFile(p.hosts, fmt.Appendf(nil, "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n%s\t%s\n", ip, p.name), 0o644)
 }
 
 func (p benchPod) labels(run string) map[string]string {
@@ -73,6 +82,13 @@ func (h *Harness) baselinePod(node, name string) (infraID, appID string, err err
 	if err := h.docker.StartContainer(infra.ID, nil); err != nil {
 		return "", "", err
 	}
+	started, err := h.docker.InspectContainerWithOptions(docker.InspectContainerOptions{ID: infra.ID})
+	if err != nil {
+		return "", "", err
+	}
+	if err := p.writeHosts(started.NetworkSettings.IPAddress); err != nil {
+		return "", "", err
+	}
 	appID, err = h.baselineApp(p, infra.ID, 0)
 	return infra.ID, appID, err
 }
@@ -84,6 +100,7 @@ func (h *Harness) baselineApp(p benchPod, infraID string, instance int) (string,
 		HostConfig: &docker.HostConfig{NetworkMode: "container:" + infraID, IpcMode: "container:" + infraID, CPUShares: 2,
 			OomScoreAdj: 1000, CgroupParent: p.cgroupParent(), LogConfig: appLogConfig,
 			Binds:         []string{p.termLog + ":/dev/termination-log"},
+			Mounts:        []docker.HostMount{{Target: "/etc/hosts", Source: p.hosts, Type: "bind"}},
 			RestartPolicy: docker.RestartPolicy{Name: "no"}},
 	})
 	if err != nil {
@@ -158,11 +175,18 @@ func (h *Harness) cliPod(node, name string) error {
 	if out, err := exec.Command("docker", append(args, pauseImage)...).CombinedOutput(); err != nil {
 		return fmt.Errorf("docker run %s: %w: %s", infra, err, out)
 	}
+	ip, err := exec.Command("docker", "inspect", "-f", "{{.NetworkSettings.IPAddress}}", infra).Output()
+	if err != nil {
+		return fmt.Errorf("docker inspect %s: %w", infra, err)
+	}
+	if err := p.writeHosts(strings.TrimSpace(string(ip))); err != nil {
+		return err
+	}
 	args = append([]string{"run", "-d", "--name", fmt.Sprintf("bench-%s-%s-%s-app0", h.run, node, name),
 		"--network", "container:" + infra, "--ipc", "container:" + infra, "--cpu-shares", "2", "--oom-score-adj", "1000",
 		"--cgroup-parent", p.cgroupParent(), "--restart", "no", "--log-driver", "json-file",
 		"--log-opt", "max-size=" + appLogConfig.Config["max-size"], "--log-opt", "max-file=" + appLogConfig.Config["max-file"],
-		"-v", p.termLog + ":/dev/termination-log"}, labels...)
+		"-v", p.termLog + ":/dev/termination-log", "--mount", "type=bind,source=" + p.hosts + ",target=/etc/hosts"}, labels...)
 	if out, err := exec.Command("docker", append(args, testImage, "/testserver")...).CombinedOutput(); err != nil {
 		return fmt.Errorf("docker run %s app: %w: %s", name, err, out)
 	}

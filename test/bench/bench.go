@@ -39,15 +39,19 @@ const (
 
 // Config sizes a run.
 type Config struct {
-	Binary       string        // the agent binary
-	Rounds       int           // alternations of the contenders (at least 5 for a real run)
-	SmallRounds  int           // rounds of bursts of 10 pods or fewer (at least 9)
-	Burst        []int         // pods dropped at once
-	Levels       []int         // the baseline's concurrencies, if not sweepLevels
-	Arrivals     int           // pods arriving at ArrivalRate
-	ArrivalRate  float64       // pods per second
-	IdleSizes    []int         // idle pod counts for the steady-state windows
-	IdleWindow   time.Duration // length of a steady-state window
+	Binary      string        // the agent binary
+	Rounds      int           // alternations of the contenders (at least 5 for a real run)
+	SmallRounds int           // rounds of bursts of 10 pods or fewer (at least 9)
+	Burst       []int         // pods dropped at once
+	Levels      []int         // the baseline's concurrencies, if not sweepLevels
+	Arrivals    int           // pods arriving at ArrivalRate
+	ArrivalRate float64       // pods per second
+	IdleSizes   []int         // idle pod counts for the steady-state windows
+	IdleWindow  time.Duration // length of a steady-state window
+	// IdleQuiet is how long no inspect must come before a steady-state
+	// window opens (0: 20 s, past cAdvisor's longest housekeeping
+	// interval; a smoke run, which asserts no figure, waits less).
+	IdleQuiet    time.Duration
 	Failures     int           // kill-to-replacement trials
 	Probed       int           // containers with 1 s liveness probes (5 per pod)
 	ProbeWindow  time.Duration // how long their probes are watched
@@ -62,8 +66,11 @@ type Config struct {
 	// minute of samples per container to fill, or "before" is an agent
 	// still growing.
 	ChurnSettle time.Duration
+	// NodePods is the Deployment's size in node mode (0: no node-mode
+	// group); NodeIdle the idle pods whose request rate is measured.
+	NodePods, NodeIdle int
 	// Only, when set, names the scenario groups to run (bursts, arrivals,
-	// idle, density, churn, failure, probes): a partial run, for work on one
+	// idle, density, churn, failure, probes, node): a partial run, for work on one
 	// of them. Without bursts, density's baseline makes its pods all at once.
 	Only []string
 }
@@ -157,6 +164,7 @@ func (h *Harness) baselineNode() string { return "bench-" + h.run + "-baseline" 
 type agent struct {
 	node, manifests string
 	root            string         // its --root-dir
+	log             string         // its log file
 	port            int            // the read-only port
 	apiPort         int            // the full-access port (with pprof), 0 if off
 	calls           *socketCounter // its Docker calls, if it goes through a counter
@@ -192,12 +200,38 @@ func (h *Harness) startAgent(name string, opts agentOptions) (*agent, error) {
 		a.calls = sc
 		a.cmd.Env = append(os.Environ(), "DOCKER_HOST=unix://"+sc.path)
 	}
-	logf, _ := os.Create(filepath.Join(h.dir, name, "agent.log"))
+	a.log = filepath.Join(h.dir, name, "agent.log")
+	logf, _ := os.Create(a.log)
 	a.cmd.Stdout, a.cmd.Stderr = logf, logf
 	if err := a.cmd.Start(); err != nil {
 		return nil, err
 	}
-	return a, nil
+	// Measurements start from an agent that has finished starting: its
+	// cAdvisor reads every container's cgroups in the background first,
+	// and answers /spec once it has.
+	client := http.Client{Timeout: 2 * time.Second}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/spec", a.port))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return a, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			_ = a.cmd.Process.Kill()
+			_ = a.cmd.Wait()
+			return nil, fmt.Errorf("agent %s: stats not available within 2 minutes (see %s)", name, a.log)
+		}
+	}
+}
+
+// evictions counts the pods the agent evicted, by its log: the bench runs it
+// on the kubelet's default thresholds, and a dense or churning node that is
+// not short of anything must evict nothing.
+func (a *agent) evictions() int {
+	data, _ := os.ReadFile(a.log)
+	return strings.Count(string(data), "Eviction: evicting pod ")
 }
 
 // freePort returns a loopback TCP port nobody listens on now.

@@ -31,13 +31,14 @@ var (
 func TestBench(t *testing.T) {
 	bin := buildAgent(t)
 	cfg := Config{Binary: bin, Rounds: 1, SmallRounds: 1, Burst: []int{3}, Arrivals: 4, ArrivalRate: 4, IdleSizes: []int{0},
-		IdleWindow: 3 * time.Second, Failures: 1, Probed: 5, ProbeWindow: 3 * time.Second, Peers: true,
-		Density: 5, DensityBurst: 3, Churn: 3, ChurnEvery: 500 * time.Millisecond, ChurnFor: 3 * time.Second, ChurnSettle: 10 * time.Second}
+		IdleWindow: 3 * time.Second, IdleQuiet: 2 * time.Second, Failures: 1, Probed: 5, ProbeWindow: 3 * time.Second, Peers: true,
+		Density: 5, DensityBurst: 3, Churn: 3, ChurnEvery: 500 * time.Millisecond, ChurnFor: 3 * time.Second, ChurnSettle: 3 * time.Second,
+		NodePods: 3, NodeIdle: 3, Levels: []int{1, 0}}
 	if *full {
 		cfg = Config{Binary: bin, Rounds: 5, SmallRounds: 9, Burst: []int{10, 30, 100}, Arrivals: 20, ArrivalRate: 2, IdleSizes: []int{0, 35, 100},
 			IdleWindow: 60 * time.Second, Failures: 5, Probed: 100, ProbeWindow: 30 * time.Second, Peers: true,
 			Density: 250, DensityBurst: 100, Churn: 50, ChurnEvery: 500 * time.Millisecond, ChurnFor: 5 * time.Minute,
-			ChurnSettle: 75 * time.Second}
+			ChurnSettle: 75 * time.Second, NodePods: 30, NodeIdle: 110}
 	}
 	partial := *only != "" || *bursts != "" || *levels != "" || *rounds != 0
 	cfg.Peers = cfg.Peers && *peers
@@ -150,8 +151,8 @@ func (w testWriter) Write(p []byte) (int, error) {
 // TestBaselineMakesTheAgentsContainers holds the baseline to the agent's
 // work: the containers it makes through the API, and those parallel
 // `docker run` makes, are the agent's for the same pod as docker inspect
-// shows them (Config and HostConfig whole, but labels; IDs, the pod's UID
-// and the termination-log path stand for themselves).
+// shows them (Config and HostConfig whole, but labels; IDs, the pod's UID,
+// the termination-log and hosts file paths stand for themselves).
 func TestBaselineMakesTheAgentsContainers(t *testing.T) {
 	bin := buildAgent(t)
 	h, err := New(Config{Binary: bin}, testWriter{t})
@@ -216,6 +217,11 @@ func (h *Harness) inspectPod(t *testing.T, node, pod string) map[string]map[stri
 		for _, b := range full.HostConfig.Binds {
 			if src, dst, _ := strings.Cut(b, ":"); dst == "/dev/termination-log" {
 				replacer = append(replacer, src, "<termination-log>")
+			}
+		}
+		for _, m := range full.HostConfig.Mounts {
+			if m.Target == "/etc/hosts" {
+				replacer = append(replacer, m.Source, "<etc-hosts>")
 			}
 		}
 		full.Config.Labels = nil

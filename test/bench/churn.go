@@ -109,8 +109,9 @@ func (h *Harness) churn() Result {
 		"goroutines before": before["goroutines"], "goroutines after": after["goroutines"],
 		"goroutines but HTTP connections before": before["goroutines"] - before["http"],
 		"goroutines but HTTP connections after":  after["goroutines"] - after["http"],
+		"pods evicted":                           float64(a.evictions()),
 	}, Samples: map[string][]float64{"agent": lat, "baseline": base},
-		Target: "p99 <= 1000 ms; no container left; heap after GC <= before + 10 %, goroutines (but HTTP connections) and per-pod tables back"}
+		Target: "p99 <= 1000 ms; no container left, no pod evicted; heap after GC <= before + 10 %, goroutines (but HTTP connections) and per-pod tables back"}
 	grown := []string{}
 	for k, v := range after {
 		if !strings.HasPrefix(k, "table ") {
@@ -127,7 +128,7 @@ func (h *Harness) churn() Result {
 		}
 	}
 	sort.Strings(more)
-	res.Met = p99 <= 1000 && len(lat) == len(added) && behind == "" && leftovers == 0 && after["heap"] <= before["heap"]*1.10 &&
+	res.Met = p99 <= 1000 && len(lat) == len(added) && behind == "" && leftovers == 0 && res.Values["pods evicted"] == 0 && after["heap"] <= before["heap"]*1.10 &&
 		after["goroutines"]-after["http"] <= before["goroutines"]-before["http"] && len(grown) == 0
 	if len(grown) > 0 {
 		res.Remark = "per-pod tables grown: " + strings.Join(grown, ", ")

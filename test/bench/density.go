@@ -83,6 +83,9 @@ func (h *Harness) density(level int) []Result {
 	list, _ := h.docker.ListContainers(docker.ListContainersOptions{Filters: map[string][]string{"label": {ownerLabel + "=" + a.node}}})
 	rs = append(rs, Result{Scenario: title("SIGTERM → exit (ms)"), Values: map[string]float64{"exit": ms(exit), "containers left running": float64(len(list))},
 		Target: fmt.Sprintf("<= 5000 ms, all %d containers left running", 2*total), Met: exit <= 5*time.Second && len(list) == 2*total})
+	evicted := a.evictions()
+	rs = append(rs, Result{Scenario: title("pods evicted on the kubelet's default thresholds"), Values: map[string]float64{"evicted": float64(evicted)},
+		Target: "0", Met: evicted == 0})
 	return rs
 }
 

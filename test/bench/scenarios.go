@@ -58,6 +58,9 @@ func (h *Harness) Run() []Result {
 	if h.cfg.runs("probes") {
 		rs = append(rs, h.probes())
 	}
+	if h.cfg.NodePods > 0 && h.cfg.runs("node") {
+		rs = append(rs, h.nodeMode()...)
+	}
 	return rs
 }
 
@@ -339,11 +342,14 @@ func (h *Harness) idle(a *agent, n int) Result {
 	// housekept each one twice (its first inspect of a new container may
 	// predate the start event, which drops it): no inspect for 20 s, longer
 	// than cAdvisor's longest housekeeping interval (15 s).
-	time.Sleep(5 * time.Second)
 	settled := 20
-	if n == 0 {
-		settled = 5
+	if q := h.cfg.IdleQuiet; q > 0 {
+		settled = int(q / time.Second)
 	}
+	if n == 0 {
+		settled = min(settled, 5)
+	}
+	time.Sleep(time.Duration(min(settled, 5)) * time.Second)
 	last, quiet := a.calls.snapshot()["inspect"], 0
 	for i := 0; i < 180 && quiet < settled; i++ {
 		time.Sleep(time.Second)

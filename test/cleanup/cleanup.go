@@ -4,7 +4,12 @@ package cleanup
 import (
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
 	"time"
+
+	docker "github.com/fsouza/go-dockerclient"
 )
 
 // PodCgroups removes the pod cgroups (every hierarchy, every QoS class) of
@@ -59,4 +64,44 @@ func PodCgroupDirs(uid string) []string {
 		found = append(found, m...)
 	}
 	return found
+}
+
+// NodeContainers force-removes every container carrying one node name's
+// owner label (io.classic-kubelet.node), and their pod cgroups: exactly what
+// the agent of that node made, never anything else on the daemon.
+func NodeContainers(c *docker.Client, node string) {
+	list, err := c.ListContainers(docker.ListContainersOptions{
+		All:     true,
+		Filters: map[string][]string{"label": {"io.classic-kubelet.node=" + node}},
+	})
+	if err != nil {
+		return
+	}
+	uids := map[string]bool{}
+	for _, ct := range list {
+		_ = c.RemoveContainer(docker.RemoveContainerOptions{ID: ct.ID, Force: true, RemoveVolumes: true})
+		uids[ct.Labels["io.kubernetes.pod.uid"]] = true
+	}
+	PodCgroups(uids)
+}
+
+// UnmountUnder detaches every mount below dir, and dir itself if it is one
+// (the tmpfs volumes and subPath binds of pods an agent left running),
+// deepest first.
+func UnmountUnder(dir string) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	var mounts []string
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) >= 5 && (fields[4] == dir || strings.HasPrefix(fields[4], dir+"/")) {
+			mounts = append(mounts, fields[4])
+		}
+	}
+	sort.Slice(mounts, func(i, j int) bool { return len(mounts[i]) > len(mounts[j]) })
+	for _, m := range mounts {
+		_ = syscall.Unmount(m, syscall.MNT_DETACH)
+	}
 }

@@ -348,7 +348,7 @@ func TestTLSWithClientCertificates(t *testing.T) {
 func TestFullAccessPortRefusesOpenAddressWithoutClientCerts(t *testing.T) {
 	out, err := exec.Command(agentBinary, "--address", "0.0.0.0", "--port", fmt.Sprint(freePort(t)), "--read-only-port", "0", "--healthz-port", "0",
 		"--root-dir", t.TempDir(), "--hostname-override", "e2e-refuse").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "client certificates") {
+	if err == nil || !strings.Contains(string(out), "refusing to serve the full-access port on 0.0.0.0 to unauthenticated clients") {
 		t.Errorf("agent on 0.0.0.0 without client certificates: err %v, output %s", err, out)
 	}
 }

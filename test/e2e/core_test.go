@@ -185,6 +185,7 @@ spec:
 }
 
 func TestBrokenFileBesideGoodOne(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("bad.yaml", `apiVersion: v1
 kind: Pod
@@ -233,6 +234,7 @@ spec:
 }
 
 func TestKill9RestartAdoptsEverything(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("pod.yaml", twoContainerPod("adopt", "x"))
 	before := a.waitRunning("adopt", "server", "sidecar")
@@ -260,6 +262,7 @@ func TestKill9RestartAdoptsEverything(t *testing.T) {
 }
 
 func TestForeignContainersLeftAlone(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("pod.yaml", twoContainerPod("mine", "x"))
 	a.waitRunning("mine", "server", "sidecar")
@@ -299,6 +302,7 @@ func TestForeignContainersLeftAlone(t *testing.T) {
 }
 
 func TestHostPortConflictFirstAdmittedWins(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	port := freePort(t)
 	pod := func(name string) string {

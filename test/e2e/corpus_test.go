@@ -19,6 +19,7 @@ import (
 // static pods, the test image standing in for the real programs. Each runs
 // as the kubelet would run it.
 func TestCorpusOfRealManifests(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	vals := struct {
 		Image, Root                            string

@@ -79,11 +79,26 @@ func (a *agent) errorLines(s string) int {
 	return n
 }
 
+// reached returns when the counter metric first reached 1, 2, ... n, polled
+// every 200 ms for up to timeout. A back-off shows in the spacing of the
+// attempts it counts, however loaded the machine: load only spreads them.
+func (a *agent) reached(name string, labels map[string]string, n int, timeout time.Duration) []time.Time {
+	a.t.Helper()
+	var at []time.Time
+	waitFor(a.t, timeout, func() (bool, string) {
+		for v := a.metric(name, labels); len(at) < n && float64(len(at)) < v; {
+			at = append(at, time.Now())
+		}
+		return len(at) == n, fmt.Sprintf("%s reached %d, want %d", name, len(at), n)
+	})
+	return at
+}
+
 // A container Docker cannot start (its command does not exist) is retried
 // on the crash back-off, reported as ContainerCannotRun with Docker's exit
 // code, and an OnFailure pod keeps retrying instead of being declared
 // Failed. With a 2 s initial back-off doubling to 8 s, attempts fall at
-// about 0, 0, 2, 6, 14 s: at most 5 in 16 s (before the fix: one a second).
+// about 0, 0, 2, 6, 14 s (before the fix: one a second).
 func TestStartFailureBacksOff(t *testing.T) {
 	a := startAgent(t, "--backoff-initial", "2s", "--backoff-max", "8s")
 	a.writeManifest("nobin.yaml", lifecyclePod("nobin", "OnFailure", `  containers:
@@ -92,11 +107,10 @@ func TestStartFailureBacksOff(t *testing.T) {
     command: ["/no/such/binary"]
 `))
 	errs := map[string]string{"container_type": "container", "code": "RunContainerError"}
-	waitFor(t, 20*time.Second, func() (bool, string) {
+	waitFor(t, startupWait, func() (bool, string) {
 		n := a.metric("kubelet_started_containers_errors_total", errs)
 		return n >= 1, fmt.Sprintf("%v start errors", n)
 	})
-	first := time.Now() // about when the first attempt failed
 
 	// The status shows Docker's reason and exit code, between retries.
 	waitFor(t, 10*time.Second, func() (bool, string) {
@@ -112,10 +126,9 @@ func TestStartFailureBacksOff(t *testing.T) {
 		return ok, fmt.Sprintf("phase %s, container %+v, last %+v", st.Phase, cs.State, last)
 	})
 
-	time.Sleep(time.Until(first.Add(16 * time.Second)))
-	attempts := a.metric("kubelet_started_containers_total", map[string]string{"container_type": "container"})
-	if attempts < 3 || attempts > 5 {
-		t.Errorf("%v start attempts in 16 s, want 3 to 5 (back-off 2 s doubling to 8 s)", attempts)
+	at := a.reached("kubelet_started_containers_total", map[string]string{"container_type": "container"}, 5, time.Minute)
+	if took := at[4].Sub(at[0]); took < 10*time.Second {
+		t.Errorf("5 start attempts in %v, want at least 10 s (back-off 2 s doubling to 8 s)", took.Round(100*time.Millisecond))
 	}
 	if st := a.status("nobin"); st.Phase == "Failed" || st.Phase == "Succeeded" {
 		t.Errorf("an OnFailure pod whose container cannot start is %s; it must keep retrying", st.Phase)
@@ -130,24 +143,26 @@ func TestStartFailureBacksOff(t *testing.T) {
 	}
 }
 
-// Failures before any container exists back off too, and show their reason
-// in the status: an infra image that is missing (the sandbox cannot be
-// made), and an image absent under imagePullPolicy Never. With a 2 s
+// Failures before any container exists back off too, and say why: an infra
+// image that is missing (the sandbox cannot be made: the containers wait in
+// ContainerCreating, as the kubelet's, and the event says why), and an image
+// absent under imagePullPolicy Never (the waiting reason). With a 2 s
 // initial back-off doubling to 8 s, attempts fall at about 0, 1 (the retry
-// after the next relist), 3, 7 and 15 s; each failure is logged once.
+// after the next relist), 3, 7 and 15 s; the failure is logged once.
 func TestPreContainerFailuresBackOff(t *testing.T) {
 	for _, tc := range []struct {
 		name, image, infraImage, reason, message string
+		event, missing                           string // the event saying why, naming the missing image
 		metric                                   string
 		labels                                   map[string]string
 	}{
-		{"missing infra image", testImage, "classic-kubelet/no-such-pause:1", "InfraImageMissing", "no-such-pause",
-			"kubelet_started_pods_errors_total", nil},
+		{"missing infra image", testImage, "classic-kubelet/no-such-pause:1", "ContainerCreating", "",
+			"FailedCreatePodSandBox", "classic-kubelet/no-such-pause:1", "kubelet_started_pods_errors_total", nil},
 		{"image never pulled", "classic-kubelet/absent-image:1", pauseImage, "ErrImageNeverPull", "absent-image",
-			"kubelet_started_containers_errors_total", map[string]string{"code": "ErrImageNeverPull"}},
+			"ErrImageNeverPull", "classic-kubelet/absent-image:1", "kubelet_started_containers_errors_total", map[string]string{"code": "ErrImageNeverPull"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			start := time.Now()
+			t.Parallel()
 			a := startAgent(t, "--backoff-initial", "2s", "--backoff-max", "8s", "--pod-infra-container-image", tc.infraImage)
 			a.writeManifest("failing.yaml", lifecyclePod("failing", "Always", `  containers:
   - name: app
@@ -155,13 +170,18 @@ func TestPreContainerFailuresBackOff(t *testing.T) {
     imagePullPolicy: Never
     command: ["sleep", "1000"]
 `))
-			waitFor(t, 20*time.Second, func() (bool, string) {
+			// ContainerCreating is also what a pod not yet synced reports, so
+			// the wait holds until the event saying why is there too.
+			waitFor(t, startupWait, func() (bool, string) {
 				reason, msg := a.waitingReason("failing", "app")
-				return reason == tc.reason && strings.Contains(msg, tc.message), fmt.Sprintf("waiting %q %q", reason, msg)
+				e, ok := a.findEvent("failing", tc.event)
+				ok = ok && strings.Contains(e.Message, tc.missing)
+				return ok && reason == tc.reason && strings.Contains(msg, tc.message),
+					fmt.Sprintf("waiting %q %q; event %s %+v, want one naming %s", reason, msg, tc.event, e, tc.missing)
 			})
-			time.Sleep(time.Until(start.Add(16 * time.Second)))
-			if n := a.metric(tc.metric, tc.labels); n < 3 || n > 6 {
-				t.Errorf("%v failed attempts in 16 s, want 3 to 6 (back-off 2 s doubling to 8 s)", n)
+			at := a.reached(tc.metric, tc.labels, 5, time.Minute)
+			if took := at[4].Sub(at[0]); took < 10*time.Second {
+				t.Errorf("5 failed attempts in %v, want at least 10 s (back-off 2 s doubling to 8 s)", took.Round(100*time.Millisecond))
 			}
 			if n := a.errorLines("Sync pod default/failing"); n != 1 {
 				t.Errorf("the failure was logged %d times at error level, want once", n)
@@ -201,6 +221,7 @@ func TestInfraRemovedFromOutsideIsRecreated(t *testing.T) {
 // volume on restart. The volume is read-only to it, and the agent's writes
 // never follow links: the host directory stays empty and unchanged.
 func TestDownwardAPIVolumeLinkSwapDoesNotReachHost(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	target := t.TempDir()
 	if err := os.Chmod(target, 0o700); err != nil {
@@ -258,12 +279,12 @@ func TestDuplicateUIDRejected(t *testing.T) {
 		t.Fatalf("DELETE second = %d %s", code, body)
 	}
 	// The sync loop has handled the DELETE once /sources no longer lists the
-	// rejection; then give any kill a relist to show.
+	// rejection; then any kill would show in a relist.
 	waitFor(t, 10*time.Second, func() (bool, string) {
 		_, sources := httpGet(a.api(true) + "/sources")
 		return !strings.Contains(sources, "rejected"), "/sources: " + sources
 	})
-	time.Sleep(2 * time.Second)
+	a.waitRounds(3)
 	if now := ids(a.running("first")); fmt.Sprint(now) != fmt.Sprint(first) {
 		t.Errorf("the first pod's containers changed: %v, were %v", now, first)
 	}
@@ -280,6 +301,7 @@ func TestDuplicateUIDRejected(t *testing.T) {
 // source is held until a PUT; /sources says so. A POST that cannot be
 // checkpointed is refused with a 5xx and changes nothing.
 func TestCorruptCheckpointKillsNothing(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, want string
 		corrupt    []string
@@ -316,9 +338,9 @@ func TestCorruptCheckpointKillsNothing(t *testing.T) {
 				_, sources := httpGet(a.api(true) + "/sources")
 				return strings.Contains(sources, tc.want), "/sources: " + sources
 			})
-			// Housekeeping (every 2 s) would have killed pods of a seen
-			// source by now.
-			time.Sleep(5 * time.Second)
+			// A relist, a sync loop round and a housekeeping round (every
+			// 2 s), which would have killed pods of a seen source.
+			a.waitRounds(3)
 			for name, ids0 := range before {
 				if now := ids(a.running(name)); fmt.Sprint(now) != fmt.Sprint(ids0) {
 					t.Errorf("pod %s: containers %v after the restart, were %v", name, now, ids0)
@@ -344,7 +366,7 @@ func TestNonDurablePostRefused(t *testing.T) {
 	if code < 500 || !strings.Contains(body, "not durable") {
 		t.Errorf("POST with an unwritable checkpoint = %d %s, want a 5xx naming the cause", code, body)
 	}
-	time.Sleep(2 * time.Second)
+	a.waitRounds(3)
 	if n := len(a.containers("undurable")); n != 0 {
 		t.Errorf("the refused pod got %d containers", n)
 	}
@@ -505,6 +527,7 @@ func TestOverflowingQuantitiesRefused(t *testing.T) {
 // The manifest directory replaced by an invalid file, or removed, keeps
 // every file pod (before: the file in its place killed them all).
 func TestManifestDirReplacedKeepsPods(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, want string
 		replace    func(dir string) error
@@ -530,7 +553,7 @@ func TestManifestDirReplacedKeepsPods(t *testing.T) {
 				_, sources := httpGet(a.api(true) + "/sources")
 				return strings.Contains(sources, tc.want), "/sources: " + sources
 			})
-			time.Sleep(3 * time.Second) // housekeeping (every 2 s) would have killed an unwanted pod
+			a.waitRounds(3) // housekeeping (every 2 s) would have killed an unwanted pod
 			if now := ids(a.running("kept")); fmt.Sprint(now) != fmt.Sprint(before) {
 				t.Errorf("containers %v, were %v", now, before)
 			}

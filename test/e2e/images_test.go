@@ -207,6 +207,7 @@ func TestPrivateRegistryCredentials(t *testing.T) {
 }
 
 func TestDeadContainerGC(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t, "--gc-period", "1s", "--backoff-initial", "1s", "--backoff-max", "1s", "--maximum-dead-containers-per-container", "2")
 	a.writeManifest("crash.yaml", lifecyclePod("crash", "Always", `  initContainers:
   - name: init

@@ -43,6 +43,8 @@ type containerState struct {
 
 type podStatusJSON struct {
 	Phase      string `json:"phase"`
+	Reason     string `json:"reason"`
+	Message    string `json:"message"`
 	Conditions []struct {
 		Type               string `json:"type"`
 		Status             string `json:"status"`
@@ -175,6 +177,7 @@ func TestReadinessFlipsReadyWithoutRestart(t *testing.T) {
 }
 
 func TestRestartPolicies(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t, "--backoff-initial", "1s", "--backoff-max", "1s")
 	crash := func(name, policy, code string) string {
 		return lifecyclePod(name, policy, `  containers:
@@ -188,7 +191,7 @@ func TestRestartPolicies(t *testing.T) {
 	a.writeManifest("never.yaml", crash("never", "Never", "1"))
 	a.writeManifest("job.yaml", crash("job", "OnFailure", "0"))
 
-	a.watchInstances("onfailure", "job", 3, 30*time.Second)
+	a.watchInstances("onfailure", "job", 3, startupWait)
 	for _, c := range []struct{ pod, phase string }{{"never", "Failed"}, {"job", "Succeeded"}} {
 		waitFor(t, 30*time.Second, func() (bool, string) {
 			st := a.status(c.pod)
@@ -214,6 +217,7 @@ func TestRestartPolicies(t *testing.T) {
 }
 
 func TestInitContainersRunInOrderOnce(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("init.yaml", lifecyclePod("init", "Always", `  volumes: [{name: work, emptyDir: {}}]
   initContainers:
@@ -454,6 +458,7 @@ func (p *dockerProxy) cut() {
 }
 
 func TestDockerConnectionCutAndRestored(t *testing.T) {
+	t.Parallel()
 	proxy := newDockerProxy(t)
 	a := startAgent(t, "--docker-endpoint", "unix://"+proxy.path)
 	a.writeManifest("pod.yaml", twoContainerPod("survivor", "x"))
@@ -514,4 +519,97 @@ func TestOOMKilledContainerSaysSo(t *testing.T) {
 		}
 		return false, fmt.Sprintf("oom: %+v", st)
 	})
+}
+
+// A pod active longer than its activeDeadlineSeconds is stopped and Failed
+// with the kubelet's reason, its containers stopped, and stays so; the
+// retry queue wakes it at the deadline (no resync needed: 30 s here).
+func TestActiveDeadlineSeconds(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, "--sync-frequency", "30s")
+	a.writeManifest("deadline.yaml", lifecyclePod("deadline", "Always", `  activeDeadlineSeconds: 3
+  containers:
+  - name: app
+    image: `+testImage+`
+    command: ["sleep", "1000"]
+`))
+	a.waitRunning("deadline", "app")
+	started := time.Now()
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		st := a.status("deadline")
+		return st.Phase == "Failed" && st.Reason == "DeadlineExceeded", fmt.Sprintf("phase %s reason %q", st.Phase, st.Reason)
+	})
+	// About 3 s; up to 12 s when Docker is slow to answer the start, which
+	// the worker waits for before it sees the deadline.
+	if took := time.Since(started); took > 12*time.Second {
+		t.Errorf("Failed %v after the start, want about 3 s", took.Round(time.Millisecond))
+	}
+	if st := a.status("deadline"); st.Message != "Pod was active on the node longer than the specified deadline" {
+		t.Errorf("message %q", st.Message)
+	}
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		r := a.running("deadline")
+		return len(r) == 0, fmt.Sprintf("running %v", keys(r))
+	})
+	if _, ok := a.findEvent("deadline", "DeadlineExceeded"); !ok {
+		t.Errorf("no DeadlineExceeded event")
+	}
+	time.Sleep(2 * time.Second)
+	if r := a.running("deadline"); len(r) > 0 {
+		t.Errorf("containers started again after the deadline: %v", keys(r))
+	}
+}
+
+// A container's own restartPolicy and restartPolicyRules
+// (ContainerRestartRules) decide its restarts over the pod's policy: the
+// first matching rule restarts it; without a match its policy decides.
+func TestContainerRestartRules(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, "--backoff-initial", "1s", "--backoff-max", "2s")
+	for _, tc := range []struct{ name, podPolicy, body string }{
+		{"rule-match", "Never", `    command: ["sh", "-c", "exit 42"]
+    restartPolicy: Never
+    restartPolicyRules: [{action: Restart, exitCodes: {operator: In, values: [42]}}]
+`},
+		{"rule-mismatch", "Never", `    command: ["sh", "-c", "exit 1"]
+    restartPolicy: Never
+    restartPolicyRules: [{action: Restart, exitCodes: {operator: In, values: [42]}}]
+`},
+		{"container-never", "Always", `    command: ["sh", "-c", "exit 1"]
+    restartPolicy: Never
+`},
+		{"container-always", "Never", `    command: ["sh", "-c", "exit 1"]
+    restartPolicy: Always
+`},
+	} {
+		a.writeManifest(tc.name+".yaml", lifecyclePod(tc.name, tc.podPolicy, `  containers:
+  - name: app
+    image: `+testImage+`
+`+tc.body))
+	}
+	for _, tc := range []struct {
+		name     string
+		restarts bool
+		phase    string
+	}{{"rule-match", true, "Running"}, {"rule-mismatch", false, "Failed"}, {"container-never", false, "Failed"}, {"container-always", true, "Running"}} {
+		// A parallel test: beside the node-mode tests a pod may take 15 s
+		// to start here; nothing about its time is asserted.
+		waitFor(t, 60*time.Second, func() (bool, string) {
+			st := a.status(tc.name)
+			if len(st.ContainerStatuses) != 1 {
+				return false, fmt.Sprintf("%s: %+v", tc.name, st)
+			}
+			cs := st.ContainerStatuses[0]
+			if tc.restarts {
+				return cs.RestartCount > 0 && st.Phase == tc.phase, fmt.Sprintf("%s: phase %s restarts %d", tc.name, st.Phase, cs.RestartCount)
+			}
+			return cs.State.Terminated != nil && st.Phase == tc.phase, fmt.Sprintf("%s: phase %s state %+v", tc.name, st.Phase, cs.State)
+		})
+	}
+	a.waitRounds(3)
+	for _, name := range []string{"rule-mismatch", "container-never"} {
+		if st := a.status(name); st.ContainerStatuses[0].RestartCount != 0 || st.Phase != "Failed" {
+			t.Errorf("%s: restarted (%d) or %s", name, st.ContainerStatuses[0].RestartCount, st.Phase)
+		}
+	}
 }

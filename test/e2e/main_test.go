@@ -16,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -76,6 +75,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2e: build agent: %v\n", err)
 		return 1
 	}
+	defer stopSharedCluster() // the node-mode tests' control plane, if one started
 	return m.Run()
 }
 
@@ -86,11 +86,13 @@ type agent struct {
 	rootDir     string
 	manifestDir string
 	extraArgs   []string
-	binary      string // the agent binary; agentBinary unless a test installs its own
-	exitErr     error  // how the last run ended
-	port        int    // full-access API
-	roPort      int    // read-only API
-	healthzPort int    // /healthz alone
+	env         []string // added to the test's environment
+	binary      string   // the agent binary; agentBinary unless a test installs its own
+	legacy      bool     // binary is a build from before --eviction-hard (the upgrade test's)
+	exitErr     error    // how the last run ended
+	port        int      // full-access API
+	roPort      int      // read-only API
+	healthzPort int      // /healthz alone
 	logDir      string
 	logPath     string
 	cmd         *exec.Cmd
@@ -147,7 +149,11 @@ func startAgentWith(t *testing.T, configure func(*agent), extraArgs ...string) *
 }
 
 func (a *agent) args() []string {
-	return append([]string{
+	eviction := []string{"--eviction-hard="}
+	if a.legacy {
+		eviction = nil
+	}
+	return append(append([]string{
 		"--pod-manifest-path", a.manifestDir,
 		"--root-dir", a.rootDir,
 		"--hostname-override", a.node,
@@ -159,11 +165,23 @@ func (a *agent) args() []string {
 		"--image-gc-high-threshold", "100", "--image-gc-low-threshold", "99",
 		"--container-log-dir", a.logDir,
 		"-v", "2",
-	}, a.extraArgs...)
+	},
+		// Eviction off (no thresholds): with the kubelet's defaults, a CI
+		// machine whose disk is over 90 % full would evict every test pod.
+		// The eviction tests set their own thresholds (a later flag wins).
+		eviction...), a.extraArgs...)
 }
+
+// starting bounds how many agents are in their first seconds at once: a
+// new agent's cAdvisor inspects every container on the host while its pods
+// start, and six doing so together (the parallel tests) held Docker's own
+// calls up for minutes, past every timeout. An agent holds its place until
+// its stats answer (cAdvisor has started), it exits, or a minute passes.
+var starting = make(chan struct{}, 2)
 
 func (a *agent) start() {
 	a.t.Helper()
+	starting <- struct{}{}
 	logf, err := os.OpenFile(a.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		a.t.Fatal(err)
@@ -174,7 +192,11 @@ func (a *agent) start() {
 	}
 	cmd := exec.Command(bin, a.args()...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if len(a.env) > 0 {
+		cmd.Env = append(os.Environ(), a.env...)
+	}
 	if err := cmd.Start(); err != nil {
+		<-starting
 		a.t.Fatalf("start agent: %v", err)
 	}
 	exited := make(chan struct{})
@@ -185,6 +207,24 @@ func (a *agent) start() {
 		a.exitErr = err
 		a.mu.Unlock()
 		close(exited)
+	}()
+	go func() {
+		defer func() { <-starting }()
+		spec := fmt.Sprintf("http://127.0.0.1:%d/spec", a.roPort)
+		client := http.Client{Timeout: 2 * time.Second} // an agent that hangs does not hold the place
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+			select {
+			case <-exited:
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+			if resp, err := client.Get(spec); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return
+				}
+			}
+		}
 	}()
 	a.mu.Lock()
 	a.cmd, a.exited = cmd, exited
@@ -273,9 +313,16 @@ func (a *agent) running(pod string) map[string]docker.APIContainers {
 // run, and returns them.
 func (a *agent) waitRunning(pod string, names ...string) map[string]docker.APIContainers {
 	a.t.Helper()
+	return a.waitRunningWithin(startupWait, pod, names...)
+}
+
+// waitRunningWithin is waitRunning with a wait of d, for an agent that is
+// slower still (built with -race).
+func (a *agent) waitRunningWithin(d time.Duration, pod string, names ...string) map[string]docker.APIContainers {
+	a.t.Helper()
 	want := append([]string{"POD"}, names...)
 	var got map[string]docker.APIContainers
-	waitFor(a.t, 30*time.Second, func() (bool, string) {
+	waitFor(a.t, d, func() (bool, string) {
 		got = a.running(pod)
 		if len(got) != len(want) {
 			return false, fmt.Sprintf("pod %s: running %v, want %v", pod, keys(got), want)
@@ -336,40 +383,10 @@ func waitFor(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
 
 // removeNodeContainers removes every container of one node name: exactly
 // what one test created, never anything else on the daemon.
-func removeNodeContainers(node string) {
-	list, err := dockerc.ListContainers(docker.ListContainersOptions{
-		All:     true,
-		Filters: map[string][]string{"label": {ownerLabel + "=" + node}},
-	})
-	if err != nil {
-		return
-	}
-	uids := map[string]bool{}
-	for _, c := range list {
-		_ = dockerc.RemoveContainer(docker.RemoveContainerOptions{ID: c.ID, Force: true, RemoveVolumes: true})
-		uids[c.Labels["io.kubernetes.pod.uid"]] = true
-	}
-	cleanup.PodCgroups(uids)
-}
+func removeNodeContainers(node string) { cleanup.NodeContainers(dockerc, node) }
 
 // unmountUnder detaches every mount below dir, and dir itself if it is one.
-func unmountUnder(dir string) {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return
-	}
-	var mounts []string
-	for _, line := range strings.Split(string(data), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) >= 5 && (fields[4] == dir || strings.HasPrefix(fields[4], dir+"/")) {
-			mounts = append(mounts, fields[4])
-		}
-	}
-	sort.Slice(mounts, func(i, j int) bool { return len(mounts[i]) > len(mounts[j]) })
-	for _, m := range mounts {
-		_ = syscall.Unmount(m, syscall.MNT_DETACH)
-	}
-}
+func unmountUnder(dir string) { cleanup.UnmountUnder(dir) }
 
 func inspect(t *testing.T, id string) *docker.Container {
 	t.Helper()

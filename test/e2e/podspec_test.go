@@ -238,6 +238,94 @@ spec:
 	}
 }
 
+// Every container of a pod gets the pod's hosts file: under hostNetwork the
+// node's /etc/hosts plus the hostAliases (kube-vip's static pods carry
+// kubernetes → 127.0.0.1; before, they were dropped), on the pod network
+// the pod's IP and hostname plus the aliases; a container that mounts its
+// own /etc/hosts keeps it.
+func TestHostsFile(t *testing.T) {
+	a := startAgent(t)
+	node, err := os.ReadFile("/etc/hosts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(own, []byte("10.1.1.1 own.test\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a.writeManifest("hosts-hnet.yaml", lifecyclePod("hosts-hnet", "Always", `  hostNetwork: true
+  hostAliases: [{ip: 127.0.0.1, hostnames: [kubernetes]}, {ip: 10.9.8.7, hostnames: [db.internal, cache.internal]}]
+  volumes: [{name: own, hostPath: {path: `+own+`, type: File}}]
+  containers:
+  - {name: c, image: `+testImage+`, command: `+sleeper+`}
+  - {name: d, image: `+testImage+`, command: `+sleeper+`}
+  - name: own
+    image: `+testImage+`
+    command: `+sleeper+`
+    volumeMounts: [{name: own, mountPath: /etc/hosts}]
+`))
+	a.writeManifest("hosts-pnet.yaml", lifecyclePod("hosts-pnet", "Always", `  hostname: web-2
+  hostAliases: [{ip: 10.9.8.7, hostnames: [db.internal]}]
+  containers:
+  - {name: c, image: `+testImage+`, command: `+sleeper+`}
+`))
+	a.waitRunning("hosts-hnet", "c", "d", "own")
+	want := "# Kubernetes-managed hosts file (host network).\n" + string(node) +
+		"\n# Entries added by HostAliases.\n127.0.0.1\tkubernetes\n10.9.8.7\tdb.internal\tcache.internal\n"
+	for _, c := range []string{"c", "d"} {
+		if _, out := a.execIn("hosts-hnet", c, "cat", "/etc/hosts"); out != want {
+			t.Errorf("hostNetwork pod, container %s: /etc/hosts\n%s\nwant\n%s", c, out, want)
+		}
+	}
+	if _, out := a.execIn("hosts-hnet", "own", "cat", "/etc/hosts"); out != "10.1.1.1 own.test\n" {
+		t.Errorf("a container mounting its own /etc/hosts sees\n%s", out)
+	}
+
+	running := a.waitRunning("hosts-pnet", "c")
+	ip := inspect(t, running["POD"].ID).NetworkSettings.IPAddress
+	_, out := a.execIn("hosts-pnet", "c", "cat", "/etc/hosts")
+	for _, line := range []string{"# Kubernetes-managed hosts file.\n", "\n127.0.0.1\tlocalhost\n", "\n" + ip + "\tweb-2\n",
+		"\n# Entries added by HostAliases.\n10.9.8.7\tdb.internal\n"} {
+		if !strings.Contains(out, line) {
+			t.Errorf("pod network: /etc/hosts lacks %q:\n%s", line, out)
+		}
+	}
+}
+
+// A line break in dnsConfig would inject lines (a nameserver) into the
+// resolv.conf Docker writes: such manifests are refused naming the field, as
+// the API server refuses them, and the directory's other pods run.
+func TestDNSConfigInjectionRefused(t *testing.T) {
+	a := startAgent(t)
+	a.writeManifest("fine.yaml", lifecyclePod("fine", "Always", `  dnsConfig: {searches: [fine.example.test]}
+  containers:
+  - {name: c, image: `+testImage+`, command: `+sleeper+`}
+`))
+	a.writeManifest("search.yaml", lifecyclePod("search", "Always", `  dnsConfig: {searches: ["example.test\nnameserver 6.6.6.6"]}
+  containers:
+  - {name: c, image: `+testImage+`, command: `+sleeper+`}
+`))
+	a.writeManifest("option.yaml", lifecyclePod("option", "Always", `  dnsConfig: {options: [{name: "ndots:1\nnameserver 6.6.6.6"}]}
+  containers:
+  - {name: c, image: `+testImage+`, command: `+sleeper+`}
+`))
+	a.waitRunning("fine", "c")
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		_, sources := httpGet(a.api(true) + "/sources")
+		ok := strings.Contains(sources, `spec.dnsConfig.searches[0]: Invalid value: \"example.test\\nnameserver 6.6.6.6\"`) &&
+			strings.Contains(sources, `spec.dnsConfig.options[0].name: Invalid value: \"ndots:1\\nnameserver 6.6.6.6\": must not contain whitespace or control characters`)
+		return ok, "/sources: " + sources
+	})
+	for _, pod := range []string{"search", "option"} {
+		if n := len(a.containers(pod)); n != 0 {
+			t.Errorf("refused pod %s got %d containers", pod, n)
+		}
+	}
+	if _, out := a.execIn("fine", "c", "cat", "/etc/resolv.conf"); !strings.Contains(out, "fine.example.test") {
+		t.Errorf("/etc/resolv.conf of the valid pod:\n%s", out)
+	}
+}
+
 func TestMemoryEmptyDirShared(t *testing.T) {
 	a := startAgent(t)
 	a.writeManifest("mem.yaml", `apiVersion: v1
@@ -547,7 +635,8 @@ func TestSupplementalGroupsPolicy(t *testing.T) {
 }
 
 // fsGroup: emptyDir and downwardAPI volumes are the group's at setup
-// (setgid directories, so what a container writes is the group's too), the
+// (setgid directories, so what a container writes is the group's too; a
+// downwardAPI file only group-readable, as that volume is read-only), the
 // group is in every container's groups, and a hostPath is left alone.
 func TestFSGroup(t *testing.T) {
 	a := startAgent(t)
@@ -573,12 +662,73 @@ func TestFSGroup(t *testing.T) {
 		t.Errorf("groups %q lack the fsGroup", out)
 	}
 	_, out := a.execIn("fsg", "app", "sh", "-c", "touch /scratch/f /mem/f && stat -c '%n %g %A' /scratch /scratch/f /mem /mem/f /info/sub/name")
-	for _, want := range []string{"/scratch 4321 drwxrwsrwx", "/scratch/f 4321", "/mem 4321 drwxrwsrwx", "/mem/f 4321", "/info/sub/name 4321 -rw-rw-r--"} {
+	for _, want := range []string{"/scratch 4321 drwxrwsrwx", "/scratch/f 4321", "/mem 4321 drwxrwsrwt", "/mem/f 4321", "/info/sub/name 4321 -rw-r--r--"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("volumes: %q lacks %q", out, want)
 		}
 	}
 	if fi, err := os.Stat(host); err != nil || fi.Sys().(*syscall.Stat_t).Gid == 4321 {
 		t.Errorf("the hostPath's group was changed")
+	}
+}
+
+// Safe sysctls (and unsafe ones the node allows) are set in the pod's
+// namespaces; any other rejects the pod (SysctlForbidden), as the kubelet.
+func TestSysctls(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, "--allowed-unsafe-sysctls", "kernel.msg*")
+	a.writeManifest("safe.yaml", lifecyclePod("safe", "Always", `  securityContext:
+    sysctls:
+    - {name: net.ipv4.ip_local_port_range, value: "32000 33000"}
+    - {name: kernel.msgmax, value: "12345"}
+  containers:
+  - {name: app, image: `+testImage+`, command: `+sleeper+`}
+`))
+	a.writeManifest("unsafe.yaml", lifecyclePod("unsafe", "Always", `  securityContext:
+    sysctls: [{name: net.core.somaxconn, value: "1024"}]
+  containers:
+  - {name: app, image: `+testImage+`, command: `+sleeper+`}
+`))
+	a.waitRunning("safe", "app")
+	for file, want := range map[string]string{"/proc/sys/net/ipv4/ip_local_port_range": "32000\t33000", "/proc/sys/kernel/msgmax": "12345"} {
+		if code, out := a.execIn("safe", "app", "cat", file); code != 0 || strings.TrimSpace(out) != want {
+			t.Errorf("%s in the app container: %d %q, want %q", file, code, out, want)
+		}
+	}
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		st := a.status("unsafe")
+		return st.Phase == "Failed" && st.Reason == "SysctlForbidden" && strings.Contains(st.Message, `"net.core.somaxconn" not allowlisted`),
+			fmt.Sprintf("phase %s reason %q message %q", st.Phase, st.Reason, st.Message)
+	})
+	if n := len(a.containers("unsafe")); n != 0 {
+		t.Errorf("rejected pod has %d containers", n)
+	}
+}
+
+// setHostnameAsFQDN makes the hostname the pod's FQDN; hostnameOverride
+// replaces it whole.
+func TestHostnameFQDNAndOverride(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, "--cluster-domain", "example.test")
+	a.writeManifest("fqdn.yaml", lifecyclePod("fqdn", "Always", `  hostname: web
+  subdomain: sub
+  setHostnameAsFQDN: true
+  containers:
+  - {name: app, image: `+testImage+`, command: `+sleeper+`}
+`))
+	a.writeManifest("over.yaml", lifecyclePod("over", "Always", `  hostname: ignored
+  hostnameOverride: chosen.name
+  containers:
+  - {name: app, image: `+testImage+`, command: `+sleeper+`}
+`))
+	a.waitRunning("fqdn", "app")
+	a.waitRunning("over", "app")
+	for pod, want := range map[string]string{"fqdn": "web.sub.default.svc.example.test", "over": "chosen.name"} {
+		if code, out := a.execIn(pod, "app", "hostname"); code != 0 || strings.TrimSpace(out) != want {
+			t.Errorf("pod %s: hostname %d %q, want %q", pod, code, out, want)
+		}
+	}
+	if code, out := a.execIn("over", "app", "cat", "/etc/hosts"); code != 0 || !strings.Contains(out, "chosen.name") {
+		t.Errorf("pod over: /etc/hosts %d %q lacks the override", code, out)
 	}
 }

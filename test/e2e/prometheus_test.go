@@ -238,6 +238,7 @@ func must(t *testing.T, err error) {
 // test/metricsserver) decodes /metrics/resource into the node's point and
 // every pod's containers, as metrics-server would from a kubelet.
 func TestMetricsServerScrapesResourceMetrics(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("ms.yaml", lifecyclePod("ms", "Always", `  containers:
   - name: one
@@ -446,6 +447,7 @@ func TestCadvisorPodSumsMatchCgroups(t *testing.T) {
     emptyDir: {medium: Memory}
 `))
 	running := a.waitRunning("sums", "spin", "hold")
+	a.waitStats()
 	pids := map[string]int{}
 	for _, name := range []string{"spin", "hold"} {
 		pids[name] = inspect(t, running[name].ID).State.Pid

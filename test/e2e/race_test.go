@@ -17,6 +17,7 @@ import (
 // probes, concurrent starts, SIGHUP reloads, exec and API load, and asserts
 // that the race detector reported nothing. It asserts no timings.
 func TestRaceBuildScenario(t *testing.T) {
+	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "kubelet-race")
 	build := exec.Command("go", "build", "-race", "-o", bin, "github.com/classic-kubelet/kubelet/cmd/kubelet")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -26,8 +27,7 @@ func TestRaceBuildScenario(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("v: 2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("GORACE", "halt_on_error=0")
-	a := startAgentWith(t, func(a *agent) { a.binary = bin }, "--kubelet-config", cfg)
+	a := startAgentWith(t, func(a *agent) { a.binary, a.env = bin, []string{"GORACE=halt_on_error=0"} }, "--kubelet-config", cfg)
 	for i := range 6 {
 		a.writeManifest(fmt.Sprintf("r%d.yaml", i), lifecyclePod(fmt.Sprintf("r%d", i), "Always", `  containers:
   - name: server
@@ -61,7 +61,9 @@ func TestRaceBuildScenario(t *testing.T) {
 		}()
 	}
 	for i := range 6 {
-		a.waitRunning(fmt.Sprintf("r%d", i), "server", "side")
+		// The race detector slows the agent several times over, and other
+		// parallel tests share the two cores.
+		a.waitRunningWithin(3*time.Minute, fmt.Sprintf("r%d", i), "server", "side")
 	}
 	a.mu.Lock()
 	proc := a.cmd.Process

@@ -124,7 +124,7 @@ func TestServiceUnitVerifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(unit)
-	for _, want := range []string{"Type=notify", "KillMode=process", "Restart=always", "After=docker.service", "WatchdogSec="} {
+	for _, want := range []string{"Type=notify", "KillMode=process", "Restart=always", "After=docker.service", "WatchdogSec=", "OOMScoreAdjust=-999"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("unit lacks %s", want)
 		}
@@ -140,6 +140,10 @@ func TestConfigFileAndVersion(t *testing.T) {
 	out, err := exec.Command(agentBinary, "--version").CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "classic-kubelet ") {
 		t.Errorf("--version: %v %q", err, out)
+	}
+	// --help prints the flags and exits 0 (it exited 2, as on a bad flag).
+	if out, err := exec.Command(agentBinary, "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "--pod-manifest-path") {
+		t.Errorf("--help: %v %.200q", err, out)
 	}
 	manifests := t.TempDir()
 	cfg := filepath.Join(t.TempDir(), "config.yaml")

@@ -120,6 +120,7 @@ spec:
 // A Never pod with a sidecar completes when its app container does: the
 // sidecar is then stopped and its exit (SIGTERM) does not fail the pod.
 func TestSidecarPodCompletes(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("job.yaml", `apiVersion: v1
 kind: Pod

@@ -154,9 +154,19 @@ func ids(m map[string]docker.APIContainers) map[string]string {
 // waitAPI waits until the agent's API answers.
 func (a *agent) waitAPI() {
 	a.t.Helper()
-	waitFor(a.t, 20*time.Second, func() (bool, string) {
+	waitFor(a.t, startupWait, func() (bool, string) {
 		code, body := httpGet(a.api(true) + "/healthz")
 		return code == 200, fmt.Sprintf("healthz %d %s", code, body)
+	})
+}
+
+// waitStats waits until the agent's stats answer: cAdvisor starts in the
+// background, reading every container's cgroups on the host first.
+func (a *agent) waitStats() {
+	a.t.Helper()
+	waitFor(a.t, startupWait, func() (bool, string) {
+		code, body := httpGet(a.api(true) + "/spec")
+		return code == 200, fmt.Sprintf("/spec %d %.200s", code, body)
 	})
 }
 
@@ -264,6 +274,7 @@ func TestEtcdSource(t *testing.T) {
 }
 
 func TestURLSourceFailuresKeepPods(t *testing.T) {
+	t.Parallel()
 	web := newManifestServer(t, simplePod("u", "1"))
 	a := startAgent(t, "--manifest-url", web.URL, "--http-check-frequency", "500ms")
 	before := a.waitRunning("u", "server")
@@ -327,6 +338,7 @@ func TestAPISourcePostPutDelete(t *testing.T) {
 // After a restart the agent remembers POSTed pods and etcd's last snapshot,
 // even with etcd down: nothing is stopped or restarted.
 func TestRestartWithPostedPodsAndEtcdDown(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	a := startAgent(t, "--etcd-servers", etcd.clientURL.String())
 	etcd.put(a.etcdKey(), "["+simplePod("remote", "1")+"]")

@@ -296,12 +296,7 @@ func (a *agent) goroutines(t *testing.T) int {
 // agent, and it keeps serving.
 func TestDroppedStreamingClients(t *testing.T) {
 	a := startAgent(t, "--profiling")
-	a.writeManifest("drop.yaml", lifecyclePod("drop", "Always", `  containers:
-  - name: sh
-    image: `+testImage+`
-    imagePullPolicy: IfNotPresent
-    command: ["sh", "-c", "sleep 3600"]
-`))
+	a.writeManifest("drop.yaml", shellPod("drop"))
 	a.waitRunning("drop", "sh")
 	waitFor(t, 10*time.Second, func() (bool, string) {
 		st := a.status("drop")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/golang/glog"
 	"github.com/spf13/pflag"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
@@ -23,7 +24,8 @@ import (
 
 	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/eviction"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
 )
 
 // DefaultInfraImage is the pause image `make images` builds.
@@ -82,6 +84,16 @@ type Options struct {
 	ClusterDomain        string        `yaml:"cluster-domain"`
 	ResolvConf           string        `yaml:"resolv-conf"`
 
+	PodMaxPids int64 `yaml:"pod-max-pids"`
+	// AllowedUnsafeSysctls are sysctls (or prefixes ending in *) pods may
+	// set besides the safe ones.
+	AllowedUnsafeSysctls []string `yaml:"allowed-unsafe-sysctls"`
+	// KubeReserved and SystemReserved are resource lists as the
+	// kubelet's flags spell them: cpu=100m,memory=100Mi,pid=1000.
+	KubeReserved           string   `yaml:"kube-reserved"`
+	SystemReserved         string   `yaml:"system-reserved"`
+	EnforceNodeAllocatable []string `yaml:"enforce-node-allocatable"`
+
 	DockerConfig                      string        `yaml:"docker-config"`
 	RegistryQPS                       float64       `yaml:"registry-qps"`
 	RegistryBurst                     int           `yaml:"registry-burst"`
@@ -96,6 +108,34 @@ type Options struct {
 	ContainerLogDir                   string        `yaml:"container-log-dir"`
 	GCPeriod                          time.Duration `yaml:"gc-period"`
 
+	// Eviction, as the kubelet's flags: thresholds as signal<value lists.
+	EvictionHard                     string        `yaml:"eviction-hard"`
+	EvictionSoft                     string        `yaml:"eviction-soft"`
+	EvictionSoftGracePeriod          string        `yaml:"eviction-soft-grace-period"`
+	EvictionMaxPodGracePeriod        int           `yaml:"eviction-max-pod-grace-period"`
+	EvictionMinimumReclaim           string        `yaml:"eviction-minimum-reclaim"`
+	EvictionPressureTransitionPeriod time.Duration `yaml:"eviction-pressure-transition-period"`
+
+	// Node mode: with a kubeconfig the agent is a node of that cluster.
+	Kubeconfig                string            `yaml:"kubeconfig"`
+	NodeIP                    string            `yaml:"node-ip"`
+	RegisterNode              bool              `yaml:"register-node"`
+	NodeLabels                map[string]string `yaml:"node-labels"`
+	RegisterWithTaints        []string          `yaml:"register-with-taints"`
+	NodeStatusUpdateFrequency time.Duration     `yaml:"node-status-update-frequency"`
+	NodeStatusReportFrequency time.Duration     `yaml:"node-status-report-frequency"`
+	NodeLeaseDurationSeconds  int32             `yaml:"node-lease-duration-seconds"`
+	KubeAPIQPS                float32           `yaml:"kube-api-qps"`
+	KubeAPIBurst              int               `yaml:"kube-api-burst"`
+
+	// Who may use the full-access port, as the kubelet's flags.
+	AuthenticationTokenWebhook             bool          `yaml:"authentication-token-webhook"`
+	AuthenticationTokenWebhookCacheTTL     time.Duration `yaml:"authentication-token-webhook-cache-ttl"`
+	AuthorizationMode                      string        `yaml:"authorization-mode"`
+	AuthorizationWebhookCacheAuthorizedTTL time.Duration `yaml:"authorization-webhook-cache-authorized-ttl"`
+	AuthorizationWebhookCacheUnauthorized  time.Duration `yaml:"authorization-webhook-cache-unauthorized-ttl"`
+	AnonymousAuth                          bool          `yaml:"anonymous-auth"`
+
 	// ConfigFile is the --kubelet-config file the options came from, if any.
 	ConfigFile string `yaml:"-"`
 }
@@ -103,45 +143,60 @@ type Options struct {
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
-		RootDir:                           "/var/lib/kubelet",
-		DockerEndpoint:                    dockertools.DefaultEndpoint(),
-		PodInfraContainerImage:            DefaultInfraImage,
-		SyncFrequency:                     10 * time.Second,
-		FileCheckFrequency:                20 * time.Second,
-		RelistPeriod:                      time.Second,
-		BackoffInitial:                    kubelet.DefaultBackoffInitial,
-		BackoffMax:                        kubelet.DefaultBackoffMax,
-		Address:                           "127.0.0.1",
-		Port:                              10250,
-		ReadOnlyAddress:                   "127.0.0.1",
-		ReadOnlyPort:                      10255,
-		HealthzBindAddress:                "127.0.0.1",
-		HealthzPort:                       10248,
-		MaxPods:                           110,
-		SeccompDefault:                    true,
-		CgroupsPerQOS:                     true,
-		NodeLeaseDuration:                 40 * time.Second,
-		NodeLeaseRenewInterval:            10 * time.Second,
-		EventTTL:                          time.Hour,
-		HTTPCheckFrequency:                20 * time.Second,
-		EtcdPrefix:                        config.DefaultEtcdPrefix,
-		EtcdResyncPeriod:                  time.Minute,
-		NodeLogDir:                        "/var/log",
-		HousekeepingInterval:              10 * time.Second,
-		DiskUsagePeriod:                   5 * time.Minute,
-		ClusterDomain:                     "cluster.local",
-		ResolvConf:                        "/etc/resolv.conf",
-		RegistryQPS:                       5,
-		RegistryBurst:                     10,
-		MaximumDeadContainersPerContainer: 1,
-		MaximumDeadContainers:             -1,
-		ImageGCHighThreshold:              85,
-		ImageGCLowThreshold:               80,
-		MinimumImageTTLDuration:           2 * time.Minute,
-		ContainerLogMaxSize:               "10Mi",
-		ContainerLogMaxFiles:              5,
-		ContainerLogDir:                   "/var/log/containers",
-		GCPeriod:                          time.Minute,
+		RootDir:                                "/var/lib/kubelet",
+		DockerEndpoint:                         dockertools.DefaultEndpoint(),
+		PodInfraContainerImage:                 DefaultInfraImage,
+		SyncFrequency:                          10 * time.Second,
+		FileCheckFrequency:                     20 * time.Second,
+		RelistPeriod:                           time.Second,
+		BackoffInitial:                         kuberuntime.DefaultBackoffInitial,
+		BackoffMax:                             kuberuntime.DefaultBackoffMax,
+		Address:                                "127.0.0.1",
+		Port:                                   10250,
+		ReadOnlyAddress:                        "127.0.0.1",
+		ReadOnlyPort:                           10255,
+		HealthzBindAddress:                     "127.0.0.1",
+		HealthzPort:                            10248,
+		MaxPods:                                110,
+		SeccompDefault:                         true,
+		AllowPrivileged:                        true,
+		CgroupsPerQOS:                          true,
+		PodMaxPids:                             -1,
+		EnforceNodeAllocatable:                 []string{"pods"},
+		NodeLeaseDuration:                      40 * time.Second,
+		NodeLeaseRenewInterval:                 10 * time.Second,
+		EventTTL:                               time.Hour,
+		HTTPCheckFrequency:                     20 * time.Second,
+		EtcdPrefix:                             config.DefaultEtcdPrefix,
+		EtcdResyncPeriod:                       time.Minute,
+		NodeLogDir:                             "/var/log",
+		HousekeepingInterval:                   10 * time.Second,
+		DiskUsagePeriod:                        5 * time.Minute,
+		ClusterDomain:                          "cluster.local",
+		ResolvConf:                             "/etc/resolv.conf",
+		RegistryQPS:                            5,
+		RegistryBurst:                          10,
+		MaximumDeadContainersPerContainer:      1,
+		MaximumDeadContainers:                  -1,
+		ImageGCHighThreshold:                   85,
+		ImageGCLowThreshold:                    80,
+		MinimumImageTTLDuration:                2 * time.Minute,
+		ContainerLogMaxSize:                    "10Mi",
+		ContainerLogMaxFiles:                   5,
+		ContainerLogDir:                        "/var/log/containers",
+		GCPeriod:                               time.Minute,
+		EvictionHard:                           eviction.DefaultHard,
+		EvictionPressureTransitionPeriod:       5 * time.Minute,
+		RegisterNode:                           true,
+		NodeStatusUpdateFrequency:              10 * time.Second,
+		NodeStatusReportFrequency:              5 * time.Minute,
+		NodeLeaseDurationSeconds:               40,
+		KubeAPIQPS:                             50,
+		KubeAPIBurst:                           100,
+		AuthenticationTokenWebhookCacheTTL:     2 * time.Minute,
+		AuthorizationMode:                      "AlwaysAllow",
+		AuthorizationWebhookCacheAuthorizedTTL: 5 * time.Minute,
+		AuthorizationWebhookCacheUnauthorized:  30 * time.Second,
 	}
 }
 
@@ -189,8 +244,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.HousekeepingInterval, "housekeeping-interval", o.HousekeepingInterval, "How often the embedded cAdvisor samples container stats.")
 	fs.DurationVar(&o.DiskUsagePeriod, "disk-usage-period", o.DiskUsagePeriod, "How often the disk usage of containers (writable layers, logs), pod volumes and images is measured, in the background, for /stats/summary.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve /debug/pprof/ on the full-access port.")
-	fs.BoolVar(&o.AllowPrivileged, "allow-privileged", o.AllowPrivileged, "Allow containers with securityContext.privileged.")
+	fs.BoolVar(&o.AllowPrivileged, "allow-privileged", o.AllowPrivileged, "Allow containers with securityContext.privileged, as the kubelet always does (false: they wait with CreateContainerConfigError).")
 	fs.BoolVar(&o.CgroupsPerQOS, "cgroups-per-qos", o.CgroupsPerQOS, "Put each pod's containers in a pod cgroup (kubepods/[burstable|besteffort/]pod<uid>) sized to the whole pod, as the kubelet does; pods started without it stay where they are.")
+	fs.StringSliceVar(&o.AllowedUnsafeSysctls, "allowed-unsafe-sysctls", o.AllowedUnsafeSysctls, "Sysctls (or prefixes ending in *) pods may set besides the kubelet's safe ones; each must be namespaced (kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*, net.*).")
+	fs.Int64Var(&o.PodMaxPids, "pod-max-pids", o.PodMaxPids, "Processes and threads each pod may have: its pod cgroup's pids.max (-1: unbounded).")
+	fs.StringVar(&o.KubeReserved, "kube-reserved", o.KubeReserved, "Resources kept for the agent and the runtime, not for pods: cpu=100m,memory=100Mi,pid=1000.")
+	fs.StringVar(&o.SystemReserved, "system-reserved", o.SystemReserved, "Resources kept for the rest of the system, not for pods (as --kube-reserved).")
+	fs.StringSliceVar(&o.EnforceNodeAllocatable, "enforce-node-allocatable", o.EnforceNodeAllocatable, "'pods': bound the cgroup of all pods (kubepods) to capacity less --kube-reserved and --system-reserved; 'none': to capacity.")
 	fs.BoolVar(&o.SeccompDefault, "seccomp-default", o.SeccompDefault, "Give containers without a seccompProfile Docker's default profile (false: unconfined, the kubelet's default).")
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "Domain of pods with a subdomain: <subdomain>.<namespace>.svc.<cluster-domain>.")
 	fs.StringVar(&o.DockerConfig, "docker-config", o.DockerConfig, "Docker config file with registry credentials (default: ~/.docker/config.json and the legacy ~/.dockercfg).")
@@ -207,6 +267,28 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ContainerLogDir, "container-log-dir", o.ContainerLogDir, "Directory of <pod>_<namespace>_<container>-<id>.log symlinks to the containers' logs (empty: none).")
 	fs.DurationVar(&o.GCPeriod, "gc-period", o.GCPeriod, "How often dead containers and unused images are collected (advanced).")
 	_ = fs.MarkHidden("gc-period")
+	fs.StringVar(&o.EvictionHard, "eviction-hard", o.EvictionHard, "Hard eviction thresholds (signal<quantity or percentage, comma-separated; empty: none). Signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available.")
+	fs.StringVar(&o.EvictionSoft, "eviction-soft", o.EvictionSoft, "Soft eviction thresholds (as --eviction-hard), each needing --eviction-soft-grace-period.")
+	fs.StringVar(&o.EvictionSoftGracePeriod, "eviction-soft-grace-period", o.EvictionSoftGracePeriod, "How long each soft threshold must hold before a pod is evicted (signal=duration, comma-separated).")
+	fs.IntVar(&o.EvictionMaxPodGracePeriod, "eviction-max-pod-grace-period", o.EvictionMaxPodGracePeriod, "Longest grace period, in seconds, of a pod evicted for a soft threshold.")
+	fs.StringVar(&o.EvictionMinimumReclaim, "eviction-minimum-reclaim", o.EvictionMinimumReclaim, "What must be available beyond a threshold before its pressure ends (signal=quantity or percentage, comma-separated).")
+	fs.DurationVar(&o.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", o.EvictionPressureTransitionPeriod, "How long a pressure condition stays after its signal recovered.")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig of a Kubernetes API server: the agent joins it as a node (registers the Node, renews its Lease, runs the pods bound to it, writes their statuses and events). See docs/kubernetes.md.")
+	fs.StringVar(&o.NodeIP, "node-ip", o.NodeIP, "The node's InternalIP, which the API server reaches the agent at (default: the address of the interface of the default route; never loopback).")
+	fs.BoolVar(&o.RegisterNode, "register-node", o.RegisterNode, "Create the Node in the API server if it is missing (false: it must exist).")
+	fs.StringToStringVar(&o.NodeLabels, "node-labels", o.NodeLabels, "Labels of the Node when it is registered (key=value,...). NodeRestriction refuses most kubernetes.io/ and k8s.io/ keys.")
+	fs.StringSliceVar(&o.RegisterWithTaints, "register-with-taints", o.RegisterWithTaints, "Taints of the Node when it is registered (key=value:Effect,...).")
+	fs.DurationVar(&o.NodeStatusUpdateFrequency, "node-status-update-frequency", o.NodeStatusUpdateFrequency, "How often the node status is computed and, if it changed, written to the API server.")
+	fs.DurationVar(&o.NodeStatusReportFrequency, "node-status-report-frequency", o.NodeStatusReportFrequency, "How often the node status is written to the API server when it has not changed.")
+	fs.Int32Var(&o.NodeLeaseDurationSeconds, "node-lease-duration-seconds", o.NodeLeaseDurationSeconds, "Duration of the node's Lease (kube-node-lease/<node>), renewed every quarter of it.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second to the API server.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Requests to the API server allowed in a burst above --kube-api-qps.")
+	fs.BoolVar(&o.AuthenticationTokenWebhook, "authentication-token-webhook", o.AuthenticationTokenWebhook, "Authenticate bearer tokens on the full-access port by the API server's TokenReview (needs --kubeconfig).")
+	fs.DurationVar(&o.AuthenticationTokenWebhookCacheTTL, "authentication-token-webhook-cache-ttl", o.AuthenticationTokenWebhookCacheTTL, "How long a TokenReview's answer is kept.")
+	fs.StringVar(&o.AuthorizationMode, "authorization-mode", o.AuthorizationMode, "AlwaysAllow: every authenticated request is allowed; Webhook: each is authorized by the API server's SubjectAccessReview (needs --kubeconfig), as the kubelet maps it (verb on nodes/<subresource>).")
+	fs.DurationVar(&o.AuthorizationWebhookCacheAuthorizedTTL, "authorization-webhook-cache-authorized-ttl", o.AuthorizationWebhookCacheAuthorizedTTL, "How long an allowing SubjectAccessReview is kept.")
+	fs.DurationVar(&o.AuthorizationWebhookCacheUnauthorized, "authorization-webhook-cache-unauthorized-ttl", o.AuthorizationWebhookCacheUnauthorized, "How long a denying SubjectAccessReview is kept.")
+	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth, "Let requests without credentials on the full-access port through as system:anonymous (then authorized as such).")
 	fs.StringVar(&o.ResolvConf, "resolv-conf", o.ResolvConf, "Resolver configuration of pods with dnsPolicy Default (and ClusterFirst: there is no cluster DNS).")
 }
 
@@ -270,6 +352,12 @@ func (o *Options) Validate() error {
 	if q, err := resource.ParseQuantity(o.ContainerLogMaxSize); err != nil || q.Value() < 0 {
 		return fmt.Errorf("--container-log-max-size %q: want a quantity such as 10Mi", o.ContainerLogMaxSize)
 	}
+	if _, err := o.evictionThresholds(); err != nil {
+		return err
+	}
+	if o.EvictionMaxPodGracePeriod < 0 || o.EvictionPressureTransitionPeriod < 0 {
+		return fmt.Errorf("--eviction-max-pod-grace-period and --eviction-pressure-transition-period must not be negative")
+	}
 	if o.RegistryQPS < 0 || o.RegistryBurst < 0 {
 		return fmt.Errorf("--registry-qps and --registry-burst must not be negative")
 	}
@@ -279,11 +367,35 @@ func (o *Options) Validate() error {
 	if o.ClientCAFile != "" && o.TLSCertFile == "" {
 		return fmt.Errorf("--client-ca-file needs --tls-cert-file and --tls-private-key-file")
 	}
-	if o.Port != 0 && !isLoopback(o.Address) && o.ClientCAFile == "" {
+	switch o.AuthorizationMode {
+	case "AlwaysAllow", "Webhook":
+	default:
+		return fmt.Errorf("--authorization-mode %q: want AlwaysAllow or Webhook", o.AuthorizationMode)
+	}
+	if (o.AuthenticationTokenWebhook || o.AuthorizationMode == "Webhook") && o.Kubeconfig == "" {
+		return fmt.Errorf("--authentication-token-webhook and --authorization-mode=Webhook ask the API server: set --kubeconfig")
+	}
+	if o.AuthenticationTokenWebhook && o.TLSCertFile == "" {
+		return fmt.Errorf("--authentication-token-webhook needs --tls-cert-file and --tls-private-key-file (bearer tokens are not sent in the clear)")
+	}
+	authenticated := o.ClientCAFile != "" || o.AuthenticationTokenWebhook
+	if o.Port != 0 && !isLoopback(o.Address) && (!authenticated || (o.AnonymousAuth && o.AuthorizationMode == "AlwaysAllow")) {
 		if !o.InsecureFullAccess {
-			return fmt.Errorf("refusing to serve the full-access port on %s without client certificates: set --client-ca-file (with --tls-cert-file and --tls-private-key-file), bind --address to loopback, or pass --insecure-full-access", o.Address)
+			return fmt.Errorf("refusing to serve the full-access port on %s to unauthenticated clients: set --client-ca-file (with --tls-cert-file and --tls-private-key-file) or --authentication-token-webhook, without --anonymous-auth unless --authorization-mode=Webhook; or bind --address to loopback, or pass --insecure-full-access", o.Address)
 		}
 		glog.Warningf("Serving the full-access port on %s without client certificates (--insecure-full-access): anyone who reaches it can run anything on this node", o.Address)
+	}
+	if o.PodMaxPids < -1 {
+		return fmt.Errorf("--pod-max-pids must be -1 (unbounded) or more, got %d", o.PodMaxPids)
+	}
+	if _, err := newNodeAllocatable(o); err != nil {
+		return err
+	}
+	if _, err := kuberuntime.NewSysctlAllowlist(o.AllowedUnsafeSysctls); err != nil {
+		return fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
+	}
+	if err := o.validateNodeMode(); err != nil {
+		return err
 	}
 	if o.PodManifestPath != "" {
 		if err := checkNotKubeletConfig(o.PodManifestPath); err != nil {
@@ -291,6 +403,110 @@ func (o *Options) Validate() error {
 		}
 	}
 	return nil
+}
+
+// validateNodeMode checks the node-mode options.
+func (o *Options) validateNodeMode() error {
+	if o.NodeIP != "" {
+		ip := net.ParseIP(o.NodeIP)
+		if ip == nil || ip.IsLoopback() || ip.IsUnspecified() {
+			return fmt.Errorf("--node-ip %q: want the node's address, neither loopback nor unspecified (the API server refuses to reach a node there)", o.NodeIP)
+		}
+	}
+	if _, err := ParseTaints(o.RegisterWithTaints); err != nil {
+		return fmt.Errorf("--register-with-taints: %w", err)
+	}
+	for k, v := range o.NodeLabels {
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			return fmt.Errorf("--node-labels: key %q: %s", k, strings.Join(msgs, "; "))
+		}
+		if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+			return fmt.Errorf("--node-labels: %s=%q: %s", k, v, strings.Join(msgs, "; "))
+		}
+	}
+	if o.NodeStatusUpdateFrequency <= 0 || o.NodeStatusReportFrequency < o.NodeStatusUpdateFrequency {
+		return fmt.Errorf("--node-status-update-frequency (%v) must be positive and at most --node-status-report-frequency (%v)", o.NodeStatusUpdateFrequency, o.NodeStatusReportFrequency)
+	}
+	if o.NodeLeaseDurationSeconds < 4 {
+		return fmt.Errorf("--node-lease-duration-seconds must be at least 4, got %d", o.NodeLeaseDurationSeconds)
+	}
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 {
+		return fmt.Errorf("--kube-api-qps must be positive and --kube-api-burst at least 1")
+	}
+	return nil
+}
+
+// ParseTaints parses taints as --register-with-taints spells them:
+// key[=value]:Effect.
+func ParseTaints(specs []string) ([]v1.Taint, error) {
+	var out []v1.Taint
+	for _, spec := range specs {
+		kv, effect, ok := strings.Cut(spec, ":")
+		key, value, _ := strings.Cut(kv, "=")
+		switch e := v1.TaintEffect(effect); {
+		case !ok:
+			return nil, fmt.Errorf("%q: want key[=value]:Effect", spec)
+		case e != v1.TaintEffectNoSchedule && e != v1.TaintEffectPreferNoSchedule && e != v1.TaintEffectNoExecute:
+			return nil, fmt.Errorf("%q: effect must be NoSchedule, PreferNoSchedule or NoExecute", spec)
+		}
+		if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
+			return nil, fmt.Errorf("%q: key: %s", spec, strings.Join(msgs, "; "))
+		}
+		if msgs := validation.IsValidLabelValue(value); len(msgs) > 0 {
+			return nil, fmt.Errorf("%q: value: %s", spec, strings.Join(msgs, "; "))
+		}
+		out = append(out, v1.Taint{Key: key, Value: value, Effect: v1.TaintEffect(effect)})
+	}
+	return out, nil
+}
+
+// ParseReserved parses a reservation as the kubelet's --kube-reserved:
+// comma-separated name=quantity of cpu, memory and pid.
+func ParseReserved(s string) (v1.ResourceList, error) {
+	out := v1.ResourceList{}
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		name, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		switch v1.ResourceName(name) {
+		case v1.ResourceCPU, v1.ResourceMemory, kuberuntime.PidResource:
+		default:
+			return nil, fmt.Errorf("%q: want cpu=, memory= or pid=", kv)
+		}
+		q, err := resource.ParseQuantity(val)
+		if !ok || err != nil || q.Sign() < 0 {
+			return nil, fmt.Errorf("%s: want a quantity of at least 0, such as 100m or 100Mi", name)
+		}
+		if _, dup := out[v1.ResourceName(name)]; dup {
+			return nil, fmt.Errorf("%s given twice", name)
+		}
+		out[v1.ResourceName(name)] = q
+	}
+	return out, nil
+}
+
+// EnforcePods reports whether --enforce-node-allocatable asks for kubepods
+// to be bounded by the reservations. The kubelet's other values need the
+// reserved cgroups, which this agent does not manage.
+func (o *Options) EnforcePods() (bool, error) {
+	pods := false
+	for _, v := range o.EnforceNodeAllocatable {
+		switch v {
+		case "pods":
+			pods = true
+		case "none", "":
+		default:
+			return false, fmt.Errorf("--enforce-node-allocatable %q: want pods or none (the agent manages no system-reserved or kube-reserved cgroup)", v)
+		}
+	}
+	return pods, nil
+}
+
+// evictionThresholds parses the eviction flags.
+func (o *Options) evictionThresholds() ([]eviction.Threshold, error) {
+	return eviction.ParseThresholds(eviction.Flags{Hard: o.EvictionHard, Soft: o.EvictionSoft,
+		SoftGracePeriod: o.EvictionSoftGracePeriod, MinimumReclaim: o.EvictionMinimumReclaim})
 }
 
 // isLoopback reports whether addr is a loopback address or name.

@@ -22,8 +22,9 @@ func TestParseFlags(t *testing.T) {
 	}{
 		{"defaults", []string{"--hostname-override", "N1"}, func(o *Options) bool {
 			return o.HostnameOverride == "n1" && o.RootDir == "/var/lib/kubelet" && o.SyncFrequency == 10*time.Second &&
-				o.FileCheckFrequency == 20*time.Second && o.RelistPeriod == time.Second && o.PodInfraContainerImage == DefaultInfraImage
+				o.FileCheckFrequency == 20*time.Second && o.RelistPeriod == time.Second && o.PodInfraContainerImage == DefaultInfraImage && o.AllowPrivileged
 		}, ""},
+		{"privileged refused on request", []string{"--hostname-override=x", "--allow-privileged=false"}, func(o *Options) bool { return !o.AllowPrivileged }, ""},
 		{"underscores accepted", []string{"--pod_manifest_path", dir, "--sync_frequency=3s", "--hostname_override=x"}, func(o *Options) bool {
 			return o.PodManifestPath == dir && o.SyncFrequency == 3*time.Second
 		}, ""},
@@ -32,7 +33,44 @@ func TestParseFlags(t *testing.T) {
 		{"bad duration", []string{"--relist-period=0s", "--hostname-override=x"}, nil, "--relist-period must be positive"},
 		{"stray argument", []string{"--hostname-override=x", "extra"}, nil, "unexpected arguments"},
 		{"node name with a slash refused", []string{"--hostname-override=../etc"}, nil, "node name"},
+		{"pid and reservation defaults", []string{"--hostname-override=x"}, func(o *Options) bool {
+			return o.PodMaxPids == -1 && o.KubeReserved == "" && len(o.EnforceNodeAllocatable) == 1 && o.EnforceNodeAllocatable[0] == "pods"
+		}, ""},
+		{"reservations", []string{"--hostname-override=x", "--pod-max-pids=100", "--kube-reserved=cpu=100m,memory=100Mi,pid=1000",
+			"--system-reserved=memory=1Gi", "--enforce-node-allocatable=none"}, func(o *Options) bool {
+			return o.PodMaxPids == 100 && o.KubeReserved == "cpu=100m,memory=100Mi,pid=1000" && o.SystemReserved == "memory=1Gi"
+		}, ""},
+		{"bad --pod-max-pids", []string{"--hostname-override=x", "--pod-max-pids=-2"}, nil, "--pod-max-pids must be -1"},
+		{"bad --kube-reserved", []string{"--hostname-override=x", "--kube-reserved=disk=1Gi"}, nil, `--kube-reserved: "disk=1Gi"`},
+		{"bad --system-reserved", []string{"--hostname-override=x", "--system-reserved=memory=x"}, nil, "--system-reserved: memory: want a quantity"},
+		{"eviction defaults", []string{"--hostname-override=x"}, func(o *Options) bool {
+			th, err := o.evictionThresholds()
+			return err == nil && len(th) == 4 && o.EvictionPressureTransitionPeriod == 5*time.Minute
+		}, ""},
+		{"--eviction-hard= turns eviction off", []string{"--hostname-override=x", "--eviction-hard="}, func(o *Options) bool {
+			th, err := o.evictionThresholds()
+			return err == nil && len(th) == 0
+		}, ""},
+		{"bad eviction threshold", []string{"--hostname-override=x", "--eviction-hard=memory.available>1Gi"}, nil, "--eviction-hard"},
+		{"soft threshold without grace", []string{"--hostname-override=x", "--eviction-soft=memory.available<1Gi"}, nil, "grace period must be specified"},
 		{"glog verbosity", []string{"--hostname-override=x", "-v", "3"}, func(o *Options) bool { return true }, ""},
+		{"node-mode defaults", []string{"--hostname-override=x"}, func(o *Options) bool {
+			return o.RegisterNode && o.NodeStatusUpdateFrequency == 10*time.Second && o.NodeStatusReportFrequency == 5*time.Minute &&
+				o.NodeLeaseDurationSeconds == 40 && o.KubeAPIQPS == 50 && o.KubeAPIBurst == 100 && o.AuthorizationMode == "AlwaysAllow" && !o.AnonymousAuth
+		}, ""},
+		{"node labels and taints", []string{"--hostname-override=x", "--node-labels=a=b,example.com/c=d", "--register-with-taints=k=v:NoSchedule,x:NoExecute"},
+			func(o *Options) bool {
+				taints, err := ParseTaints(o.RegisterWithTaints)
+				return err == nil && o.NodeLabels["example.com/c"] == "d" && len(taints) == 2 && taints[1].Key == "x" && taints[1].Value == ""
+			}, ""},
+		{"bad taint effect", []string{"--hostname-override=x", "--register-with-taints=k=v:Sometimes"}, nil, "effect must be NoSchedule"},
+		{"loopback --node-ip", []string{"--hostname-override=x", "--node-ip=127.0.0.1"}, nil, "--node-ip"},
+		{"webhook without kubeconfig", []string{"--hostname-override=x", "--authorization-mode=Webhook"}, nil, "set --kubeconfig"},
+		{"unknown authorization mode", []string{"--hostname-override=x", "--authorization-mode=RBAC"}, nil, "want AlwaysAllow or Webhook"},
+		{"token webhook needs TLS", []string{"--hostname-override=x", "--kubeconfig=k", "--authentication-token-webhook"}, nil, "needs --tls-cert-file"},
+		{"anonymous AlwaysAllow off loopback refused", []string{"--hostname-override=x", "--address=10.0.0.1", "--tls-cert-file=c", "--tls-private-key-file=k",
+			"--client-ca-file=ca", "--anonymous-auth"}, nil, "refusing to serve the full-access port"},
+		{"unsafe sysctl not namespaced", []string{"--hostname-override=x", "--allowed-unsafe-sysctls=vm.swappiness"}, nil, "--allowed-unsafe-sysctls"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

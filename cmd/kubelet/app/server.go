@@ -17,18 +17,24 @@ import (
 
 	"github.com/golang/glog"
 	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/classic-kubelet/kubelet/pkg/config"
+	"github.com/classic-kubelet/kubelet/pkg/credentialprovider"
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 	"github.com/classic-kubelet/kubelet/pkg/etcdnode"
+	"github.com/classic-kubelet/kubelet/pkg/kubeapi"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/cadvisor"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/cgroups"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/eviction"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/gc"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/images"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/nodestatus"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/server"
 	"github.com/classic-kubelet/kubelet/pkg/systemd"
 )
@@ -48,7 +54,7 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 	if err != nil {
 		return err
 	}
-	defer lock.Close()
+	defer lock.release()
 	if err := os.MkdirAll(o.RootDir, 0o755); err != nil {
 		return fmt.Errorf("root dir: %w", err)
 	}
@@ -79,8 +85,13 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 		m.SourceErrors.WithLabelValues(source).Inc()
 		recorder.Event(events.Ref{Name: source}, true, "FailedValidation", "source %s: %v", source, err)
 	}
+	nodeIP := o.NodeIP
+	if nodeIP == "" {
+		nodeIP = nodestatus.DefaultIP()
+	}
 	cfg := kubelet.Config{
 		NodeName:        o.HostnameOverride,
+		NodeIP:          nodeIP,
 		RootDir:         o.RootDir,
 		InfraImage:      o.PodInfraContainerImage,
 		SyncFrequency:   o.SyncFrequency,
@@ -104,7 +115,27 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 		Images: images.Policy{Keyring: keyring, QPS: o.RegistryQPS, Burst: o.RegistryBurst,
 			HighThreshold: o.ImageGCHighThreshold, LowThreshold: o.ImageGCLowThreshold, MinAge: o.MinimumImageTTLDuration},
 	}
+	alloc, err := newNodeAllocatable(o)
+	if err != nil {
+		return err
+	}
+	thresholds, _ := o.evictionThresholds() // validated
+	cfg.Eviction = eviction.Config{Thresholds: thresholds, MaxPodGracePeriod: time.Duration(o.EvictionMaxPodGracePeriod) * time.Second,
+		PressureTransitionPeriod: o.EvictionPressureTransitionPeriod}
+	v2, err := cgroups.IsV2(cgroupMount)
+	if err != nil && len(thresholds) > 0 {
+		glog.Warningf("Eviction: %v; taking cgroup v1", err)
+	}
+	cfg.EvictionNode = eviction.Node{Proc: "/proc", CgroupMount: cgroupMount, CgroupV2: v2}
 	if o.CgroupsPerQOS {
+		cfg.PodMaxPids = o.PodMaxPids
+		capacity := nodestatus.Capacity(o.MaxPods)
+		if pids := nodestatus.PidMax(); pids > 0 {
+			capacity[kuberuntime.PidResource] = *resource.NewQuantity(pids, resource.DecimalSI)
+		}
+		if cfg.PodsLimits, err = alloc.podsLimits(capacity); err != nil {
+			return err
+		}
 		cfg.Cgroups = cgroups.NewDetected(func() (cgroups.Config, error) {
 			info, err := docker.DaemonInfo()
 			if err != nil {
@@ -114,6 +145,15 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 			return cgroups.Config{Mount: cgroupMount, Driver: info.CgroupDriver, V2: v2}, err
 		})
 	}
+	var nm *nodeMode
+	if o.Kubeconfig != "" {
+		if nm, err = newNodeMode(o); err != nil {
+			return err
+		}
+		kubeapi.RegisterClientMetrics(m.Registry)
+		cfg.Services, cfg.Objects = nm.services, nm.objects
+	}
+	cfg.Sysctls, _ = kuberuntime.NewSysctlAllowlist(o.AllowedUnsafeSysctls) // validated
 	k := kubelet.New(cfg, docker, merger)
 
 	glog.Infof("Classic Kubelet starting: node %q, root dir %s, docker %s, sources %v", o.HostnameOverride, o.RootDir, o.DockerEndpoint, sources)
@@ -130,6 +170,7 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 		}()
 	}
 	goRun(func() { k.Run(ctx, merger.Updates()) })
+	goRun(func() { merger.Run(ctx) }) // retries checkpoints that failed
 
 	// Checkpointed snapshots first: what ran before the restart stays as it
 	// is while the sources are slow to answer.
@@ -139,14 +180,21 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 	if o.Port != 0 {
 		apiSource = config.NewAPISource(ctx, o.HostnameOverride, merger)
 	}
-	// cAdvisor starts in the background: stats endpoints answer 503 until
-	// it runs, and for good if it cannot (no cgroups).
+	// cAdvisor starts in the background, which takes tens of seconds on a
+	// busy node (it reads every container's cgroups): the stats endpoints
+	// answer 503 until it runs, and for good if it cannot (no cgroups).
+	// Pods, sources, the API and node registration do not wait for it.
 	stats := cadvisor.New(o.DockerEndpoint, o.HousekeepingInterval)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(stats.Collectors(o.HostnameOverride)...)
 	defer stats.Stop()
 	// The etcd lease of the node name, once the sources made one.
 	var lease atomic.Pointer[etcdnode.Lease]
-	deps := server.Deps{Host: k, Runtime: k, Pods: apiSource, Sources: merger, Metrics: m.Registry, ProbeMetrics: m.ProbeRegistry,
-		Config: func() any { return o.Configz() }, StatsErr: stats.Err(), Events: recorder,
+	// One pod view for the API and the status writers; the API's streaming
+	// goes through the runtime manager, whose runtime is the instrumented one.
+	pods := localPods{PodView: server.NewPodView(k.PodSources()), statuses: k.Statuses()}
+	deps := server.Deps{Host: serverHost{k: k, rt: k.Runtime()}, View: pods.PodView, DiskUsage: k.DiskUsage(), Runtime: k.Runtime(), Pods: apiSource, Sources: merger, Metrics: m.Registry, ProbeMetrics: m.ProbeRegistry,
+		Config: func() any { return o.Configz() }, Stats: stats, CadvisorMetrics: reg, Events: recorder,
 		NodeName: func() error {
 			if l := lease.Load(); l != nil {
 				if _, taken := l.Held(); taken != nil {
@@ -155,17 +203,8 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 			}
 			return nil
 		}}
-	if stats.Err() == nil {
-		deps.Stats = stats
-		if cols, err := stats.Collectors(o.HostnameOverride); err == nil {
-			reg := prometheus.NewRegistry()
-			reg.MustRegister(cols...)
-			deps.CadvisorMetrics = reg
-		}
-	} else {
-		glog.Errorf("Container stats are unavailable; pods run regardless: %v", stats.Err())
-	}
-	srv := server.New(deps, server.Options{NodeName: o.HostnameOverride, NodeLogDir: o.NodeLogDir, RootDir: o.RootDir, Profiling: o.Profiling})
+	srv := server.New(deps, server.Options{NodeName: o.HostnameOverride, NodeLogDir: o.NodeLogDir, RootDir: o.RootDir, Profiling: o.Profiling,
+		Auth: fullAccessAuth(o, nm)})
 	fullTLS, err := tlsConfig(o)
 	if err != nil {
 		return err
@@ -200,8 +239,16 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 		})
 	}
 
-	report := nodeReport{pods: k, lease: &lease, node: (&nodeBuilder{name: o.HostnameOverride, rootDir: o.RootDir, maxPods: o.MaxPods,
-		hostIP: k.HostIP(), health: k.Health, docker: docker}).build}
+	node := &nodestatus.Builder{Name: o.HostnameOverride, RootDir: o.RootDir, MaxPods: o.MaxPods, HostIP: nodeIP,
+		Reserved: alloc.reserved(), Version: Version, Health: k.Health, Pressure: k.Pressure, RuntimeVersion: func() (string, error) {
+			info, err := docker.DaemonInfo()
+			return info.Version, err
+		}}
+	if nm != nil {
+		nm.start(ctx, o, merger, pods, recorder, node, goRun)
+		glog.Infof("Node mode: joining %s as node %q", nm.server, o.HostnameOverride)
+	}
+	report := nodeReport{pods: pods, lease: &lease, node: node.Build}
 	srcs, err := startSources(ctx, o, merger, recorder, report)
 	if err != nil {
 		return err
@@ -247,6 +294,28 @@ func watchdog(ctx context.Context, k *kubelet.Kubelet, interval time.Duration) {
 	}
 }
 
+// fullAccessAuth is who may use the full-access port: client certificates
+// of --client-ca-file, bearer tokens by TokenReview, anonymous requests if
+// allowed; authorized by SubjectAccessReview with --authorization-mode=
+// Webhook. Nil (open) when nothing is configured: the port is then on
+// loopback (Validate refuses it elsewhere).
+func fullAccessAuth(o *Options, nm *nodeMode) *server.Auth {
+	if o.ClientCAFile == "" && !o.AuthenticationTokenWebhook && !o.AnonymousAuth && o.AuthorizationMode != "Webhook" {
+		return nil
+	}
+	a := &server.Auth{Anonymous: o.AnonymousAuth}
+	if o.ClientCAFile != "" {
+		a.Authenticators = append(a.Authenticators, kubeapi.ClientCerts{})
+	}
+	if o.AuthenticationTokenWebhook {
+		a.Authenticators = append(a.Authenticators, kubeapi.NewTokenReviews(nm.client, o.AuthenticationTokenWebhookCacheTTL))
+	}
+	if o.AuthorizationMode == "Webhook" {
+		a.Authorizer = kubeapi.NewAccessReviews(nm.client, o.AuthorizationWebhookCacheAuthorizedTTL, o.AuthorizationWebhookCacheUnauthorized)
+	}
+	return a
+}
+
 // tlsConfig is the full-access port's TLS, if configured: HTTPS with the
 // given certificate and, with a client CA, client certificates required.
 func tlsConfig(o *Options) (*tls.Config, error) {
@@ -269,13 +338,17 @@ func tlsConfig(o *Options) (*tls.Config, error) {
 		}
 		cfg.ClientCAs = pool
 		cfg.ClientAuth = tls.RequireAndVerifyClientCert
+		if o.AuthenticationTokenWebhook || o.AnonymousAuth {
+			// A bearer token, or nothing, may stand for a certificate.
+			cfg.ClientAuth = tls.VerifyClientCertIfGiven
+		}
 	}
 	return cfg, nil
 }
 
 // loadKeyring reads registry credentials: --docker-config, else Docker's
 // own files in the home directory.
-func loadKeyring(path string) (*dockertools.Keyring, error) {
+func loadKeyring(path string) (*credentialprovider.Keyring, error) {
 	paths := []string{path}
 	if path == "" {
 		home, _ := os.UserHomeDir()
@@ -283,7 +356,7 @@ func loadKeyring(path string) (*dockertools.Keyring, error) {
 	} else if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("--docker-config: %w", err)
 	}
-	kr, err := dockertools.LoadKeyring(paths...)
+	kr, err := credentialprovider.LoadKeyring(paths...)
 	if err != nil {
 		return nil, fmt.Errorf("registry credentials: %w", err)
 	}
@@ -310,3 +383,14 @@ func pauseBinary(infraImage string) string {
 	}
 	return ""
 }
+
+// serverHost is the agent as the API sees it beyond its pods: the health
+// of the Kubelet's loops, and the pod cgroups of its runtime manager.
+type serverHost struct {
+	k  *kubelet.Kubelet
+	rt *kuberuntime.Manager
+}
+
+func (h serverHost) Health() (syncLoop, relist error) { return h.k.Health() }
+func (h serverHost) PodCgroupPath(pod *v1.Pod) string { return h.rt.PodCgroupPath(pod) }
+func (h serverHost) PodsCgroupPath() string           { return h.rt.PodsCgroupPath() }

@@ -37,6 +37,9 @@ func configuredSources(o *Options) []string {
 	if o.Port != 0 {
 		s = append(s, api.SourceAPI)
 	}
+	if o.Kubeconfig != "" {
+		s = append(s, api.SourceAPIServer)
+	}
 	return s
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/cgroups"
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/golang/glog"
 	"github.com/google/cadvisor/cache/memory"
 	"github.com/google/cadvisor/container"
@@ -42,6 +43,11 @@ const (
 // ErrUnavailable is returned by every call when cAdvisor could not start.
 var ErrUnavailable = errors.New("cadvisor: unavailable")
 
+// ErrStarting is returned by every call until cAdvisor has started: its
+// start reads every cgroup of the host's containers, tens of seconds on a
+// busy node, and nothing else of the agent waits for it.
+var ErrStarting = errors.New("cadvisor: starting (reading the host's containers)")
+
 // includedMetrics are only the sets the endpoints use: no disk usage walks,
 // no referenced bytes.
 var includedMetrics = container.MetricSet{
@@ -54,6 +60,9 @@ var includedMetrics = container.MetricSet{
 
 // Interface is what the API needs from cAdvisor.
 type Interface interface {
+	// Err says why the calls below fail: cAdvisor is still starting, or
+	// could not start (nil: it runs).
+	Err() error
 	MachineInfo() (*cadvisorapi.MachineInfo, error)
 	ContainerInfo(name string, req *cadvisorapi.ContainerInfoRequest) (*cadvisorapi.ContainerInfo, error)
 	DockerContainer(id string, req *cadvisorapi.ContainerInfoRequest) (cadvisorapi.ContainerInfo, error)
@@ -64,8 +73,11 @@ type Interface interface {
 	Recent(name string, docker bool, n int) ([]*cadvisorapi.ContainerStats, error)
 }
 
-// Client is the embedded cAdvisor.
+// Client is the embedded cAdvisor. Its fields below ready are written
+// once, by start, before ready is closed.
 type Client struct {
+	ready chan struct{} // closed when start has returned
+
 	m       manager.Manager
 	samples *memory.InMemoryCache // cAdvisor's store of samples, which Recent reads
 	cache   *inspectCache         // between cAdvisor and Docker, if the endpoint is a unix socket
@@ -81,20 +93,33 @@ type Client struct {
 
 var _ Interface = (*Client)(nil)
 
-// New starts cAdvisor watching Docker containers at dockerEndpoint, the
-// root cgroup and the pods' cgroups (not every raw cgroup), housekeeping every
-// interval. If it cannot start (no cgroups, say), the returned client answers
-// every call with ErrUnavailable and the reason; the agent runs on.
+// New starts cAdvisor in the background watching Docker containers at
+// dockerEndpoint, the root cgroup and the pods' cgroups (not every raw
+// cgroup), housekeeping every interval. Until it runs every call answers
+// ErrStarting; if it cannot start (no cgroups, say), ErrUnavailable and the
+// reason, and the agent runs on.
 func New(dockerEndpoint string, interval time.Duration) *Client {
-	c := &Client{}
+	c := &Client{ready: make(chan struct{})}
+	go func() {
+		defer close(c.ready)
+		if c.err = c.start(dockerEndpoint, interval); c.err != nil {
+			glog.Errorf("Container stats are unavailable; pods run regardless: %v", c.err)
+			return
+		}
+		glog.Infof("cAdvisor started: container stats are available")
+	}()
+	return c
+}
+
+func (c *Client) start(dockerEndpoint string, interval time.Duration) error {
 	if err := registerDockerPlugin(); err != nil {
-		return &Client{err: fmt.Errorf("%w: %v", ErrUnavailable, err)}
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	*docker.ArgDockerEndpoint = dockerEndpoint
 	if strings.HasPrefix(dockerEndpoint, "unix://") {
 		cache, err := newInspectCache(dockerEndpoint)
 		if err != nil {
-			return &Client{err: fmt.Errorf("%w: %v", ErrUnavailable, err)}
+			return fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 		c.cache = cache
 		*docker.ArgDockerEndpoint = cache.Endpoint()
@@ -106,7 +131,7 @@ func New(dockerEndpoint string, interval time.Duration) *Client {
 	// pod churn, state kept for containers long gone. None, as the kubelet.
 	for name, value := range map[string]string{"event_storage_age_limit": "default=0", "event_storage_event_limit": "default=0"} {
 		if err := flag.Set(name, value); err != nil {
-			return &Client{err: fmt.Errorf("%w: cAdvisor flag %s: %v", ErrUnavailable, name, err)}
+			return c.fail(fmt.Errorf("%w: cAdvisor flag %s: %v", ErrUnavailable, name, err))
 		}
 	}
 	maxInterval := max(maxHousekeepingInterval, interval)
@@ -124,13 +149,19 @@ func New(dockerEndpoint string, interval time.Duration) *Client {
 		err = m.Start()
 	}
 	if err != nil {
-		if c.cache != nil {
-			c.cache.Close()
-		}
-		return &Client{err: fmt.Errorf("%w: %v", ErrUnavailable, err)}
+		return c.fail(fmt.Errorf("%w: %v", ErrUnavailable, err))
 	}
 	c.m, c.samples, c.names = m, samples, map[string]string{}
-	return c
+	return nil
+}
+
+// fail closes what start opened before err.
+func (c *Client) fail(err error) error {
+	if c.cache != nil {
+		c.cache.Close()
+		c.cache = nil
+	}
+	return err
 }
 
 // Collectors returns the Prometheus collectors of /metrics/cadvisor: the
@@ -139,40 +170,57 @@ func New(dockerEndpoint string, interval time.Duration) *Client {
 // namespace and container name (the infra container's is "POD"), besides
 // the image, the container ID and cAdvisor's name. Containers of other
 // owners keep empty pod labels, for the server to leave out.
-func (c *Client) Collectors(node string) ([]prometheus.Collector, error) {
-	if c.err != nil {
-		return nil, c.err
-	}
+func (c *Client) Collectors(node string) []prometheus.Collector {
 	labels := func(ci *cadvisorapi.ContainerInfo) map[string]string {
 		set := map[string]string{cmetrics.LabelID: ci.Name, cmetrics.LabelImage: ci.Spec.Image}
 		if len(ci.Aliases) > 0 {
 			set[cmetrics.LabelName] = ci.Aliases[0]
 		}
-		if ci.Spec.Labels[ownerLabel] == node {
-			set["pod"] = ci.Spec.Labels[podNameLabel]
-			set["namespace"] = ci.Spec.Labels[podNamespaceLabel]
-			set["container"] = ci.Spec.Labels[containerNameLabel]
+		if ci.Spec.Labels[kubecontainer.LabelOwner] == node {
+			set["pod"] = ci.Spec.Labels[kubecontainer.LabelPodName]
+			set["namespace"] = ci.Spec.Labels[kubecontainer.LabelPodNamespace]
+			set["container"] = ci.Spec.Labels[kubecontainer.LabelContainerName]
 		}
 		return set
 	}
+	p := provider{c}
 	return []prometheus.Collector{
-		cmetrics.NewPrometheusCollector(c.m, labels, includedMetrics, clock.RealClock{},
+		cmetrics.NewPrometheusCollector(p, labels, includedMetrics, clock.RealClock{},
 			cadvisorapiv2.RequestOptions{IdType: cadvisorapiv2.TypeName, Count: 1, Recursive: true}),
-		cmetrics.NewPrometheusMachineCollector(c.m, includedMetrics),
-	}, nil
+		cmetrics.NewPrometheusMachineCollector(p, includedMetrics),
+	}
 }
 
-// The labels the agent puts on containers (pkg/dockertools), repeated here
-// so this package stays independent of the Docker wrapper.
-const (
-	podNameLabel       = "io.kubernetes.pod.name"
-	podNamespaceLabel  = "io.kubernetes.pod.namespace"
-	containerNameLabel = "io.kubernetes.container.name"
-	ownerLabel         = "io.classic-kubelet.node"
-)
+// provider is what cAdvisor's collectors read, once cAdvisor runs: before,
+// a scrape has only the collectors' error series.
+type provider struct{ c *Client }
 
-// Err says why cAdvisor is unavailable (nil when it runs).
-func (c *Client) Err() error { return c.err }
+func (p provider) GetRequestedContainersInfo(name string, o cadvisorapiv2.RequestOptions) (map[string]*cadvisorapi.ContainerInfo, error) {
+	if err := p.c.Err(); err != nil {
+		return nil, err
+	}
+	return p.c.m.GetRequestedContainersInfo(name, o)
+}
+
+func (p provider) GetVersionInfo() (*cadvisorapi.VersionInfo, error) {
+	if err := p.c.Err(); err != nil {
+		return nil, err
+	}
+	return p.c.m.GetVersionInfo()
+}
+
+func (p provider) GetMachineInfo() (*cadvisorapi.MachineInfo, error) { return p.c.MachineInfo() }
+
+// Err says why cAdvisor does not answer: ErrStarting until it has started,
+// then nil, or why it could not start.
+func (c *Client) Err() error {
+	select {
+	case <-c.ready:
+		return c.err
+	default:
+		return ErrStarting
+	}
+}
 
 // stopTimeout bounds Stop: cAdvisor's own Stop can wait on its housekeeping
 // goroutines for minutes with many containers, and the agent must exit
@@ -181,6 +229,12 @@ const stopTimeout = 2 * time.Second
 
 // Stop stops cAdvisor's housekeeping, waiting at most stopTimeout.
 func (c *Client) Stop() {
+	select {
+	case <-c.ready:
+	case <-time.After(stopTimeout):
+		glog.V(1).Infof("cAdvisor is still starting after %v; exiting regardless", stopTimeout)
+		return
+	}
 	if c.m == nil {
 		return
 	}
@@ -201,24 +255,24 @@ func (c *Client) Stop() {
 
 // MachineInfo is the node's hardware description.
 func (c *Client) MachineInfo() (*cadvisorapi.MachineInfo, error) {
-	if c.err != nil {
-		return nil, c.err
+	if err := c.Err(); err != nil {
+		return nil, err
 	}
 	return c.m.GetMachineInfo()
 }
 
 // ContainerInfo is a cgroup's info ("/" is the root container).
 func (c *Client) ContainerInfo(name string, req *cadvisorapi.ContainerInfoRequest) (*cadvisorapi.ContainerInfo, error) {
-	if c.err != nil {
-		return nil, c.err
+	if err := c.Err(); err != nil {
+		return nil, err
 	}
 	return c.m.GetContainerInfo(name, req)
 }
 
 // DockerContainer is a Docker container's info by ID.
 func (c *Client) DockerContainer(id string, req *cadvisorapi.ContainerInfoRequest) (cadvisorapi.ContainerInfo, error) {
-	if c.err != nil {
-		return cadvisorapi.ContainerInfo{}, c.err
+	if err := c.Err(); err != nil {
+		return cadvisorapi.ContainerInfo{}, err
 	}
 	return c.m.DockerContainer(id, req)
 }
@@ -229,8 +283,8 @@ func (c *Client) DockerContainer(id string, req *cadvisorapi.ContainerInfoReques
 // every 5 s paid for them all, 0.3 to 0.5 s where the others took 40 ms.
 // Only a Docker container's name is asked of cAdvisor, once.
 func (c *Client) Recent(name string, docker bool, n int) ([]*cadvisorapi.ContainerStats, error) {
-	if c.err != nil {
-		return nil, c.err
+	if err := c.Err(); err != nil {
+		return nil, err
 	}
 	if docker {
 		var err error

@@ -49,6 +49,10 @@ func TestCAdvisorHousekeepsEachContainerOnce(t *testing.T) {
 	defer flag.Set("global_housekeeping_interval", old)
 
 	c := New(endpoint, 10*time.Second)
+	if c.Err() != ErrStarting {
+		t.Fatalf("a new client answers %v before cAdvisor has started, want ErrStarting", c.Err())
+	}
+	<-c.ready
 	if c.Err() != nil {
 		t.Fatal(c.Err())
 	}

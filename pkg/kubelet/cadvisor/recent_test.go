@@ -43,7 +43,8 @@ func (f *fakeManager) Exists(name string) bool {
 func TestRecentReadsTheStoreAndForgetsGoneContainers(t *testing.T) {
 	fm := &fakeManager{cgroups: map[string]string{}}
 	samples := memory.New(time.Minute, nil)
-	c := &Client{m: fm, samples: samples, names: map[string]string{}}
+	c := &Client{ready: make(chan struct{}), m: fm, samples: samples, names: map[string]string{}}
+	close(c.ready)
 	add := func(id string) {
 		name := "/kubepods/pod1/" + id
 		fm.cgroups[id] = name

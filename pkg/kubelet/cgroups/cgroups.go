@@ -50,12 +50,14 @@ func PodName(qos v1.PodQOSClass, uid types.UID) Name {
 }
 
 // Resources are a cgroup's bounds. CPUShares is the cgroup v1 weight (v2's
-// cpu.weight is derived from it); CPUQuota < 0 and Memory 0 mean unbounded.
+// cpu.weight is derived from it); CPUQuota < 0, Memory 0 and Pids 0 mean
+// unbounded.
 type Resources struct {
 	CPUShares uint64
 	CPUQuota  int64 // microseconds per CPUPeriod
 	CPUPeriod uint64
 	Memory    int64 // bytes
+	Pids      int64 // processes and threads (pids.max)
 }
 
 // Config says where and how cgroups are laid out.
@@ -203,6 +205,7 @@ func (m *Manager) set(n Name, r Resources) error {
 			write(d, "cpu.weight", strconv.FormatUint(SharesToWeight(r.CPUShares), 10)),
 			write(d, "cpu.max", fmt.Sprintf("%s %d", quota, period(r))),
 			write(d, "memory.max", mem),
+			writePids(d, r),
 		)
 	}
 	cpu := filepath.Join(m.cfg.Mount, "cpu", rel)
@@ -219,7 +222,22 @@ func (m *Manager) set(n Name, r Resources) error {
 		write(cpu, "cpu.cfs_period_us", strconv.FormatUint(period(r), 10)),
 		write(cpu, "cpu.cfs_quota_us", strconv.FormatInt(quota, 10)),
 		write(memory, "memory.limit_in_bytes", strconv.FormatInt(mem, 10)),
+		writePids(filepath.Join(m.cfg.Mount, "pids", rel), r),
 	)
+}
+
+// pidsMax is r's pids.max: "max" (both versions' spelling) when unbounded.
+// writePids writes r's bound on processes to pids.max. Unbounded, a host
+// without the pids controller (on v2, one not delegated) is no error: there
+// is nothing to write.
+func writePids(dir string, r Resources) error {
+	if r.Pids > 0 {
+		return write(dir, "pids.max", strconv.FormatInt(r.Pids, 10))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pids.max")); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return write(dir, "pids.max", "max")
 }
 
 // defaultPeriod is the CFS period when r names none: 100 ms.

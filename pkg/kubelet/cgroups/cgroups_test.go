@@ -63,7 +63,7 @@ func TestV1(t *testing.T) {
 	for _, driver := range []string{DriverCgroupfs, DriverSystemd} {
 		m, _ := New(Config{Mount: mount, Driver: driver})
 		n := PodName(v1.PodQOSBurstable, "u-1")
-		if err := m.Ensure(n, Resources{CPUShares: 256, CPUQuota: 50000, CPUPeriod: 100000, Memory: 64 << 20}); err != nil {
+		if err := m.Ensure(n, Resources{CPUShares: 256, CPUQuota: 50000, CPUPeriod: 100000, Memory: 64 << 20, Pids: 100}); err != nil {
 			t.Fatal(err)
 		}
 		rel := filepath.FromSlash(m.Path(n))
@@ -72,6 +72,7 @@ func TestV1(t *testing.T) {
 			"cpu/" + rel + "/cpu.cfs_quota_us":         "50000",
 			"cpu/" + rel + "/cpu.cfs_period_us":        "100000",
 			"memory/" + rel + "/memory.limit_in_bytes": "67108864",
+			"pids/" + rel + "/pids.max":                "100",
 		} {
 			if got := read(t, filepath.Join(mount, file)); got != want {
 				t.Errorf("%s: %s = %q, want %q", driver, file, got, want)
@@ -84,8 +85,9 @@ func TestV1(t *testing.T) {
 		if err := m.Ensure(n, Resources{CPUShares: 2, CPUQuota: -1}); err != nil {
 			t.Fatal(err)
 		}
-		if q, l := read(t, filepath.Join(mount, "cpu", rel, "cpu.cfs_quota_us")), read(t, filepath.Join(mount, "memory", rel, "memory.limit_in_bytes")); q != "-1" || l != "-1" {
-			t.Errorf("%s: unbounded quota %s, limit %s; want -1, -1", driver, q, l)
+		if q, l, p := read(t, filepath.Join(mount, "cpu", rel, "cpu.cfs_quota_us")), read(t, filepath.Join(mount, "memory", rel, "memory.limit_in_bytes")),
+			read(t, filepath.Join(mount, "pids", rel, "pids.max")); q != "-1" || l != "-1" || p != "max" {
+			t.Errorf("%s: unbounded quota %s, limit %s, pids %s; want -1, -1, max", driver, q, l, p)
 		}
 
 		// Removal: a real cgroup directory's files vanish with it; here the
@@ -132,12 +134,12 @@ func TestV2(t *testing.T) {
 		os.MkdirAll(filepath.Join(mount, d), 0o755)
 		os.WriteFile(filepath.Join(mount, d, "cgroup.controllers"), []byte(controllers), 0o644)
 	}
-	if err := m.Ensure(n, Resources{CPUShares: 1024, CPUQuota: 150000, CPUPeriod: 100000, Memory: 1 << 30}); err != nil {
+	if err := m.Ensure(n, Resources{CPUShares: 1024, CPUQuota: 150000, CPUPeriod: 100000, Memory: 1 << 30, Pids: 1000}); err != nil {
 		t.Fatal(err)
 	}
 	pod := filepath.Join(mount, "kubepods/burstable/podu1")
 	for file, want := range map[string]string{
-		pod + "/cpu.weight": "39", pod + "/cpu.max": "150000 100000", pod + "/memory.max": "1073741824",
+		pod + "/cpu.weight": "39", pod + "/cpu.max": "150000 100000", pod + "/memory.max": "1073741824", pod + "/pids.max": "1000",
 		mount + "/cgroup.subtree_control":                    "+cpu +memory +pids",
 		mount + "/kubepods/cgroup.subtree_control":           "+cpu +memory +pids",
 		mount + "/kubepods/burstable/cgroup.subtree_control": "+cpu +memory +pids",
@@ -149,7 +151,7 @@ func TestV2(t *testing.T) {
 	if err := m.Ensure(n, Resources{CPUShares: 2, CPUQuota: -1}); err != nil {
 		t.Fatal(err)
 	}
-	if got := read(t, pod+"/cpu.max") + "," + read(t, pod+"/memory.max") + "," + read(t, pod+"/cpu.weight"); got != "max 100000,max,1" {
+	if got := read(t, pod+"/cpu.max") + "," + read(t, pod+"/memory.max") + "," + read(t, pod+"/cpu.weight") + "," + read(t, pod+"/pids.max"); got != "max 100000,max,1,max" {
 		t.Errorf("unbounded: %q", got)
 	}
 }
@@ -159,5 +161,29 @@ func TestSharesToWeight(t *testing.T) {
 		if got := SharesToWeight(shares); got != want {
 			t.Errorf("SharesToWeight(%d) = %d, want %d", shares, got, want)
 		}
+	}
+}
+
+// pids.max: a bound is written; unbounded, "max" where the controller's
+// file exists and nothing (no error) where it does not.
+func TestWritePids(t *testing.T) {
+	with, without := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(with, "pids.max"), []byte("100"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := writePids(with, Resources{}); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(with, "pids.max")); string(data) != "max" {
+		t.Errorf("unbounded with the file: %q, want max", data)
+	}
+	if err := writePids(without, Resources{}); err != nil {
+		t.Errorf("unbounded without the controller: %v, want no error", err)
+	}
+	if err := writePids(without, Resources{Pids: 50}); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(without, "pids.max")); string(data) != "50" {
+		t.Errorf("bounded: %q, want 50", data)
 	}
 }

@@ -33,6 +33,9 @@ type ContainerDetail struct {
 	IP         string
 	Pid        int
 	LogPath    string
+	// LayerPath is the directory of the container's writable layer on the
+	// host (overlay2's upper dir), "" where the storage driver names none.
+	LayerPath string
 	// Resources as the runtime applied them (for tests and status).
 	CPUShares, CPUQuota, CPUPeriod, Memory int64
 }
@@ -59,11 +62,13 @@ type CreateSpec struct {
 	NetworkMode string
 	IpcMode     string
 	PidMode     string
-	Ports       []PortMapping
-	Binds       []string
-	Resources   Resources
-	DNS         DNSSettings
-	ExtraHosts  []string // "host:ip"
+	// Sysctls are set in the container's namespaces (the infra
+	// container's: the pod's network and IPC namespaces are its).
+	Sysctls   map[string]string
+	Ports     []PortMapping
+	Binds     []string
+	Resources Resources
+	DNS       DNSSettings
 
 	User            string
 	GroupAdd        []string
@@ -87,6 +92,10 @@ type CreateSpec struct {
 	// AppArmorProfile names a loaded profile, or "unconfined" ("": the
 	// runtime's default).
 	AppArmorProfile string
+	// SELinuxLabels are the container's SELinux label options, as Docker
+	// takes them ("level:s0:c1,c2"); Docker ignores them where SELinux is
+	// off, as the kubelet's runtime does.
+	SELinuxLabels []string
 	// OOMScoreAdj, if set, is the container's oom_score_adj.
 	OOMScoreAdj *int
 	// Mounts are bind mounts given as structured sources and targets (a
@@ -150,6 +159,9 @@ type Runtime interface {
 	List(ctx context.Context, label, value string) ([]Container, error)
 	Inspect(ctx context.Context, id string) (*ContainerDetail, error)
 	Events(ctx context.Context, label, value string) (<-chan Event, error)
+	// ImageEvents streams the actions of image events that may make an
+	// image present (pull, load, tag, import).
+	ImageEvents(ctx context.Context) (<-chan string, error)
 	Create(ctx context.Context, spec *CreateSpec) (string, error)
 	Start(ctx context.Context, id string) error
 	Stop(ctx context.Context, id string, grace time.Duration) error

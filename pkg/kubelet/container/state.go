@@ -31,6 +31,7 @@ type ContainerState struct {
 	ImageID      string
 	IP           string
 	LogPath      string
+	LayerPath    string // the writable layer's directory, "" if unknown
 	Labels       map[string]string
 }
 

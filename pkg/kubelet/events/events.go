@@ -1,7 +1,8 @@
 // Package events records what the agent does to pods (Pulling, Started,
 // Killing, BackOff, Unhealthy, ...) in a bounded in-memory ring served at
 // GET /events, and, when etcd is configured, writes them there under a
-// 48-hour lease without ever blocking the agent's work.
+// 48-hour lease, and in node mode to the API server, without ever blocking
+// the agent's work.
 package events
 
 import (
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	clientrecord "k8s.io/client-go/tools/record"
 )
 
 const (
@@ -60,7 +62,13 @@ type Recorder struct {
 	queue   chan *v1.Event
 	writing atomic.Bool // an etcd writer drains queue (see EtcdWriter)
 	dropped atomic.Int64
+
+	api atomic.Pointer[clientrecord.EventRecorder] // the API server's (node mode), see SendToAPI
 }
+
+// SendToAPI sends every pod event to an API server too, through client-go's
+// recorder (its broadcaster folds repeats and never blocks the caller).
+func (r *Recorder) SendToAPI(rec clientrecord.EventRecorder) { r.api.Store(&rec) }
 
 // record is a kept event: what varies between events, some 250 bytes
 // where a v1.Event takes 700 (the ring is the agent's largest history of
@@ -103,6 +111,14 @@ func (r *Recorder) Event(ref Ref, warning bool, reason, format string, args ...a
 		return
 	}
 	msg := fmt.Sprintf(format, args...)
+	if api := r.api.Load(); api != nil && ref.UID != "" {
+		typ := v1.EventTypeNormal
+		if warning {
+			typ = v1.EventTypeWarning
+		}
+		(*api).Event(&v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: ref.Namespace, Name: ref.Name,
+			UID: ref.UID, FieldPath: ref.FieldPath}, typ, reason, msg)
+	}
 	now := time.Now()
 	r.mu.Lock()
 	for i := len(r.ring) - 1; i >= 0 && i >= len(r.ring)-50; i-- {

@@ -31,8 +31,12 @@ type Policy struct {
 // the policy lets go. It never picks a running container, the newest dead
 // instance of a container (for a desired pod: that includes its completed
 // init containers and the final containers of a finished pod), or anything
-// younger than MinAge. Pods no longer desired are not its business: their
-// worker removes all of their containers.
+// younger than MinAge. Infra containers go as the kubelet's sandboxes do: one
+// that is not running and not the pod's newest goes once no container made
+// in its time is left (an agent killed between an infra container's create
+// and its start leaves one that never ran, and the pod gets a new one).
+// Pods no longer desired are not its business: their worker removes all of
+// their containers.
 func DeadContainersToRemove(pods map[types.UID]*kubecontainer.PodState, desired func(types.UID) *v1.Pod, p Policy, now time.Time) []*kubecontainer.ContainerState {
 	perContainer := max(p.MaxPerContainer, 1)
 	type dead struct {
@@ -53,13 +57,20 @@ func DeadContainersToRemove(pods map[types.UID]*kubecontainer.PodState, desired 
 		for _, c := range spec.Spec.Containers {
 			inSpec[c.Name] = true
 		}
+		stale := staleInfra(pod)
 		count := map[string]int{}
 		for _, c := range pod.Containers { // newest first
 			if c.Running {
 				continue
 			}
-			count[c.Name]++
 			old := now.Sub(c.ExitedAt()) >= p.MinAge // a container that never started: since created
+			if stale[c] {
+				if old {
+					out = append(out, c)
+				}
+				continue
+			}
+			count[c.Name]++
 			switch {
 			case !inSpec[c.Name] && old:
 				out = append(out, c) // its container is gone from the spec
@@ -86,4 +97,27 @@ func DeadContainersToRemove(pods map[types.UID]*kubecontainer.PodState, desired 
 		}
 	}
 	return out
+}
+
+// staleInfra returns the pod's infra containers that are neither running
+// nor its newest and have no container left of their incarnation: those
+// created from them on and before the next infra container.
+func staleInfra(pod *kubecontainer.PodState) map[*kubecontainer.ContainerState]bool {
+	infra := pod.Infra() // newest first
+	stale := map[*kubecontainer.ContainerState]bool{}
+	for i := 1; i < len(infra); i++ {
+		c, next := infra[i], infra[i-1]
+		if c.Running {
+			continue
+		}
+		active := false
+		for _, o := range pod.Containers {
+			if o.Name != kubecontainer.InfraContainerName && !o.CreatedAt.Before(c.CreatedAt) && o.CreatedAt.Before(next.CreatedAt) {
+				active = true
+				break
+			}
+		}
+		stale[c] = !active
+	}
+	return stale
 }

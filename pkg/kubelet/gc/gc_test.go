@@ -26,6 +26,10 @@ func TestDeadContainersToRemove(t *testing.T) {
 	run := func(name string) *kubecontainer.ContainerState {
 		return &kubecontainer.ContainerState{ID: name + "-run", Name: name, Running: true, CreatedAt: now}
 	}
+	// created makes a container created ago before now that never ran.
+	created := func(name string, ago time.Duration) *kubecontainer.ContainerState {
+		return &kubecontainer.ContainerState{ID: name + "-created-" + ago.String(), Name: name, Status: "created", CreatedAt: now.Add(-ago)}
+	}
 	mk := func(cs ...*kubecontainer.ContainerState) map[types.UID]*kubecontainer.PodState {
 		kubecontainer.SortNewestFirst(cs)
 		return map[types.UID]*kubecontainer.PodState{pod.UID: {UID: pod.UID, Containers: cs}}
@@ -52,6 +56,14 @@ func TestDeadContainersToRemove(t *testing.T) {
 		{"gone from the spec", mk(run("a"), dead("old", time.Hour)), Policy{MaxPerContainer: 1, MaxTotal: -1}, "old-1h0m0s"},
 		{"global cap never takes the newest", mk(dead("a", time.Minute), dead("a", 2*time.Minute), dead("init", time.Hour), dead("POD", time.Hour)),
 			Policy{MaxPerContainer: 5, MaxTotal: 1}, "a-2m0s"},
+		{"never-started infra older than the running one", mk(run("POD"), run("a"), created("POD", time.Minute)),
+			Policy{MaxPerContainer: 1, MaxTotal: -1}, "POD-created-1m0s"},
+		{"newest infra kept even if it never ran, older ones go", mk(created("POD", time.Minute), dead("POD", time.Hour), created("POD", 2*time.Hour)),
+			Policy{MaxPerContainer: 5, MaxTotal: -1}, "POD-1h0m0s,POD-created-2h0m0s"},
+		{"dead infra kept while a container of its time is", mk(run("POD"), run("a"), dead("a", time.Hour), dead("POD", time.Hour)),
+			Policy{MaxPerContainer: 1, MaxTotal: -1}, ""},
+		{"min age protects a never-started infra", mk(run("POD"), created("POD", time.Second)),
+			Policy{MinAge: time.Minute, MaxPerContainer: 1, MaxTotal: -1}, ""},
 		{"pods not desired are left to their worker", map[types.UID]*kubecontainer.PodState{"other": {UID: "other", Containers: []*kubecontainer.ContainerState{dead("a", time.Hour), dead("a", 2*time.Hour)}}},
 			Policy{MaxPerContainer: 1, MaxTotal: 0}, ""},
 	}

@@ -1,16 +1,20 @@
 // Package images makes a container's image present as its pull policy
-// says (throttled, with the node's registry credentials, concurrent pulls
-// of one image collapsed into one, failures backed off per pod and image)
-// and collects the unused images this agent pulled.
+// says (throttled, with the pod's and the node's registry credentials,
+// concurrent pulls of one image under the same credentials collapsed into
+// one, failures backed off per pod and image) and collects the unused
+// images this agent pulled.
 package images
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -22,7 +26,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/classic-kubelet/kubelet/pkg/dockertools"
+	"github.com/classic-kubelet/kubelet/pkg/credentialprovider"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
@@ -38,11 +42,14 @@ type Runtime interface {
 	RemoveImage(ctx context.Context, id string) error
 	ImagesInUse(ctx context.Context) (map[string]bool, error)
 	ImageFsUsage(ctx context.Context) (int, error)
+	ImageEvents(ctx context.Context) (<-chan string, error)
 }
 
 // Policy configures pulls and image garbage collection.
 type Policy struct {
-	Keyring        *dockertools.Keyring
+	// Keyring is the node's registry credentials (its Docker config),
+	// tried after a pod's own.
+	Keyring        *credentialprovider.Keyring
 	QPS            float64 // pulls per second; 0: unlimited
 	Burst          int
 	HighThreshold  int           // percent of the image file system: collect above it
@@ -64,11 +71,17 @@ type pullFailure struct {
 	until time.Time
 	delay time.Duration
 	msg   string
+	// Of the container that failed: a pod under a policy other than
+	// Always waits no longer once its image is present.
+	uid    types.UID
+	image  string
+	always bool
 }
 
-// Manager pulls images as pull policies say (throttled, with the
-// node's registry credentials, concurrent pulls of one image collapsed into
-// one, failures backed off) and collects unused pulled images.
+// Manager pulls images as pull policies say (throttled, with the pod's
+// and the node's registry credentials, concurrent pulls of one image under
+// the same credentials collapsed into one, failures backed off) and
+// collects unused pulled images.
 type Manager struct {
 	docker     Runtime
 	policy     Policy
@@ -121,12 +134,16 @@ func (m *Manager) ForgetPod(uid types.UID) {
 
 // Ensure makes a container's image present as its pull policy says:
 // Always pulls, IfNotPresent pulls when absent, Never never pulls. Without a
-// policy, ":latest" or no tag means Always, as in Kubernetes.
-func (m *Manager) Ensure(ctx context.Context, pod *v1.Pod, c *v1.Container) error {
+// policy, ":latest" or no tag means Always, as in Kubernetes. A pull tries
+// the credentials of podCreds (the pod's image pull secrets, asked for only
+// when a pull is due; nil, or a nil keyring: none) that match the image's
+// registry, then the node's, as the kubelet's keyring orders them; with
+// none, it is anonymous.
+func (m *Manager) Ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, podCreds func() *credentialprovider.Keyring) error {
 	policy := c.ImagePullPolicy
 	if policy == "" {
 		policy = v1.PullIfNotPresent
-		if _, tag := dockertools.SplitImage(c.Image); tag == "latest" {
+		if _, tag := kubecontainer.SplitImage(c.Image); tag == "latest" {
 			policy = v1.PullAlways
 		}
 	}
@@ -139,21 +156,24 @@ func (m *Manager) Ensure(ctx context.Context, pod *v1.Pod, c *v1.Container) erro
 			return &kubecontainer.StartError{Reason: kubecontainer.ReasonErrImageNeverPull, Message: fmt.Sprintf("image %s is not present and imagePullPolicy is Never", c.Image)}
 		}
 	}
-	key := string(pod.UID) + "/" + c.Name + "/" + c.Image
-	m.mu.Lock()
-	f := m.failures[key]
-	m.mu.Unlock()
-	if f != nil && time.Now().Before(f.until) {
+	if until, why := m.BackOff(pod, c); why != nil && time.Now().Before(until) {
 		m.Events(pod, c.Name, "BackOff", fmt.Sprintf("Back-off pulling image %q", c.Image), false)
-		return &kubecontainer.StartError{Reason: kubecontainer.ReasonImagePullBackOff, Message: fmt.Sprintf("Back-off pulling image %q: %s", c.Image, f.msg)}
+		return why
 	}
+	key := failureKey(pod, c)
 	m.Events(pod, c.Name, "Pulling", fmt.Sprintf("Pulling image %q", c.Image), false)
 	start := time.Now()
-	if err := m.pull(ctx, c.Image); err != nil {
-		msg := summarizePullError(c.Image, err, len(m.policy.Keyring.Lookup(c.Image)) > 0)
+	var fromPod []kubecontainer.Auth
+	if podCreds != nil {
+		fromPod = podCreds().Lookup(c.Image)
+	}
+	auths := distinct(append(fromPod, m.policy.Keyring.Lookup(c.Image)...))
+	if err := m.pull(ctx, c.Image, auths); err != nil {
+		msg := summarizePullError(c.Image, err, len(auths) > 0)
 		m.mu.Lock()
+		f := m.failures[key]
 		if f == nil {
-			f = &pullFailure{delay: m.policy.BackoffInitial}
+			f = &pullFailure{delay: m.policy.BackoffInitial, uid: pod.UID, image: c.Image, always: policy == v1.PullAlways}
 			m.failures[key] = f
 		} else {
 			f.delay = min(2*f.delay, m.policy.BackoffMax)
@@ -176,12 +196,114 @@ func (m *Manager) Ensure(ctx context.Context, pod *v1.Pod, c *v1.Container) erro
 	return nil
 }
 
-// pull pulls one image: concurrent pulls of the same image wait for one
-// registry fetch; each pull waits for the rate limiter; each matching
-// credential is tried in turn.
-func (m *Manager) pull(ctx context.Context, image string) error {
+// BackOff reports whether the pod may not pull the container's image again
+// before until, because its last pull failed; why is the waiting reason to
+// show meanwhile (nil: no pull of it is in back-off). The sync loop asks
+// first, so a pod in pull back-off is left alone until the back-off ends,
+// or (but under Always) its image appears (Run).
+func (m *Manager) BackOff(pod *v1.Pod, c *v1.Container) (until time.Time, why *kubecontainer.StartError) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := m.failures[failureKey(pod, c)]
+	if f == nil {
+		return time.Time{}, nil
+	}
+	return f.until, backOffError(c, f)
+}
+
+// imageEventsRetryMax bounds the wait before resubscribing to the image
+// events.
+const imageEventsRetryMax = 30 * time.Second
+
+// Run watches the runtime's image events until ctx ends: after a pull, a
+// load, a tag or an import, a pod waiting in pull back-off for an image
+// that is now present (under IfNotPresent) is woken at once, as the
+// kubelet, which checks presence before the back-off, would start it. A
+// waiting pod costs no Docker call meanwhile; only such an event does.
+func (m *Manager) Run(ctx context.Context) {
+	retry := time.Second
+	for ctx.Err() == nil {
+		events, err := m.docker.ImageEvents(ctx)
+		if err == nil {
+			retry = time.Second
+			m.wakePresent(ctx) // an image may have come while unsubscribed
+			for range events {
+				drain(events) // a load of many images is one check
+				m.wakePresent(ctx)
+			}
+		} else {
+			glog.V(2).Infof("Subscribe to image events: %v (retry in %v)", err, retry)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(retry):
+		}
+		retry = min(2*retry, imageEventsRetryMax)
+	}
+}
+
+// drain takes what is already waiting on ch.
+func drain(ch <-chan string) {
 	for {
-		err := m.pullShared(ctx, image)
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+// wakePresent ends the pull back-off of every container whose policy
+// pulls only an absent image and whose image is present now.
+func (m *Manager) wakePresent(ctx context.Context) {
+	m.mu.Lock()
+	waiting := map[string][]string{} // image → failure keys
+	for key, f := range m.failures {
+		if !f.always {
+			waiting[f.image] = append(waiting[f.image], key)
+		}
+	}
+	m.mu.Unlock()
+	for image, keys := range waiting {
+		if present, err := m.docker.ImagePresent(ctx, image); err != nil || !present {
+			continue
+		}
+		m.mu.Lock()
+		var woken []types.UID
+		for _, key := range keys {
+			if f := m.failures[key]; f != nil {
+				woken = append(woken, f.uid)
+				delete(m.failures, key)
+			}
+		}
+		m.mu.Unlock()
+		for _, uid := range woken {
+			glog.Infof("Image %s is present now: pod %s no longer waits for its pull back-off", image, uid)
+			m.Retry(uid, time.Now())
+		}
+	}
+}
+
+func failureKey(pod *v1.Pod, c *v1.Container) string {
+	return string(pod.UID) + "/" + c.Name + "/" + c.Image
+}
+
+// backOffError is the waiting reason of a container whose image pull is in
+// back-off; m.mu is held.
+func backOffError(c *v1.Container, f *pullFailure) *kubecontainer.StartError {
+	return &kubecontainer.StartError{Reason: kubecontainer.ReasonImagePullBackOff, Message: fmt.Sprintf("Back-off pulling image %q: %s", c.Image, f.msg)}
+}
+
+// pull pulls one image, trying each of auths in turn (none: anonymously):
+// concurrent pulls of the same image with the same credentials wait for
+// one registry fetch; each pull waits for the rate limiter.
+func (m *Manager) pull(ctx context.Context, image string, auths []kubecontainer.Auth) error {
+	for {
+		err := m.pullShared(ctx, image, auths)
 		if errors.Is(err, context.Canceled) && ctx.Err() == nil {
 			continue // the shared pull was another pod's, removed meanwhile: pull under ours
 		}
@@ -190,13 +312,12 @@ func (m *Manager) pull(ctx context.Context, image string) error {
 }
 
 // pullShared pulls image under the context of the first of the concurrent
-// callers.
-func (m *Manager) pullShared(ctx context.Context, image string) error {
-	_, err, _ := m.group.Do(image, func() (any, error) {
+// callers with the same credentials.
+func (m *Manager) pullShared(ctx context.Context, image string, auths []kubecontainer.Auth) error {
+	_, err, _ := m.group.Do(pullKey(image, auths), func() (any, error) {
 		if err := m.limiter.Wait(ctx); err != nil {
 			return nil, err
 		}
-		auths := m.policy.Keyring.Lookup(image)
 		var err error
 		if len(auths) == 0 {
 			err = m.docker.PullAuth(ctx, image, nil, pullInactivity)
@@ -213,6 +334,39 @@ func (m *Manager) pullShared(ctx context.Context, image string) error {
 		return nil, nil
 	})
 	return err
+}
+
+// pullKey is what concurrent pulls share: the image and the credentials
+// tried. A pull with a pod's secret neither waits for another pod's
+// anonymous pull (which may fail where the secret would not) nor lends the
+// secret to a pod that named none; pods without secrets (the node's
+// credentials only) share one pull. The credentials are hashed, so no key
+// holds them.
+func pullKey(image string, auths []kubecontainer.Auth) string {
+	if len(auths) == 0 {
+		return image
+	}
+	h := sha256.New()
+	for _, a := range auths {
+		for _, f := range []string{a.ServerAddress, a.Username, a.Password} {
+			h.Write([]byte(f))
+			h.Write([]byte{0})
+		}
+	}
+	return image + "\x00" + hex.EncodeToString(h.Sum(nil))
+}
+
+// distinct drops repeated credentials (a pod's secret holding the node's,
+// under another spelling of the registry), keeping the first: a failing one
+// is tried once.
+func distinct(auths []kubecontainer.Auth) []kubecontainer.Auth {
+	var out []kubecontainer.Auth
+	for _, a := range auths {
+		if !slices.ContainsFunc(out, func(o kubecontainer.Auth) bool { return o.Username == a.Username && o.Password == a.Password }) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // record notes that the agent pulled image, so image GC may collect it.
@@ -241,13 +395,19 @@ func (m *Manager) saveLocked() {
 // Collect removes unused images this agent pulled, oldest first, while the
 // image file system is above the high threshold, until it is below the low
 // one. Never the infra image, an image in use, or one younger than MinAge.
-func (m *Manager) Collect(ctx context.Context) {
+func (m *Manager) Collect(ctx context.Context) { m.collect(ctx, false) }
+
+// DeleteUnused removes every unused image Collect could remove, whatever
+// the thresholds: the kubelet's node-level reclaim under disk pressure.
+func (m *Manager) DeleteUnused(ctx context.Context) { m.collect(ctx, true) }
+
+func (m *Manager) collect(ctx context.Context, all bool) {
 	usage, err := m.docker.ImageFsUsage(ctx)
 	if err != nil {
 		glog.Errorf("Image GC: %v", err)
 		return
 	}
-	if usage < m.policy.HighThreshold {
+	if usage < m.policy.HighThreshold && !all {
 		return
 	}
 	inUse, err := m.docker.ImagesInUse(ctx)
@@ -280,6 +440,9 @@ func (m *Manager) Collect(ctx context.Context) {
 		delete(m.pulled, c.ref)
 		m.saveLocked()
 		m.mu.Unlock()
+		if all {
+			continue
+		}
 		if usage, err = m.docker.ImageFsUsage(ctx); err != nil || usage <= m.policy.LowThreshold {
 			return
 		}
@@ -289,7 +452,8 @@ func (m *Manager) Collect(ctx context.Context) {
 var htmlTag = regexp.MustCompile(`<[^>]*>`)
 
 // summarizePullError makes a registry error one line without HTML, and says
-// when a private registry wants credentials the node lacks.
+// when a private registry wants credentials neither the pod nor the node
+// has.
 func summarizePullError(image string, err error, haveCreds bool) string {
 	msg := htmlTag.ReplaceAllString(err.Error(), " ")
 	msg = strings.Join(strings.Fields(msg), " ")
@@ -299,7 +463,7 @@ func summarizePullError(image string, err error, haveCreds bool) string {
 	lower := strings.ToLower(msg)
 	if !haveCreds && (strings.Contains(lower, "unauthorized") || strings.Contains(lower, "authentication required") ||
 		strings.Contains(lower, "no basic auth credentials") || strings.Contains(lower, "denied")) {
-		return fmt.Sprintf("no credentials for registry %s (add them to the Docker config): %s", dockertools.RegistryHost(image), msg)
+		return fmt.Sprintf("no credentials for registry %s (none in the node's Docker config or the pod's image pull secrets): %s", credentialprovider.RegistryHost(image), msg)
 	}
 	return msg
 }

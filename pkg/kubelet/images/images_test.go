@@ -2,8 +2,11 @@ package images
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,9 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/classic-kubelet/kubelet/pkg/dockertools"
-	"github.com/classic-kubelet/kubelet/pkg/dockertools/dockertest"
+	"github.com/classic-kubelet/kubelet/pkg/credentialprovider"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/container/containertest"
 )
 
 func podWith(image string, policy v1.PullPolicy) (*v1.Pod, *v1.Container) {
@@ -34,9 +37,9 @@ func reason(err error) string {
 // Pull policies, the pull back-off per pod and image, and the message that
 // names the registry whose credentials are missing.
 func TestEnsure(t *testing.T) {
-	fake := dockertest.NewFakeClient("present:1")
+	fake := containertest.NewFakeClient("present:1")
 	fake.SetPullable("pullable:1")
-	m := NewManager(fake, Policy{Keyring: &dockertools.Keyring{}, BackoffInitial: time.Hour, BackoffMax: time.Hour}, "pause:1",
+	m := NewManager(fake, Policy{Keyring: &credentialprovider.Keyring{}, BackoffInitial: time.Hour, BackoffMax: time.Hour}, "pause:1",
 		filepath.Join(t.TempDir(), "images.json"))
 	var retries []types.UID
 	m.Retry = func(uid types.UID, _ time.Time) { retries = append(retries, uid) }
@@ -58,7 +61,7 @@ func TestEnsure(t *testing.T) {
 	} {
 		before := fake.CountCalls("pull")
 		pod, c := podWith(tc.image, tc.policy)
-		err := m.Ensure(ctx, pod, c)
+		err := m.Ensure(ctx, pod, c, nil)
 		if got := reason(err); got != tc.reason || (tc.reason == "" && err != nil) {
 			t.Errorf("%s %s: %v, want reason %q", tc.image, tc.policy, err, tc.reason)
 		}
@@ -74,7 +77,7 @@ func TestEnsure(t *testing.T) {
 	}
 	m.ForgetPod("u1")
 	pod, c := podWith("reg.test/private:1", v1.PullIfNotPresent)
-	if err := m.Ensure(ctx, pod, c); reason(err) != kubecontainer.ReasonErrImagePull {
+	if err := m.Ensure(ctx, pod, c, nil); reason(err) != kubecontainer.ReasonErrImagePull {
 		t.Errorf("after the pod was forgotten: %v, want a fresh pull attempt", err)
 	}
 }
@@ -82,14 +85,14 @@ func TestEnsure(t *testing.T) {
 // Image GC removes only unused images this agent pulled, oldest first,
 // from above the high threshold down to the low one; never the infra image.
 func TestCollect(t *testing.T) {
-	fake := dockertest.NewFakeClient("built-by-hand:1")
+	fake := containertest.NewFakeClient("built-by-hand:1")
 	fake.SetPullable("old:1", "new:1", "used:1", "pause:1")
-	m := NewManager(fake, Policy{Keyring: &dockertools.Keyring{}, HighThreshold: 85, LowThreshold: 80}, "pause:1",
+	m := NewManager(fake, Policy{Keyring: &credentialprovider.Keyring{}, HighThreshold: 85, LowThreshold: 80}, "pause:1",
 		filepath.Join(t.TempDir(), "images.json"))
 	ctx := context.Background()
 	for _, img := range []string{"pause:1", "old:1", "used:1", "new:1"} {
 		pod, c := podWith(img, v1.PullAlways)
-		if err := m.Ensure(ctx, pod, c); err != nil {
+		if err := m.Ensure(ctx, pod, c, nil); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(2 * time.Millisecond) // distinct pull times
@@ -114,9 +117,41 @@ func TestCollect(t *testing.T) {
 	}
 }
 
+// Node-level reclaim under disk pressure removes every unused image the
+// GC could, below the thresholds too.
+func TestDeleteUnused(t *testing.T) {
+	fake := containertest.NewFakeClient()
+	fake.SetPullable("old:1", "new:1", "used:1", "pause:1")
+	m := NewManager(fake, Policy{Keyring: &credentialprovider.Keyring{}, HighThreshold: 85, LowThreshold: 80}, "pause:1",
+		filepath.Join(t.TempDir(), "images.json"))
+	ctx := context.Background()
+	for _, img := range []string{"pause:1", "old:1", "used:1", "new:1"} {
+		pod, c := podWith(img, v1.PullAlways)
+		if err := m.Ensure(ctx, pod, c, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake.AddContainer(kubecontainer.ContainerDetail{ID: "c1", Name: "k8s_c.1_p_ns_u_0001", Image: "used:1"})
+	fake.SetImageFsUsage(10, 5)
+	m.Collect(ctx)
+	if n := fake.CountCalls("remove_image"); n != 0 {
+		t.Fatalf("Collect removed %d images below the high threshold", n)
+	}
+	m.DeleteUnused(ctx)
+	var removed []string
+	for _, call := range fake.Calls() {
+		if rest, ok := strings.CutPrefix(call, "remove_image "); ok {
+			removed = append(removed, rest)
+		}
+	}
+	if len(removed) != 2 || strings.Contains(strings.Join(removed, ","), "used") || strings.Contains(strings.Join(removed, ","), "pause") {
+		t.Errorf("removed %v, want old:1 and new:1", removed)
+	}
+}
+
 // slowPulls holds the first pull until its context ends.
 type slowPulls struct {
-	*dockertest.FakeClient
+	*containertest.FakeClient
 	first   chan struct{} // closed when the first pull has begun
 	started bool
 }
@@ -134,16 +169,16 @@ func (s *slowPulls) PullAuth(ctx context.Context, image string, auth *kubecontai
 // A pull shared by two pods goes on for the second when the first one's
 // context ends (its pod was removed): it is pulled again under the second's.
 func TestSharedPullOutlivesTheFirstCaller(t *testing.T) {
-	fake := dockertest.NewFakeClient("pause:1")
+	fake := containertest.NewFakeClient("pause:1")
 	fake.SetPullable("img:1")
 	d := &slowPulls{FakeClient: fake, first: make(chan struct{})}
-	m := NewManager(d, Policy{Keyring: &dockertools.Keyring{}}, "pause:1", filepath.Join(t.TempDir(), "pulled.json"))
+	m := NewManager(d, Policy{Keyring: &credentialprovider.Keyring{}}, "pause:1", filepath.Join(t.TempDir(), "pulled.json"))
 	ctxA, cancelA := context.WithCancel(context.Background())
 	errA := make(chan error, 1)
-	go func() { errA <- m.pull(ctxA, "img:1") }()
+	go func() { errA <- m.pull(ctxA, "img:1", nil) }()
 	<-d.first
 	errB := make(chan error, 1)
-	go func() { errB <- m.pull(context.Background(), "img:1") }()
+	go func() { errB <- m.pull(context.Background(), "img:1", nil) }()
 	time.Sleep(50 * time.Millisecond) // B waits on A's pull
 	cancelA()
 	if err := <-errA; !errors.Is(err, context.Canceled) {
@@ -156,5 +191,219 @@ func TestSharedPullOutlivesTheFirstCaller(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("second caller still waiting")
+	}
+}
+
+// A pod waiting in pull back-off is woken as soon as an image event tells
+// that its image may be present and it is, unless its policy is Always;
+// between events nothing is asked of the runtime.
+func TestImageEventsWakePodsInPullBackOff(t *testing.T) {
+	fake := containertest.NewFakeClient()
+	m := NewManager(fake, Policy{Keyring: &credentialprovider.Keyring{}, BackoffInitial: time.Hour, BackoffMax: time.Hour}, "pause:1",
+		filepath.Join(t.TempDir(), "images.json"))
+	woken := make(chan types.UID, 10)
+	m.Retry = func(uid types.UID, _ time.Time) { woken <- uid }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	ifNotPresent, c1 := podWith("loaded:1", v1.PullIfNotPresent)
+	always, c2 := podWith("loaded:1", v1.PullAlways)
+	always.UID = "u2"
+	for _, pc := range []struct {
+		pod *v1.Pod
+		c   *v1.Container
+	}{{ifNotPresent, c1}, {always, c2}} {
+		if err := m.Ensure(ctx, pc.pod, pc.c, nil); reason(err) != kubecontainer.ReasonErrImagePull {
+			t.Fatalf("%s: %v, want ErrImagePull", pc.c.ImagePullPolicy, err)
+		}
+	}
+	for range 2 {
+		<-woken // the retries the failed pulls asked for
+	}
+	// Subscribed, Run checks once for what may have come meanwhile (the
+	// image is still absent).
+	checks := fake.CountCalls("image")
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitUntil(t, func() bool { return fake.CountCalls("image") == checks+1 })
+	select {
+	case uid := <-woken:
+		t.Fatalf("woke %s while its image is absent", uid)
+	default:
+	}
+	before := fake.CountCalls("image")
+
+	fake.AddImages("loaded:1")
+	fake.ImageEvent("load")
+	select {
+	case uid := <-woken:
+		if uid != ifNotPresent.UID {
+			t.Errorf("woke %s, want the IfNotPresent pod %s", uid, ifNotPresent.UID)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the IfNotPresent pod was not woken when its image came")
+	}
+	if _, why := m.BackOff(ifNotPresent, c1); why != nil {
+		t.Errorf("IfNotPresent pod still in back-off: %v", why)
+	}
+	if _, why := m.BackOff(always, c2); why == nil {
+		t.Error("the Always pod left its back-off: it must pull again, present or not")
+	}
+	if n := fake.CountCalls("image") - before; n != 1 {
+		t.Errorf("%d image checks for one event, want one", n)
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// registrySecret is a kubernetes.io/dockerconfigjson secret with one
+// credential for registry.
+func registrySecret(t *testing.T, registry, user string) *credentialprovider.Keyring {
+	t.Helper()
+	auth := base64.StdEncoding.EncodeToString([]byte(user + ":pw-" + user))
+	k := &credentialprovider.Keyring{}
+	err := k.AddSecret(&v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "regcred"},
+		Type: v1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{v1.DockerConfigJsonKey: []byte(`{"auths": {"` + registry + `": {"auth": "` + auth + `"}}}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// A pull tries the credentials of the pod's secrets that match the image's
+// registry, then the node's, each once, until one is let in.
+func TestEnsureUsesPodCredentials(t *testing.T) {
+	nodeCfg := filepath.Join(t.TempDir(), "config.json")
+	os.WriteFile(nodeCfg, []byte(`{"auths": {"reg.test": {"username": "node", "password": "pw-node"}}}`), 0o600)
+	node, err := credentialprovider.LoadKeyring(nodeCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		image    string
+		registry string // the user the registry lets in ("": anyone)
+		pod      *credentialprovider.Keyring
+		tried    string // users tried, in order ("" anonymous)
+		message  string // in the pull's failure ("": it succeeds)
+	}{
+		{name: "pod secret", image: "reg.test/app:1", registry: "alice", pod: registrySecret(t, "reg.test", "alice"), tried: "alice"},
+		{name: "pod secret before the node's", image: "reg.test/app:1", registry: "node", pod: registrySecret(t, "reg.test", "bob"), tried: "bob,node"},
+		{name: "secret for another registry", image: "reg.test/app:1", registry: "node", pod: registrySecret(t, "other.test", "alice"), tried: "node"},
+		{name: "secret equal to the node's", image: "reg.test/app:1", registry: "carol", pod: registrySecret(t, "https://reg.test/v2/", "node"), tried: "node",
+			message: "unauthorized"},
+		{name: "Docker Hub alias", image: "team/app:1", registry: "hub", pod: registrySecret(t, "docker.io", "hub"), tried: "hub"},
+		{name: "port is part of the registry", image: "reg.test:5000/app:1", pod: registrySecret(t, "reg.test", "alice"), tried: ""},
+		{name: "none match: anonymous", image: "public.test/app:1", pod: registrySecret(t, "reg.test", "alice"), tried: ""},
+		{name: "none match, registry private", image: "private.test/app:1", registry: "dave", pod: registrySecret(t, "reg.test", "alice"), tried: "",
+			message: "no credentials for registry private.test"},
+		{name: "no pod credentials", image: "reg.test/app:1", registry: "node", tried: "node"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := containertest.NewFakeClient()
+			if tc.registry == "" {
+				fake.SetPullable(tc.image)
+			} else {
+				fake.RequireAuth(tc.image, tc.registry)
+			}
+			m := NewManager(fake, Policy{Keyring: node, BackoffInitial: time.Hour, BackoffMax: time.Hour}, "pause:1",
+				filepath.Join(t.TempDir(), "images.json"))
+			pod, c := podWith(tc.image, v1.PullAlways)
+			err := m.Ensure(context.Background(), pod, c, func() *credentialprovider.Keyring { return tc.pod })
+			if tried := strings.Join(fake.PullUsers(tc.image), ","); tried != tc.tried {
+				t.Errorf("pulled as %q, want %q", tried, tc.tried)
+			}
+			switch {
+			case tc.message == "" && err != nil:
+				t.Errorf("Ensure: %v", err)
+			case tc.message != "" && (err == nil || !strings.Contains(err.Error(), tc.message)):
+				t.Errorf("Ensure: %v, want a failure with %q", err, tc.message)
+			}
+		})
+	}
+}
+
+// gatedPulls holds anonymous pulls until release is closed.
+type gatedPulls struct {
+	*containertest.FakeClient
+	anonymous chan struct{} // receives as an anonymous pull begins
+	release   chan struct{}
+}
+
+func (g *gatedPulls) PullAuth(ctx context.Context, image string, auth *kubecontainer.Auth, inactivity time.Duration) error {
+	if auth == nil {
+		g.anonymous <- struct{}{}
+		<-g.release
+	}
+	return g.FakeClient.PullAuth(ctx, image, auth, inactivity)
+}
+
+// A pull with a pod's secret does not wait for (or fail with) an anonymous
+// pull of the same image in flight. (That pulls under equal credentials
+// share one is TestPullKey's: they have one key.)
+func TestPullsSharedOnlyWithSameCredentials(t *testing.T) {
+	fake := containertest.NewFakeClient()
+	fake.SetPullable("reg.test/app:1")
+	g := &gatedPulls{FakeClient: fake, anonymous: make(chan struct{}, 1), release: make(chan struct{})}
+	m := NewManager(g, Policy{Keyring: &credentialprovider.Keyring{}}, "pause:1", filepath.Join(t.TempDir(), "images.json"))
+	ctx := context.Background()
+	anon := make(chan error, 1)
+	go func() { anon <- m.pull(ctx, "reg.test/app:1", nil) }()
+	<-g.anonymous
+
+	secret := registrySecret(t, "reg.test", "alice").Lookup("reg.test/app:1")
+	done := make(chan error, 1)
+	go func() { done <- m.pull(ctx, "reg.test/app:1", secret) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("pull with the secret: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the pull with the secret waits for the anonymous one")
+	}
+	close(g.release)
+	if err := <-anon; err != nil {
+		t.Errorf("anonymous pull: %v", err)
+	}
+	if got := strings.Join(fake.PullUsers("reg.test/app:1"), ","); got != "alice," {
+		t.Errorf("pulled as %q, want alice, then the anonymous pull", got)
+	}
+}
+
+func TestPullKey(t *testing.T) {
+	alice := []kubecontainer.Auth{{Username: "alice", Password: "s3cret", ServerAddress: "reg.test"}}
+	other := []kubecontainer.Auth{{Username: "alice", Password: "other", ServerAddress: "reg.test"}}
+	for _, tc := range []struct {
+		name string
+		a, b []kubecontainer.Auth
+		same bool
+	}{
+		{"anonymous", nil, nil, true},
+		{"same credential", alice, slices.Clone(alice), true},
+		{"anonymous and a credential", nil, alice, false},
+		{"another password", alice, other, false},
+		{"order", append(slices.Clone(alice), other...), append(slices.Clone(other), alice...), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ka, kb := pullKey("img:1", tc.a), pullKey("img:1", tc.b)
+			if (ka == kb) != tc.same {
+				t.Errorf("keys equal: %v, want %v", ka == kb, tc.same)
+			}
+			if strings.Contains(ka, "s3cret") || strings.Contains(kb, "s3cret") {
+				t.Error("a key holds a password")
+			}
+		})
 	}
 }

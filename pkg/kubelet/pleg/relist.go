@@ -10,8 +10,8 @@ import (
 
 	"github.com/golang/glog"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
-	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 )
@@ -66,6 +66,9 @@ type Relister struct {
 	// inspected between its create and its start comes back later.
 	OnLogPath func(*kubecontainer.ContainerState)
 	Metrics   *metrics.Metrics // optional
+	// Clock times the relists, the re-subscriptions and the cache's
+	// timestamps (the real clock unless replaced before Run).
+	Clock clock.WithTicker
 
 	known    map[string]*kubecontainer.ContainerState // by container ID; owned by Run
 	failures int                                      // consecutive failed relists; owned by Run
@@ -98,7 +101,7 @@ type pending struct {
 }
 
 func NewRelister(docker Lister, node string, period time.Duration, cache *Cache, onDirty func([]types.UID)) *Relister {
-	return &Relister{docker: docker, node: node, period: period, cache: cache, onDirty: onDirty,
+	return &Relister{docker: docker, node: node, period: period, cache: cache, onDirty: onDirty, Clock: clock.RealClock{},
 		known: map[string]*kubecontainer.ContainerState{}, oomed: map[string]bool{}, trigger: make(chan struct{}, 1), named: make(chan struct{}, 1), podsDue: make(chan struct{}, 1)}
 }
 
@@ -180,7 +183,7 @@ func (r *Relister) Run(ctx context.Context) {
 	}()
 	defer func() { <-done }()
 
-	timer := time.NewTimer(0)
+	timer := r.Clock.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
@@ -192,7 +195,7 @@ func (r *Relister) Run(ctx context.Context) {
 		case <-r.podsDue:
 			r.relistPods(ctx)
 			continue
-		case <-timer.C:
+		case <-timer.C():
 		case <-trigger:
 			timer.Stop()
 		}
@@ -239,13 +242,13 @@ func (r *Relister) relistOnce(ctx context.Context) {
 func (r *Relister) watchEvents(ctx context.Context, poke func()) {
 	backoff := eventsRetryMin
 	for ctx.Err() == nil {
-		events, err := r.docker.Events(ctx, dockertools.LabelOwner, r.node)
+		events, err := r.docker.Events(ctx, kubecontainer.LabelOwner, r.node)
 		if err == nil {
 			backoff = eventsRetryMin
 			r.live.Store(true)
 			poke() // events may have been missed while unsubscribed
 			for ev := range events {
-				glog.V(5).Infof("Docker event %s %s", ev.Action, dockertools.ShortID(ev.ContainerID))
+				glog.V(5).Infof("Docker event %s %s", ev.Action, kubecontainer.ShortID(ev.ContainerID))
 				r.markEvented(ev)
 				signal(r.named)
 			}
@@ -258,7 +261,7 @@ func (r *Relister) watchEvents(ctx context.Context, poke func()) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(backoff):
+		case <-r.Clock.After(backoff):
 		}
 		backoff = min(backoff*2, eventsRetryMax)
 	}
@@ -308,14 +311,14 @@ func (r *Relister) requeue(evented map[string]pending) {
 
 // relist lists this node's containers once and updates the cache.
 func (r *Relister) relist(ctx context.Context) error {
-	start := time.Now()
+	start := r.Clock.Now()
 	// Taken before the list: an event arriving during this relist pokes
 	// the next one, which inspects its container.
 	r.mu.Lock()
 	evented := r.evented
 	r.evented = nil
 	r.mu.Unlock()
-	list, err := r.docker.List(ctx, dockertools.LabelOwner, r.node)
+	list, err := r.docker.List(ctx, kubecontainer.LabelOwner, r.node)
 	if err != nil {
 		r.requeue(evented)
 		return err
@@ -354,7 +357,7 @@ func (r *Relister) relist(ctx context.Context) error {
 		r.observe(start, pods)
 	}
 	if len(dirty) > 0 {
-		glog.V(4).Infof("Relist: %d containers, %d inspected, %d pods changed, in %v", len(list), len(fresh), len(dirty), time.Since(start))
+		glog.V(4).Infof("Relist: %d containers, %d inspected, %d pods changed, in %v", len(list), len(fresh), len(dirty), r.Clock.Since(start))
 		r.onDirty(keys(dirty))
 	}
 	return nil
@@ -451,15 +454,15 @@ func (r *Relister) relistPods(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			start := time.Now()
-			list, err := r.docker.List(ctx, dockertools.LabelPodUID, string(uid))
+			start := r.Clock.Now()
+			list, err := r.docker.List(ctx, kubecontainer.LabelPodUID, string(uid))
 			if err != nil {
 				failed.Store(true)
 				return
 			}
 			own := list[:0]
 			for _, c := range list {
-				if c.Labels[dockertools.LabelOwner] == r.node {
+				if c.Labels[kubecontainer.LabelOwner] == r.node {
 					own = append(own, c)
 				}
 			}
@@ -588,7 +591,7 @@ func (r *Relister) noteLogPath(prev, st *kubecontainer.ContainerState) {
 }
 
 func podUID(st *kubecontainer.ContainerState) types.UID {
-	return types.UID(st.Labels[dockertools.LabelPodUID])
+	return types.UID(st.Labels[kubecontainer.LabelPodUID])
 }
 
 // addTo appends a container to its pod's state in pods, making the state if
@@ -597,7 +600,7 @@ func addTo(pods map[types.UID]*kubecontainer.PodState, st *kubecontainer.Contain
 	uid := podUID(st)
 	pod := pods[uid]
 	if pod == nil {
-		pod = &kubecontainer.PodState{UID: uid, Name: st.Labels[dockertools.LabelPodName], Namespace: st.Labels[dockertools.LabelPodNamespace]}
+		pod = &kubecontainer.PodState{UID: uid, Name: st.Labels[kubecontainer.LabelPodName], Namespace: st.Labels[kubecontainer.LabelPodNamespace]}
 		pods[uid] = pod
 	}
 	pod.Containers = append(pod.Containers, st)
@@ -654,7 +657,7 @@ func (r *Relister) inspect(ctx context.Context, todo []string) (map[string]*kube
 			switch {
 			case errors.Is(err, kubecontainer.ErrNotFound):
 				err = nil // removed since the list; the next relist agrees
-			case err == nil && d.Labels[dockertools.LabelOwner] != r.node:
+			case err == nil && d.Labels[kubecontainer.LabelOwner] != r.node:
 				// Another node's (Refresh, or an event stream that did
 				// not filter): not ours to manage.
 			case err == nil:
@@ -678,11 +681,11 @@ func (r *Relister) inspect(ctx context.Context, todo []string) (map[string]*kube
 // containerState converts an inspected container; one without the agent's
 // name or pod labels is not ours to manage.
 func containerState(d *kubecontainer.ContainerDetail) (*kubecontainer.ContainerState, error) {
-	n, err := dockertools.ParseName(d.Name)
+	n, err := kubecontainer.ParseName(d.Name)
 	if err != nil {
 		return nil, err
 	}
-	if d.Labels[dockertools.LabelPodUID] == "" {
+	if d.Labels[kubecontainer.LabelPodUID] == "" {
 		return nil, errors.New("no pod UID label")
 	}
 	return &kubecontainer.ContainerState{
@@ -690,7 +693,7 @@ func containerState(d *kubecontainer.ContainerDetail) (*kubecontainer.ContainerS
 		RuntimeName:  d.Name,
 		Name:         n.Container,
 		Hash:         n.Hash,
-		RestartCount: dockertools.ParseRestartCount(d.Labels),
+		RestartCount: kubecontainer.ParseRestartCount(d.Labels),
 		Running:      d.Running,
 		Status:       d.Status,
 		ExitCode:     d.ExitCode,
@@ -703,6 +706,7 @@ func containerState(d *kubecontainer.ContainerDetail) (*kubecontainer.ContainerS
 		ImageID:      d.ImageID,
 		IP:           d.IP,
 		LogPath:      d.LogPath,
+		LayerPath:    d.LayerPath,
 		Labels:       d.Labels,
 	}, nil
 }
@@ -711,12 +715,12 @@ func containerState(d *kubecontainer.ContainerDetail) (*kubecontainer.ContainerS
 // counts the pods and containers it found.
 func (r *Relister) observe(start time.Time, pods map[types.UID]*kubecontainer.PodState) {
 	m := r.Metrics
-	m.PLEGRelistDuration.Observe(time.Since(start).Seconds())
+	m.PLEGRelistDuration.Observe(r.Clock.Since(start).Seconds())
 	if !r.last.IsZero() {
 		m.PLEGRelistInterval.Observe(start.Sub(r.last).Seconds())
 	}
 	r.last = start
-	m.PLEGLastSeen.Set(float64(time.Now().Unix()))
+	m.PLEGLastSeen.Set(float64(r.Clock.Now().Unix()))
 	r.count(pods)
 }
 

@@ -9,10 +9,10 @@ import (
 
 	"go.uber.org/goleak"
 	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/classic-kubelet/kubelet/pkg/dockertools"
-	"github.com/classic-kubelet/kubelet/pkg/dockertools/dockertest"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/container/containertest"
 )
 
 func TestMain(m *testing.M) {
@@ -22,14 +22,14 @@ func TestMain(m *testing.M) {
 }
 
 func TestRelistInspectsOnlyWhatChanged(t *testing.T) {
-	fake := dockertest.NewFakeClient()
+	fake := containertest.NewFakeClient()
 	labels := func(uid string) map[string]string {
-		return map[string]string{dockertools.LabelOwner: "n", dockertools.LabelPodUID: uid}
+		return map[string]string{kubecontainer.LabelOwner: "n", kubecontainer.LabelPodUID: uid}
 	}
 	fake.AddContainer(kubecontainer.ContainerDetail{ID: "c1", Name: "k8s_a.h_p_default_u1_00000001", Labels: labels("u1"), Running: true, LogPath: "/l/c1"})
 	fake.AddContainer(kubecontainer.ContainerDetail{ID: "c2", Name: "k8s_b.h_q_default_u2_00000002", Labels: labels("u2"), Running: true, LogPath: "/l/c2"})
 	fake.AddContainer(kubecontainer.ContainerDetail{ID: "other", Name: "k8s_b.h_q_default_u3_00000002",
-		Labels: map[string]string{dockertools.LabelOwner: "another-node", dockertools.LabelPodUID: "u3"}, Running: true})
+		Labels: map[string]string{kubecontainer.LabelOwner: "another-node", kubecontainer.LabelPodUID: "u3"}, Running: true})
 
 	var dirty []types.UID
 	cache := NewCache()
@@ -92,10 +92,12 @@ func TestRelistInspectsOnlyWhatChanged(t *testing.T) {
 // A container named by an event is inspected by itself at once and its pod
 // updated in the cache, without a list and without advancing the cache's
 // timestamp; meanwhile the connected stream stretches the relist period.
+// The clock is fake and never moves: the only relist is the one the
+// subscription asks for, however slow this machine.
 func TestEventsUpdateTheirPodsWithoutAList(t *testing.T) {
-	fake := dockertest.NewFakeClient()
+	fake := containertest.NewFakeClient()
 	labels := func(node, uid string) map[string]string {
-		return map[string]string{dockertools.LabelOwner: node, dockertools.LabelPodUID: uid}
+		return map[string]string{kubecontainer.LabelOwner: node, kubecontainer.LabelPodUID: uid}
 	}
 	fake.AddContainer(kubecontainer.ContainerDetail{ID: "c1", Name: "k8s_a.h_p_default_u1_00000001", Labels: labels("n", "u1"), Running: true})
 	fake.AddContainer(kubecontainer.ContainerDetail{ID: "c2", Name: "k8s_b.h_q_default_u2_00000002", Labels: labels("n", "u2"), Running: true})
@@ -110,6 +112,7 @@ func TestEventsUpdateTheirPodsWithoutAList(t *testing.T) {
 			dirty <- u
 		}
 	})
+	r.Clock = testingclock.NewFakeClock(time.Now())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(ctx) }()
@@ -123,8 +126,9 @@ func TestEventsUpdateTheirPodsWithoutAList(t *testing.T) {
 			}
 		}
 	}
-	waitFor("the first relist and the stream", func() bool { return cache.Len() == 3 && r.Period() == 5*period })
-	time.Sleep(50 * time.Millisecond) // the relist the subscription asked for
+	// The relist the subscription asked for finds this node's three pods,
+	// all new.
+	waitFor("the first relist and the stream", func() bool { return len(dirty) == 3 && r.Period() == 5*period })
 	for len(dirty) > 0 {
 		<-dirty
 	}
@@ -191,11 +195,11 @@ func TestEventsUpdateTheirPodsWithoutAList(t *testing.T) {
 // the first relist after its start returned.
 func TestRelistLeavesOutContainersBeingStarted(t *testing.T) {
 	ctx := context.Background()
-	fake := dockertest.NewFakeClient()
+	fake := containertest.NewFakeClient()
 	cache := NewCache()
 	r := NewRelister(fake, "n", time.Second, cache, func([]types.UID) {})
 	fake.AddContainer(kubecontainer.ContainerDetail{ID: "c1", Name: "k8s_a.h_p_default_u1_00000001", Status: "created",
-		Labels: map[string]string{dockertools.LabelOwner: "n", dockertools.LabelPodUID: "u1"}})
+		Labels: map[string]string{kubecontainer.LabelOwner: "n", kubecontainer.LabelPodUID: "u1"}})
 	started := r.Starting("c1")
 	steps := []struct {
 		name     string
@@ -237,9 +241,9 @@ func TestRelistLeavesOutContainersBeingStarted(t *testing.T) {
 // newer relist, not one of another pod: the node's timestamp stays.
 func TestRelistPodListsThatPodAlone(t *testing.T) {
 	ctx := context.Background()
-	fake := dockertest.NewFakeClient()
+	fake := containertest.NewFakeClient()
 	labels := func(node, uid string) map[string]string {
-		return map[string]string{dockertools.LabelOwner: node, dockertools.LabelPodUID: uid}
+		return map[string]string{kubecontainer.LabelOwner: node, kubecontainer.LabelPodUID: uid}
 	}
 	fake.AddContainer(kubecontainer.ContainerDetail{ID: "a1", Name: "k8s_a.h_p_default_u1_00000001", Labels: labels("n", "u1"), Running: true})
 	fake.AddContainer(kubecontainer.ContainerDetail{ID: "b1", Name: "k8s_b.h_q_default_u2_00000002", Labels: labels("n", "u2"), Running: true})
@@ -306,5 +310,31 @@ func TestRelistPodListsThatPodAlone(t *testing.T) {
 	}
 	if n := cache.RelistedLen(); n != 0 {
 		t.Errorf("%d pods still held as relisted by themselves after a relist of the node", n)
+	}
+}
+
+// The wait between two relists: the period, stretched while the event
+// stream is connected, doubled per failure in a row up to relistRetryMax.
+func TestRelistDelay(t *testing.T) {
+	r := NewRelister(containertest.NewFakeClient(), "n", time.Second, NewCache(), func([]types.UID) {})
+	for _, tc := range []struct {
+		name     string
+		live     bool
+		failures int
+		want     time.Duration
+	}{
+		{"Docker answers", false, 0, time.Second},
+		{"the event stream is connected", true, 0, eventedPeriodFactor * time.Second},
+		{"one failure", false, 1, time.Second},
+		{"two failures in a row", false, 2, 2 * time.Second},
+		{"three failures in a row", false, 3, 4 * time.Second},
+		{"many failures", false, 10, relistRetryMax},
+		{"failures while connected", true, 3, relistRetryMax},
+	} {
+		r.live.Store(tc.live)
+		r.failures = tc.failures
+		if got := r.nextDelay(); got != tc.want {
+			t.Errorf("%s: next relist in %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -89,12 +89,13 @@ type Manager struct {
 	wg      sync.WaitGroup
 }
 
-// NewManager returns a manager probing through execer (for exec probes);
-// onChange is called, without blocking, when a pod's probe results change.
-func NewManager(execer probeexec.Execer, onChange func(types.UID), observe Observer) *Manager {
+// NewManager returns a manager probing through execer (for exec probes) on
+// clk's periods; onChange is called, without blocking, when a pod's probe
+// results change.
+func NewManager(execer probeexec.Execer, onChange func(types.UID), observe Observer, clk clock.WithTicker) *Manager {
 	httpProber := probehttp.New()
 	m := &Manager{
-		clock:    clock.RealClock{},
+		clock:    clk,
 		onChange: onChange,
 		observe:  observe,
 		workers:  map[key]*worker{},
@@ -189,13 +190,13 @@ func (m *Manager) Started(c *v1.Container, containerID string) bool {
 }
 
 // Unhealthy reports whether a container failed its liveness probe, or its
-// startup probe, and must be killed.
+// startup probe, and must be killed, and which ("liveness", "startup").
 func (m *Manager) Unhealthy(containerID string) (bool, string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, typ := range []Type{Liveness, Startup} {
 		if r, ok := m.results[key{containerID, typ}]; ok && r == probe.Failure {
-			return true, typ.String() + " probe failed"
+			return true, typ.String()
 		}
 	}
 	return false, ""
@@ -295,6 +296,9 @@ func (w *worker) probeOnce(ctx context.Context) bool {
 	}
 	if w.m.observe != nil {
 		w.m.observe(w.target, w.typ, result, out, took)
+	}
+	if result == probe.Warning {
+		result = probe.Success // reported (observe), and otherwise a success
 	}
 	if result == w.lastResult {
 		w.run++

@@ -58,7 +58,19 @@ func TestConnLimiterClosesIdleFirst(t *testing.T) {
 	if !answered(idleR, idle) {
 		t.Fatal("first request not answered")
 	}
-	time.Sleep(50 * time.Millisecond) // the connection goes idle
+	// The server marks the connection idle after it has written the answer,
+	// which the client may read first: wait for that, not for some time.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		limit.mu.Lock()
+		idles := limit.idle.Len()
+		limit.mu.Unlock()
+		if idles == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the answered connection never went idle")
+		}
+	}
 	fresh, freshR := dial("/")
 	defer fresh.Close()
 	if !answered(freshR, fresh) {

@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/classic-kubelet/kubelet/pkg/kubelet"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
@@ -71,7 +70,7 @@ func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request, p map[str
 		}
 		opts.Since = time.Now().Add(-time.Duration(secs) * time.Second)
 	}
-	ref, err := s.Host.FindContainer(p["namespace"], p["pod"], "", p["container"], previous)
+	ref, err := s.View.FindContainer(p["namespace"], p["pod"], "", p["container"], previous)
 	if err != nil {
 		writeLookupError(w, err)
 		return
@@ -111,7 +110,7 @@ func (s *Server) nodeLogs(w http.ResponseWriter, r *http.Request, p map[string]s
 		return
 	}
 	inside := resolved == base || strings.HasPrefix(resolved, base+string(filepath.Separator))
-	if !inside && !s.Host.IsContainerLogFile(resolved) {
+	if !inside && !s.View.IsContainerLogFile(resolved) {
 		writeError(w, http.StatusForbidden, fmt.Sprintf("%s resolves outside the log directory", rel))
 		return
 	}
@@ -206,8 +205,8 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, p map[string]strin
 // runningContainer finds the running container a streaming or exec request
 // names (with the pod's UID when the path has one), answering the error
 // itself when there is none.
-func (s *Server) runningContainer(w http.ResponseWriter, r *http.Request, p map[string]string) (kubelet.ContainerRef, bool) {
-	ref, err := s.Host.FindRunningContainer(r.Context(), p["namespace"], p["pod"], p["uid"], p["container"])
+func (s *Server) runningContainer(w http.ResponseWriter, r *http.Request, p map[string]string) (ContainerRef, bool) {
+	ref, err := s.View.FindRunningContainer(r.Context(), p["namespace"], p["pod"], p["uid"], p["container"])
 	if err != nil {
 		writeLookupError(w, err)
 		return ref, false

@@ -89,7 +89,7 @@ func (c resourceCollector) Collect(ch chan<- prometheus.Metric) {
 // as the kubelet answers, not an HTTP error.
 func (s *Server) resourceMetrics(w http.ResponseWriter, r *http.Request, _ map[string]string) {
 	var c resourceCollector
-	if s.Stats != nil && s.StatsErr == nil {
+	if s.Stats != nil && s.Stats.Err() == nil {
 		c.summary, _ = s.buildSummary()
 	}
 	reg := prometheus.NewRegistry()

@@ -16,7 +16,9 @@ import (
 	"net/http/pprof"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang/glog"
@@ -26,32 +28,31 @@ import (
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/config"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/cadvisor"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/diskusage"
 )
 
 // MaxBodyBytes bounds request bodies (1 MiB): larger answers 413.
 const MaxBodyBytes = 1 << 20
 
-// HostInterface is what the server needs from the agent.
+// HostInterface is what the server needs from the agent beyond its pods
+// (which it reads through its own PodView).
 type HostInterface interface {
-	GetPods() []*v1.Pod
-	GetPod(namespace, name string) (*v1.Pod, bool)
-	FindContainer(namespace, pod, uid, container string, previous bool) (kubelet.ContainerRef, error)
-	// FindRunningContainer is FindContainer for a container a request needs
-	// running: it may wait for a fresh look at the runtime.
-	FindRunningContainer(ctx context.Context, namespace, pod, uid, container string) (kubelet.ContainerRef, error)
-	// RunningPods are the pods as found in Docker, wanted or not.
-	RunningPods() []*v1.Pod
-	// DiskStats is the last background measurement of disk usage (nil
-	// before the first).
-	DiskStats() *kubelet.DiskStats
-	IsContainerLogFile(path string) bool
 	Health() (syncLoop, relist error)
 	// PodCgroupPath is the pod's cgroup as cAdvisor names it ("" if the
 	// pod has none).
 	PodCgroupPath(pod *v1.Pod) string
+	// PodsCgroupPath is the cgroup of every pod (kubepods) as cAdvisor
+	// names it ("" if there is none).
+	PodsCgroupPath() string
+}
+
+// DiskUsage is the agent's background measurement of what its pods hold on
+// disk.
+type DiskUsage interface {
+	// Last is the last measurement (nil before the first).
+	Last() *diskusage.Stats
 }
 
 // ContainerRuntime runs the container operations the API exposes.
@@ -92,20 +93,24 @@ type SourcesStatus interface {
 
 // Deps are the server's collaborators; Pods, Stats and Metrics may be nil.
 type Deps struct {
-	Host    HostInterface
+	Host HostInterface
+	// View is the agent's pods: the desired ones, those in Docker, their
+	// containers.
+	View    *PodView
 	Runtime ContainerRuntime
 	Pods    PodSource // nil: POST/PUT/DELETE /pods disabled
 	Sources SourcesStatus
 	Stats   cadvisor.Interface  // nil: the stats endpoints answer 503
 	Metrics prometheus.Gatherer // the agent's metrics
+	// DiskUsage serves the disk usage of /stats/summary and
+	// /metrics/cadvisor (nil: none measured).
+	DiskUsage DiskUsage
 	// ProbeMetrics gathers the prober's per-container series (nil: 503).
 	ProbeMetrics prometheus.Gatherer
 	// Config returns the running configuration, for /configz (nil: 404).
 	Config func() any
 	// CadvisorMetrics gathers container metrics (nil: 503).
 	CadvisorMetrics prometheus.Gatherer
-	// StatsErr says why stats are unavailable.
-	StatsErr error
 	// Events lists recent events (nil: 404).
 	Events interface{ List() v1.EventList }
 	// NodeName says whether the agent still holds its node name (nil:
@@ -119,6 +124,8 @@ type Options struct {
 	NodeLogDir string // served at /logs/
 	RootDir    string // its file system is the node's in /stats/summary
 	Profiling  bool   // /debug/pprof/ on the full-access port
+	// Auth guards the full-access port (nil: open, as on loopback).
+	Auth *Auth
 }
 
 // route is one endpoint. Patterns are split on "/": a segment "{x}" matches
@@ -133,13 +140,14 @@ type route struct {
 // Server serves the API.
 type Server struct {
 	Deps
-	opts   Options
-	routes []route
+	opts    Options
+	routes  []route
+	encoder *podEncoder // of GET /pods and GET /pods/<ns>/<name>
 }
 
 // New returns a server.
 func New(d Deps, o Options) *Server {
-	s := &Server{Deps: d, opts: o}
+	s := &Server{Deps: d, opts: o, encoder: newPodEncoder()}
 	s.routes = []route{
 		{http.MethodGet, "/healthz", true, s.healthz},
 		{http.MethodGet, "/healthz/{check}", true, s.healthz},
@@ -220,9 +228,13 @@ func (s *Server) HealthzHandler() http.Handler {
 
 // Handler returns the handler of one port: full access, or read-only.
 func (s *Server) Handler(readOnly bool) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.serve(w, r, readOnly)
-	})
+	}))
+	if !readOnly && s.opts.Auth != nil {
+		h = s.opts.Auth.filter(s.opts.NodeName, h)
+	}
+	return h
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, readOnly bool) {
@@ -370,21 +382,36 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request, p map[string]st
 	_, _ = io.WriteString(w, "ok")
 }
 
-func (s *Server) listPods(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
-	list := v1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, Items: []v1.Pod{}}
-	for _, p := range s.Host.GetPods() {
-		list.Items = append(list.Items, *p)
-	}
-	// Pods the config refused are listed too, so a rejection is never
-	// silent: their status says why.
-	for _, p := range s.Sources.RejectedPods() {
-		list.Items = append(list.Items, *p)
-	}
-	writeJSON(w, http.StatusOK, list)
+func (s *Server) listPods(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+	body, err := s.encoder.list(r.Context(), func() []*v1.Pod {
+		// Pods the config refused are listed too, so a rejection is
+		// never silent: their status says why.
+		return append(s.View.GetPods(), s.Sources.RejectedPods()...)
+	})
+	writeEncoded(w, body, err)
 }
 
-func (s *Server) getPod(w http.ResponseWriter, _ *http.Request, p map[string]string) {
-	pod, ok := s.Host.GetPod(p["namespace"], p["name"])
+// writeEncoded writes what the pod encoder made; it fails only when the
+// client went away while waiting, or for a value JSON cannot carry.
+func writeEncoded(w http.ResponseWriter, body []byte, err error) {
+	switch {
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		glog.V(2).Infof("Encode pods: %v", err)
+		return // nobody is listening
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("encode pods: %v", err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write(body); err != nil {
+		glog.V(2).Infof("Write response: %v", err)
+	}
+}
+
+func (s *Server) getPod(w http.ResponseWriter, r *http.Request, p map[string]string) {
+	pod, ok := s.View.GetPod(p["namespace"], p["name"])
 	if !ok {
 		for _, r := range s.Sources.RejectedPods() {
 			if r.Namespace == p["namespace"] && r.Name == p["name"] {
@@ -398,13 +425,14 @@ func (s *Server) getPod(w http.ResponseWriter, _ *http.Request, p map[string]str
 		return
 	}
 	pod.APIVersion, pod.Kind = "v1", "Pod"
-	writeJSON(w, http.StatusOK, pod)
+	body, err := s.encoder.one(r.Context(), pod)
+	writeEncoded(w, body, err)
 }
 
 // runningPods serves /runningpods/: the pods as found in Docker.
 func (s *Server) runningPods(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
 	list := v1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, Items: []v1.Pod{}}
-	for _, p := range s.Host.RunningPods() {
+	for _, p := range s.View.RunningPods() {
 		list.Items = append(list.Items, *p)
 	}
 	writeJSON(w, http.StatusOK, list)
@@ -497,6 +525,10 @@ func (s *Server) deletePod(w http.ResponseWriter, r *http.Request, p map[string]
 	writeJSON(w, http.StatusOK, podsResult{Pods: []string{p["namespace"] + "/" + p["name"]}})
 }
 
+// shutdownGrace is how long a stopping server waits for its requests and
+// streams to end.
+const shutdownGrace = 2 * time.Second
+
 // Serve listens on addr and serves h (over TLS when tlsConfig is set) until
 // ctx is cancelled, then shuts down (in-flight requests get a moment to
 // finish). The listener is bound before Serve returns, so callers know the
@@ -511,8 +543,17 @@ func Serve(ctx context.Context, addr string, h http.Handler, tlsConfig *tls.Conf
 	}
 	limit := newConnLimiter(maxConnsPerPort())
 	ln = limit.listener(ln)
+	// Every request's context ends with ctx, so a hijacked stream (exec,
+	// attach, port-forward), which Shutdown neither cancels nor waits for,
+	// ends with the server too; handlers counts them, to wait for them.
+	var handlers sync.WaitGroup
 	srv := &http.Server{
-		Handler: h,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			handlers.Add(1)
+			defer handlers.Done()
+			h.ServeHTTP(w, r)
+		}),
+		BaseContext: func(net.Listener) context.Context { return ctx },
 		// A client that sends nothing, or a body slowly, holds a
 		// connection for at most these; streams (logs -f, exec) are not
 		// bounded once their request is read.
@@ -530,10 +571,17 @@ func Serve(ctx context.Context, addr string, h http.Handler, tlsConfig *tls.Conf
 			return err
 		case <-ctx.Done():
 		}
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 		<-errc
+		done := make(chan struct{})
+		go func() { handlers.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-sctx.Done():
+			glog.Errorf("Server on %s: streams still open %v after shutdown", addr, shutdownGrace)
+		}
 		return nil
 	}
 	return wait, nil

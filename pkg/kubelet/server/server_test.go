@@ -6,44 +6,129 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/classic-kubelet/kubelet/pkg/config"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/diskusage"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
+// fakeHost is the agent beyond its pods.
 type fakeHost struct {
-	pods    []*v1.Pod
-	logFile string
-	relist  error
-	disk    *kubelet.DiskStats
+	relist error
+	// podsCgroup is kubepods as cAdvisor names it ("" for none).
+	podsCgroup string
 }
 
-func (f *fakeHost) FindContainer(ns, pod, uid, container string, previous bool) (kubelet.ContainerRef, error) {
-	if ns == "default" && pod == "web" && container == "server" && !previous && (uid == "" || uid == "u1") {
-		return kubelet.ContainerRef{ID: "abc", Running: true}, nil
+func (f *fakeHost) PodCgroupPath(*v1.Pod) string { return "" }
+func (f *fakeHost) PodsCgroupPath() string       { return f.podsCgroup }
+func (f *fakeHost) Health() (error, error)       { return nil, f.relist }
+
+// fakePods are the PodSources of a view: desired pods, their statuses and
+// the containers the last relist found, by pod UID. relists counts the
+// relists asked for; each one moves the containers of fresh into the
+// cache, as a relist that finds containers started since the last.
+type fakePods struct {
+	mu       sync.Mutex
+	desired  []*v1.Pod
+	statuses map[types.UID]v1.PodStatus
+	cache    map[types.UID]*kubecontainer.PodState
+	fresh    map[types.UID]*kubecontainer.PodState
+	relists  int
+	relisted time.Time
+}
+
+type fakeDesired struct{ *fakePods }
+
+func (f fakeDesired) All() []*v1.Pod { return append([]*v1.Pod(nil), f.desired...) }
+
+type fakeStatuses struct{ *fakePods }
+
+func (f fakeStatuses) Get(uid types.UID) (v1.PodStatus, bool) {
+	st, ok := f.statuses[uid]
+	return st, ok
+}
+
+type fakeCache struct{ *fakePods }
+
+func (f fakeCache) Get(uid types.UID) *kubecontainer.PodState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cache[uid]
+}
+func (f fakeCache) All() map[types.UID]*kubecontainer.PodState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cache
+}
+func (f fakeCache) GetNewerThan(ctx context.Context, uid types.UID, since time.Time) (*kubecontainer.PodState, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.relisted.After(since) {
+		return nil, context.DeadlineExceeded // no relist came: as if ctx ended
 	}
-	return kubelet.ContainerRef{}, fmt.Errorf("%w: %s/%s %s", kubelet.ErrNotFound, ns, pod, container)
+	return f.cache[uid], nil
 }
-func (f *fakeHost) FindRunningContainer(_ context.Context, ns, pod, uid, container string) (kubelet.ContainerRef, error) {
-	return f.FindContainer(ns, pod, uid, container, false)
+
+type fakeRelist struct{ *fakePods }
+
+func (f fakeRelist) RelistNow() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.relists++
+	if f.fresh != nil {
+		f.cache = f.fresh
+		f.fresh = nil
+	}
+	f.relisted = time.Now().Add(time.Nanosecond)
 }
-func (f *fakeHost) PodCgroupPath(*v1.Pod) string        { return "" }
-func (f *fakeHost) IsContainerLogFile(path string) bool { return path == f.logFile }
-func (f *fakeHost) Health() (error, error)              { return nil, f.relist }
+
+// view is a PodView over f; a pod without a status has its fallback's,
+// which names it.
+func (f *fakePods) view() *PodView {
+	return NewPodView(PodSources{Desired: fakeDesired{f}, Statuses: fakeStatuses{f}, Cache: fakeCache{f}, Relist: fakeRelist{f},
+		Fallback: func(p *v1.Pod) v1.PodStatus {
+			return v1.PodStatus{Phase: v1.PodPending, Message: "fallback of " + p.Name}
+		}})
+}
+
+// webPods are a desired pod default/web (UID u1) whose container server
+// runs as abc, and an orphan pod found in Docker that nothing desires.
+func webPods(status v1.PodStatus) *fakePods {
+	return &fakePods{
+		desired: []*v1.Pod{{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1"},
+			Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "server", Image: "srv:1"}}},
+		}},
+		statuses: map[types.UID]v1.PodStatus{"u1": status},
+		cache: map[types.UID]*kubecontainer.PodState{
+			"u1": {UID: "u1", Name: "web", Namespace: "default", Containers: []*kubecontainer.ContainerState{
+				{ID: "abc", Name: "server", Image: "srv:1", Running: true}}},
+			"u-orphan": {UID: "u-orphan", Name: "orphan", Namespace: "default", Containers: []*kubecontainer.ContainerState{
+				{ID: "def", Name: "c", Image: "busybox", Running: true}}},
+		},
+	}
+}
+
+// fakeDisk is a disk usage measurement taken already.
+type fakeDisk struct{ st *diskusage.Stats }
+
+func (f fakeDisk) Last() *diskusage.Stats { return f.st }
 
 type fakeRuntime struct{}
 
@@ -63,21 +148,6 @@ func (fakeRuntime) Attach(context.Context, string, kubecontainer.Streams) error 
 }
 func (fakeRuntime) PortForward(context.Context, string, int32, io.ReadWriteCloser) error {
 	return errors.New("not in unit tests")
-}
-
-func (f *fakeHost) GetPods() []*v1.Pod            { return f.pods }
-func (f *fakeHost) DiskStats() *kubelet.DiskStats { return f.disk }
-func (f *fakeHost) RunningPods() []*v1.Pod {
-	return []*v1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: "default", UID: "u-orphan"},
-		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "busybox"}}}}}
-}
-func (f *fakeHost) GetPod(ns, name string) (*v1.Pod, bool) {
-	for _, p := range f.pods {
-		if p.Namespace == ns && p.Name == name {
-			return p.DeepCopy(), true
-		}
-	}
-	return nil, false
 }
 
 type fakeSource struct{ calls []string }
@@ -124,18 +194,14 @@ func (fakeSources) Status() []config.SourceStatus {
 func testServer(t *testing.T) (*fakeSource, *httptest.Server, *httptest.Server) {
 	t.Helper()
 	start := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	host := &fakeHost{pods: []*v1.Pod{{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1"},
-		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "server", Image: "srv:1"}}},
-		Status: v1.PodStatus{Phase: v1.PodRunning, PodIP: "172.17.0.2", StartTime: &start,
-			ContainerStatuses: []v1.ContainerStatus{{Name: "server", Ready: true, ContainerID: "docker://abc",
-				State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: start}}}}},
-	}}}
+	pods := webPods(v1.PodStatus{Phase: v1.PodRunning, PodIP: "172.17.0.2", StartTime: &start,
+		ContainerStatuses: []v1.ContainerStatus{{Name: "server", Ready: true, ContainerID: "docker://abc",
+			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: start}}}}})
 	src := &fakeSource{}
 	logDir := t.TempDir()
 	_ = os.WriteFile(filepath.Join(logDir, "syslog"), []byte("node log line\n"), 0o644)
 	_ = syscall.Mkfifo(filepath.Join(logDir, "fifo"), 0o644) // would block a plain open
-	s := New(Deps{Host: host, Runtime: fakeRuntime{}, Pods: src, Sources: fakeSources{}, StatsErr: errors.New("no cgroups here"),
+	s := New(Deps{Host: &fakeHost{}, View: pods.view(), Runtime: fakeRuntime{}, Pods: src, Sources: fakeSources{}, Stats: failedStats{errors.New("no cgroups here")},
 		Config: func() any { return map[string]string{"maxPods": "110"} }},
 		Options{NodeName: "n", NodeLogDir: logDir, RootDir: t.TempDir()})
 	full := httptest.NewServer(s.Handler(false))
@@ -269,8 +335,9 @@ func TestNodeLogsPathTraversal(t *testing.T) {
 	_ = os.Symlink(filepath.Join(outside, "secret"), filepath.Join(logDir, "escape"))
 	_ = os.Symlink(outside, filepath.Join(logDir, "escapedir"))
 	_ = os.Symlink(filepath.Join(outside, "container.log"), filepath.Join(logDir, "managed.log"))
-	host := &fakeHost{logFile: filepath.Join(outside, "container.log")}
-	s := New(Deps{Host: host, Runtime: fakeRuntime{}, Sources: fakeSources{}}, Options{NodeLogDir: logDir})
+	pods := &fakePods{cache: map[types.UID]*kubecontainer.PodState{"u1": {UID: "u1", Name: "web", Namespace: "default",
+		Containers: []*kubecontainer.ContainerState{{ID: "abc", Name: "server", LogPath: filepath.Join(outside, "container.log")}}}}}
+	s := New(Deps{Host: &fakeHost{}, View: pods.view(), Runtime: fakeRuntime{}, Sources: fakeSources{}}, Options{NodeLogDir: logDir})
 	srv := httptest.NewServer(s.Handler(false))
 	defer srv.Close()
 
@@ -332,5 +399,57 @@ func TestHealthzNodeName(t *testing.T) {
 	}
 	if code, _ := get("/healthz/relist"); code != 200 {
 		t.Errorf("/healthz/relist failed with the node name check: %d", code)
+	}
+}
+
+// A hijacked stream (exec, attach, port-forward) ends with the server: its
+// request's context is cancelled when the server's is, and the server waits
+// for it before it returns (http.Server.Shutdown does neither for a
+// hijacked connection).
+func TestServeEndsHijackedStreams(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	inStream, ended := make(chan struct{}), make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		close(inStream)
+		<-r.Context().Done()              // a session's streams run until this
+		time.Sleep(50 * time.Millisecond) // a session winding down: the server waits for it
+		close(ended)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	wait, err := Serve(ctx, addr, h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- wait() }()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /exec HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-inStream
+	cancel()
+	select {
+	case <-served:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server did not return after its context ended, with a stream open")
+	}
+	select {
+	case <-ended:
+	default:
+		t.Error("the server returned before its hijacked stream ended")
 	}
 }

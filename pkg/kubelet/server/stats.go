@@ -18,18 +18,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
-	"github.com/classic-kubelet/kubelet/pkg/kubelet"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/diskusage"
 )
 
 // statsAvailable answers 503 with the reason when cAdvisor is not running.
 func (s *Server) statsAvailable(w http.ResponseWriter) bool {
-	if s.Stats != nil && s.StatsErr == nil {
-		return true
-	}
 	msg := "stats are unavailable"
-	if s.StatsErr != nil {
-		msg += ": " + s.StatsErr.Error()
+	if s.Stats != nil {
+		err := s.Stats.Err()
+		if err == nil {
+			return true
+		}
+		msg += ": " + err.Error()
 	}
 	writeError(w, http.StatusServiceUnavailable, msg)
 	return false
@@ -104,7 +105,7 @@ func (s *Server) containerStats(w http.ResponseWriter, r *http.Request, p map[st
 		}
 		pod, ns = full[:i], full[i+1:]
 	}
-	ref, err := s.Host.FindContainer(ns, pod, uid, p["container"], false)
+	ref, err := s.View.FindContainer(ns, pod, uid, p["container"], false)
 	if err != nil {
 		writeLookupError(w, err)
 		return
@@ -123,7 +124,7 @@ func (s *Server) containerStats(w http.ResponseWriter, r *http.Request, p map[st
 }
 
 func writeLookupError(w http.ResponseWriter, err error) {
-	if errors.Is(err, kubelet.ErrNotFound) {
+	if errors.Is(err, ErrNotFound) {
 		writeError(w, http.StatusNotFound, err.Error())
 		return
 	}
@@ -152,7 +153,7 @@ func (s *Server) buildSummary() (*statsapi.Summary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("root container stats: %w", err)
 	}
-	disk := s.Host.DiskStats()
+	disk := s.diskStats()
 	out := statsapi.Summary{Node: statsapi.NodeStats{
 		NodeName:         s.opts.NodeName,
 		StartTime:        metav1.NewTime(root.Spec.CreationTime),
@@ -162,18 +163,21 @@ func (s *Server) buildSummary() (*statsapi.Summary, error) {
 		Fs:               fsStats(s.opts.RootDir),
 		SystemContainers: systemContainers(),
 	}, Pods: []statsapi.PodStats{}}
+	if pods := s.podsContainer(); pods != nil {
+		out.Node.SystemContainers = append(out.Node.SystemContainers, *pods)
+	}
 	var runtimeFs *statsapi.FsStats // the file system of Docker's root: images, writable layers, logs
 	if disk != nil {
 		runtimeFs = fsStats(disk.Runtime.RootDir)
 		out.Node.Runtime = &statsapi.RuntimeStats{ImageFs: usedOn(runtimeFs, disk.Taken, disk.Runtime.Images)}
 	}
-	for _, pod := range s.Host.GetPods() {
+	for _, pod := range s.View.GetPods() {
 		ps := statsapi.PodStats{PodRef: statsapi.PodReference{Name: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID)}}
 		if pod.Status.StartTime != nil {
 			ps.StartTime = *pod.Status.StartTime
 		}
 		var ephemeral int64 // what the pod holds on the node's disk: layers, logs, volumes
-		if infra, err := s.Host.FindContainer(pod.Namespace, pod.Name, "", "POD", false); err == nil && infra.Running {
+		if infra, err := s.View.FindContainer(pod.Namespace, pod.Name, "", "POD", false); err == nil && infra.Running {
 			if samples, err := s.Stats.Recent(infra.ID, true, req.NumStats); err == nil {
 				ps.Network = networkStats(samples)
 			}
@@ -231,6 +235,36 @@ func (s *Server) buildSummary() (*statsapi.Summary, error) {
 	}
 	return &out, nil
 }
+
+// podsContainer is the "pods" system container, as the kubelet reports it:
+// the stats of the cgroup that holds every pod, its available memory
+// counted against that cgroup's limit (node allocatable, where it is
+// enforced), which is what the kubelet's allocatable eviction reads.
+func (s *Server) podsContainer() *statsapi.ContainerStats {
+	path := s.Host.PodsCgroupPath()
+	if path == "" {
+		return nil
+	}
+	info, err := s.Stats.ContainerInfo(path, &cadvisorapi.ContainerInfoRequest{NumStats: 2})
+	if err != nil || len(info.Stats) == 0 {
+		return nil
+	}
+	c := &statsapi.ContainerStats{Name: statsapi.SystemContainerPods, StartTime: metav1.NewTime(info.Spec.CreationTime),
+		CPU: cpuStats(info.Stats), Memory: memoryStats(info.Stats)}
+	if limit := info.Spec.Memory.Limit; info.Spec.HasMemory && limit > 0 && limit < unlimitedMemory {
+		ws := deref(c.Memory.WorkingSetBytes)
+		avail := uint64(0)
+		if limit > ws {
+			avail = limit - ws
+		}
+		c.Memory.AvailableBytes = &avail
+	}
+	return c
+}
+
+// unlimitedMemory is the least memory limit cgroup v1 reports for a cgroup
+// without one (a page-rounded 2^63-1); cgroup v2's "max" reads as 2^64-1.
+const unlimitedMemory = uint64(1) << 62
 
 func deref(p *uint64) uint64 {
 	if p == nil {
@@ -329,14 +363,23 @@ func (s *Server) cadvisorMetrics(w http.ResponseWriter, r *http.Request, _ map[s
 		writeError(w, http.StatusServiceUnavailable, "container metrics are unavailable")
 		return
 	}
-	promhttp.HandlerFor(ownContainers{s.CadvisorMetrics, s.hostNetworkPods, s.Host.DiskStats()}, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	promhttp.HandlerFor(ownContainers{s.CadvisorMetrics, s.hostNetworkPods, s.diskStats()}, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+}
+
+// diskStats is the last disk usage measurement (nil before the first, or
+// without a measurement).
+func (s *Server) diskStats() *diskusage.Stats {
+	if s.DiskUsage == nil {
+		return nil
+	}
+	return s.DiskUsage.Last()
 }
 
 // hostNetworkPods are the namespace/name of the desired pods on the host's
 // network.
 func (s *Server) hostNetworkPods() map[string]bool {
 	out := map[string]bool{}
-	for _, p := range s.Host.GetPods() {
+	for _, p := range s.View.GetPods() {
 		if p.Spec.HostNetwork {
 			out[p.Namespace+"/"+p.Name] = true
 		}
@@ -358,7 +401,7 @@ func (s *Server) hostNetworkPods() map[string]bool {
 type ownContainers struct {
 	g           prometheus.Gatherer
 	hostNetwork func() map[string]bool
-	disk        *kubelet.DiskStats
+	disk        *diskusage.Stats
 }
 
 func (o ownContainers) Gather() ([]*dto.MetricFamily, error) {

@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
-	"github.com/classic-kubelet/kubelet/pkg/kubelet"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/diskusage"
 )
 
 // fakeStats is a cAdvisor with two samples per container, a second apart.
@@ -36,12 +36,33 @@ func samples(cpuA, cpuB uint64, mem uint64) []*cadvisorapi.ContainerStats {
 	return []*cadvisorapi.ContainerStats{mk(t0, cpuA), mk(t0.Add(time.Second), cpuB)}
 }
 
+func (fakeStats) Err() error { return nil }
+
+// failedStats is a cAdvisor that could not start.
+type failedStats struct{ err error }
+
+func (f failedStats) Err() error                                     { return f.err }
+func (f failedStats) MachineInfo() (*cadvisorapi.MachineInfo, error) { return nil, f.err }
+func (f failedStats) ContainerInfo(string, *cadvisorapi.ContainerInfoRequest) (*cadvisorapi.ContainerInfo, error) {
+	return nil, f.err
+}
+func (f failedStats) DockerContainer(string, *cadvisorapi.ContainerInfoRequest) (cadvisorapi.ContainerInfo, error) {
+	return cadvisorapi.ContainerInfo{}, f.err
+}
+func (f failedStats) Recent(string, bool, int) ([]*cadvisorapi.ContainerStats, error) {
+	return nil, f.err
+}
+
 func (fakeStats) MachineInfo() (*cadvisorapi.MachineInfo, error) {
 	return &cadvisorapi.MachineInfo{NumCores: 2, MemoryCapacity: 1 << 30}, nil
 }
 func (fakeStats) ContainerInfo(name string, _ *cadvisorapi.ContainerInfoRequest) (*cadvisorapi.ContainerInfo, error) {
+	spec := cadvisorapi.ContainerSpec{CreationTime: t0}
+	if name == "/kubepods" { // sized to node allocatable: 3 MiB
+		spec.HasMemory, spec.Memory.Limit = true, 3<<20
+	}
 	return &cadvisorapi.ContainerInfo{ContainerReference: cadvisorapi.ContainerReference{Name: name},
-		Spec: cadvisorapi.ContainerSpec{CreationTime: t0}, Stats: samples(1e9, 2e9, 1<<20)}, nil
+		Spec: spec, Stats: samples(1e9, 2e9, 1<<20)}, nil
 }
 func (fakeStats) DockerContainer(id string, _ *cadvisorapi.ContainerInfoRequest) (cadvisorapi.ContainerInfo, error) {
 	if id != "abc" && id != "infra" {
@@ -62,16 +83,14 @@ func (f fakeStats) Recent(name string, docker bool, _ int) ([]*cadvisorapi.Conta
 
 func TestStatsHandlersGolden(t *testing.T) {
 	start := metav1.NewTime(t0)
-	host := &fakeHost{pods: []*v1.Pod{{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1"},
-		Status: v1.PodStatus{StartTime: &start, ContainerStatuses: []v1.ContainerStatus{{Name: "server", ContainerID: "docker://abc",
-			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: start}}}}},
-	}}}
+	local := webPods(v1.PodStatus{StartTime: &start, ContainerStatuses: []v1.ContainerStatus{{Name: "server", ContainerID: "docker://abc",
+		State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: start}}}}})
+	host := &fakeHost{podsCgroup: "/kubepods"}
 	// A disk measurement: the pod's layers and logs, its volumes, images.
 	rootDir := t.TempDir()
-	host.disk = &kubelet.DiskStats{Taken: t0, Runtime: &kubecontainer.DiskUsage{Writable: map[string]int64{"abc": 1000, "infra": 10},
+	disk := &diskusage.Stats{Taken: t0, Runtime: &kubecontainer.DiskUsage{Writable: map[string]int64{"abc": 1000, "infra": 10},
 		Images: 5 << 20, RootDir: rootDir}, Logs: map[string]int64{"abc": 200}, Volumes: map[types.UID]int64{"u1": 3000}}
-	s := New(Deps{Host: host, Runtime: fakeRuntime{}, Sources: fakeSources{}, Stats: fakeStats{}}, Options{NodeName: "n", RootDir: rootDir})
+	s := New(Deps{Host: host, View: local.view(), DiskUsage: fakeDisk{disk}, Runtime: fakeRuntime{}, Sources: fakeSources{}, Stats: fakeStats{}}, Options{NodeName: "n", RootDir: rootDir})
 	srv := httptest.NewServer(s.Handler(true))
 	defer srv.Close()
 	for path, golden := range map[string]string{
@@ -100,6 +119,18 @@ func TestStatsHandlersGolden(t *testing.T) {
 	if len(sum.Node.SystemContainers) == 0 || sum.Node.SystemContainers[0].Name != "kubelet" ||
 		*sum.Node.SystemContainers[0].CPU.UsageCoreNanoSeconds == 0 || *sum.Node.SystemContainers[0].Memory.RSSBytes == 0 {
 		t.Errorf("system containers: %+v", sum.Node.SystemContainers)
+	}
+	// The "pods" system container: kubepods, its memory available against
+	// its limit (3 MiB less a working set of 512 KiB).
+	var pods *statsapi.ContainerStats
+	for i := range sum.Node.SystemContainers {
+		if sum.Node.SystemContainers[i].Name == statsapi.SystemContainerPods {
+			pods = &sum.Node.SystemContainers[i]
+		}
+	}
+	if pods == nil || pods.Memory == nil || pods.Memory.AvailableBytes == nil || *pods.Memory.AvailableBytes != 3<<20-1<<19 ||
+		pods.CPU == nil || *pods.CPU.UsageNanoCores != 1e9 {
+		t.Errorf("pods system container: %+v", pods)
 	}
 	if sum.Node.Fs == nil || *sum.Node.Fs.CapacityBytes == 0 || *sum.Node.Runtime.ImageFs.CapacityBytes == 0 {
 		t.Errorf("node file systems without capacity: %s", body)

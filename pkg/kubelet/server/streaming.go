@@ -81,7 +81,7 @@ func parseStreamOptions(r *http.Request) (streamOptions, error) {
 // session is one upgraded exec or attach connection.
 type session struct {
 	conn   io.Closer
-	closed <-chan struct{} // closed when the client goes away (nil: not known)
+	closed <-chan struct{} // closed when the client goes away
 	stdin  io.ReadCloser
 	stdout io.WriteCloser
 	stderr io.WriteCloser
@@ -195,7 +195,7 @@ func openWebSocketSession(w http.ResponseWriter, r *http.Request, o streamOption
 		errorChannel:  wsstream.WriteChannel,
 		resizeChannel: wsstream.ReadChannel,
 	}
-	conn, proto, streams, ok := openChannels(w, r, channels, true)
+	conn, proto, streams, closed, ok := openChannels(w, r, channels, true)
 	if !ok {
 		return nil, false
 	}
@@ -209,7 +209,7 @@ func openWebSocketSession(w http.ResponseWriter, r *http.Request, o streamOption
 	default:
 		_, _ = streams[errorChannel].Write(nil)
 	}
-	s := &session{conn: conn, resize: streams[resizeChannel], status: textStatus(streams[errorChannel])}
+	s := &session{conn: conn, closed: closed, resize: streams[resizeChannel], status: textStatus(streams[errorChannel])}
 	if o.stdin {
 		s.stdin = streams[stdinChannel]
 	}
@@ -228,8 +228,10 @@ func openWebSocketSession(w http.ResponseWriter, r *http.Request, o streamOption
 // openChannels upgrades to a WebSocket carrying channels, in the
 // subprotocols the kubelet offers (v4, its base64 form, the unversioned
 // ones, and with streamClose v5, whose CLOSE signal ends a channel); on
-// failure the client has been answered and ok is false.
-func openChannels(w http.ResponseWriter, r *http.Request, channels []wsstream.ChannelType, streamClose bool) (conn *wsstream.Conn, proto string, streams []io.ReadWriteCloser, ok bool) {
+// failure the client has been answered and ok is false. closed is closed
+// when the client goes away. A client frame over maxWebSocketFrame ends the
+// connection.
+func openChannels(w http.ResponseWriter, r *http.Request, channels []wsstream.ChannelType, streamClose bool) (conn *wsstream.Conn, proto string, streams []io.ReadWriteCloser, closed <-chan struct{}, ok bool) {
 	protocols := wsstream.NewDefaultChannelProtocols(channels)
 	protocols["v4.channel.k8s.io"] = wsstream.ChannelProtocolConfig{Binary: true, Channels: channels}
 	protocols["v4.base64.channel.k8s.io"] = wsstream.ChannelProtocolConfig{Binary: false, Channels: channels}
@@ -238,12 +240,13 @@ func openChannels(w http.ResponseWriter, r *http.Request, channels []wsstream.Ch
 	}
 	conn = wsstream.NewConn(protocols)
 	conn.SetIdleTimeout(streamIdleTimeout)
-	proto, streams, err := conn.Open(w, r)
+	guard := newGuardedUpgrade(w, maxWebSocketFrame)
+	proto, streams, err := conn.Open(guard, r)
 	if err != nil {
 		glog.V(2).Infof("WebSocket upgrade of %s: %v", r.URL.Path, err)
-		return nil, "", nil, false
+		return nil, "", nil, nil, false
 	}
-	return conn, proto, streams, true
+	return conn, proto, streams, guard.closed, true
 }
 
 // acceptedStream is a stream the client opened, with the signal that its
@@ -366,17 +369,17 @@ func serveStream(w http.ResponseWriter, r *http.Request, what string, run func(c
 		return
 	}
 	defer s.conn.Close()
-	ctx, cancel := context.WithCancel(context.Background())
+	// The request's context ends with the server (Serve's BaseContext):
+	// a hijacked session stops when the agent does.
+	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	if s.closed != nil {
-		go func() {
-			select {
-			case <-s.closed:
-				cancel() // the client went away: end the session
-			case <-ctx.Done():
-			}
-		}()
-	}
+	go func() {
+		select {
+		case <-s.closed:
+			cancel() // the client went away: end the session (an exec's process is killed)
+		case <-ctx.Done():
+		}
+	}()
 	code, err := run(ctx, s.streams(ctx, o.tty))
 	if err != nil {
 		glog.V(1).Infof("%s %s: %v", what, r.URL.Path, err)
@@ -408,7 +411,7 @@ func (s *Server) servePortForward(w http.ResponseWriter, r *http.Request, infraI
 			return // the upgrader answered the client
 		}
 		tunnel := portforward.NewTunnelingConnection("server", ws)
-		pf := newSPDYPortForward(forward)
+		pf := newSPDYPortForward(r.Context(), forward)
 		conn, err := spdy.NewServerConnection(tunnel, func(st httpstream.Stream, replySent <-chan struct{}) error {
 			pf.accept(acceptedStream{st, replySent})
 			return nil
@@ -425,7 +428,7 @@ func (s *Server) servePortForward(w http.ResponseWriter, r *http.Request, infraI
 		if _, err := httpstream.Handshake(r, w, []string{portForwardProtocol}); err != nil {
 			return
 		}
-		pf := newSPDYPortForward(forward)
+		pf := newSPDYPortForward(r.Context(), forward)
 		conn := upgradeSPDY(w, r, pf.accept)
 		if conn == nil {
 			return
@@ -451,8 +454,8 @@ type streamPair struct {
 	created    time.Time
 }
 
-func newSPDYPortForward(forward func(context.Context, int32, io.ReadWriteCloser) error) *spdyPortForward {
-	ctx, cancel := context.WithCancel(context.Background())
+func newSPDYPortForward(parent context.Context, forward func(context.Context, int32, io.ReadWriteCloser) error) *spdyPortForward {
+	ctx, cancel := context.WithCancel(parent)
 	return &spdyPortForward{forward: forward, ctx: ctx, cancel: cancel, pairs: map[string]*streamPair{}}
 }
 
@@ -518,6 +521,9 @@ func (p *spdyPortForward) run(conn httpstream.Connection) {
 			p.cancel()
 			p.wg.Wait()
 			return
+		case <-p.ctx.Done(): // the server stops
+			p.wg.Wait()
+			return
 		case <-tick.C:
 			p.mu.Lock()
 			for id, pair := range p.pairs {
@@ -556,12 +562,12 @@ func webSocketPortForward(w http.ResponseWriter, r *http.Request, forward func(c
 	for range ports {
 		channels = append(channels, wsstream.ReadWriteChannel, wsstream.WriteChannel)
 	}
-	conn, _, streams, ok := openChannels(w, r, channels, false)
+	conn, _, streams, _, ok := openChannels(w, r, channels, false)
 	if !ok {
 		return
 	}
 	defer conn.Close()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	var wg sync.WaitGroup
 	for i, port := range ports {

@@ -17,6 +17,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
@@ -34,17 +35,24 @@ type Manager struct {
 	dirty   chan struct{} // cap 1: "conds changed since the last save"
 	changed chan struct{} // cap 1: "a status changed since Changed was last read"
 
+	subsMu sync.Mutex
+	subs   []chan struct{} // Subscribe's, each as changed
+
 	saveMu sync.Mutex // serializes saves, so an older snapshot never overwrites a newer one
 
-	mu       sync.Mutex       // guards now, conds and statuses
-	now      func() time.Time // the clock; replaced in tests
+	mu       sync.Mutex       // guards clock, conds and statuses
+	clock    clock.WithTicker // stamps the times and spaces the checkpoints
 	conds    map[types.UID]map[v1.PodConditionType]entry
 	statuses map[types.UID]v1.PodStatus
 }
 
-// NewManager returns a manager checkpointing to path (loaded now if there).
-func NewManager(path string) *Manager {
-	m := &Manager{path: path, now: time.Now, dirty: make(chan struct{}, 1), changed: make(chan struct{}, 1),
+// NewManager returns a manager checkpointing to path (loaded now if there),
+// on clk (nil: the real clock).
+func NewManager(path string, clk clock.WithTicker) *Manager {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	m := &Manager{path: path, clock: clk, dirty: make(chan struct{}, 1), changed: make(chan struct{}, 1),
 		conds: map[types.UID]map[v1.PodConditionType]entry{}, statuses: map[types.UID]v1.PodStatus{}}
 	data, err := os.ReadFile(path)
 	if err == nil {
@@ -70,7 +78,7 @@ func (m *Manager) Stamp(uid types.UID, conds []v1.PodCondition) []v1.PodConditio
 	for i := range conds {
 		e, ok := known[conds[i].Type]
 		if !ok || e.Status != conds[i].Status {
-			e = entry{Status: conds[i].Status, Time: m.now().Truncate(time.Second)}
+			e = entry{Status: conds[i].Status, Time: m.clock.Now().Truncate(time.Second)}
 			known[conds[i].Type] = e
 			changed = true
 		}
@@ -82,11 +90,12 @@ func (m *Manager) Stamp(uid types.UID, conds []v1.PodCondition) []v1.PodConditio
 	return conds
 }
 
-// SetClock replaces the clock (for tests).
-func (m *Manager) SetClock(now func() time.Time) {
+// SetClock replaces the clock (for tests); a running Run keeps the one it
+// started with.
+func (m *Manager) SetClock(clk clock.WithTicker) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.now = now
+	m.clock = clk
 }
 
 // Set keeps a pod's status, as its worker produced it after a sync.
@@ -103,10 +112,27 @@ func (m *Manager) Set(uid types.UID, st v1.PodStatus) {
 // pod is forgotten: for a single reader that reports statuses elsewhere.
 func (m *Manager) Changed() <-chan struct{} { return m.changed }
 
+// Subscribe returns a channel poked as Changed is, for one more reader.
+func (m *Manager) Subscribe() <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	m.subsMu.Lock()
+	m.subs = append(m.subs, ch)
+	m.subsMu.Unlock()
+	return ch
+}
+
 func (m *Manager) poke() {
 	select {
 	case m.changed <- struct{}{}:
 	default:
+	}
+	m.subsMu.Lock()
+	defer m.subsMu.Unlock()
+	for _, ch := range m.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -148,19 +174,19 @@ const saveSpacing = time.Second
 // Run checkpoints changes, at most once per saveSpacing, until ctx is
 // cancelled, then once more.
 func (m *Manager) Run(ctx context.Context) {
-	spacing := time.NewTimer(0)
-	defer spacing.Stop()
+	m.mu.Lock()
+	clk := m.clock
+	m.mu.Unlock()
 	for {
 		select {
-		case <-spacing.C:
+		case <-m.dirty:
+			m.Flush()
 		case <-ctx.Done():
 			m.Flush()
 			return
 		}
 		select {
-		case <-m.dirty:
-			m.Flush()
-			spacing.Reset(saveSpacing)
+		case <-clk.After(saveSpacing):
 		case <-ctx.Done():
 			m.Flush()
 			return

@@ -10,13 +10,14 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 // Stamping never writes the checkpoint itself; Run does, in the background,
 // and once more when it stops, so a new manager reads the same times.
 func TestStampSavesInTheBackground(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conditions.json")
-	m := NewManager(path)
+	m := NewManager(path, nil)
 	conds := m.Stamp("u1", []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}})
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("Stamp wrote the checkpoint itself (%v)", err)
@@ -42,11 +43,11 @@ func TestStampSavesInTheBackground(t *testing.T) {
 	stamped := m.Stamp("u2", []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse}})[0].LastTransitionTime
 	cancel()
 	wg.Wait()
-	m2 := NewManager(path)
+	m2 := NewManager(path, nil)
 	if _, ok := m2.conds["u1"]; ok {
 		t.Error("a forgotten pod came back from the checkpoint")
 	}
-	m2.SetClock(func() time.Time { return time.Now().Add(time.Hour) })
+	m2.SetClock(testingclock.NewFakeClock(time.Now().Add(time.Hour)))
 	got := m2.Stamp("u2", []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse}})[0].LastTransitionTime
 	if !got.Equal(&stamped) || conds[0].LastTransitionTime.IsZero() {
 		t.Errorf("restored transition time %v, want %v: the last change before Run stopped was not saved", got, stamped)
@@ -55,10 +56,12 @@ func TestStampSavesInTheBackground(t *testing.T) {
 
 // Changes that come within saveSpacing of a checkpoint wait for the next
 // one, which holds them all: a burst of pods does not write and sync the
-// file at each change.
+// file at each change. The clock is fake: the spacing is measured in steps
+// of it, not in how fast this machine writes a file.
 func TestCheckpointsAreSpaced(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conditions.json")
-	m := NewManager(path)
+	clk := testingclock.NewFakeClock(time.Now())
+	m := NewManager(path, clk)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); m.Run(ctx) }()
@@ -67,21 +70,28 @@ func TestCheckpointsAreSpaced(t *testing.T) {
 		data, _ := os.ReadFile(path)
 		return strings.Contains(string(data), uid)
 	}
-	m.Stamp("first", []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}})
-	for deadline := time.Now().Add(5 * time.Second); !holds("first"); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the first change was not checkpointed")
+	// waitFor polls for evidence of the background write (real file I/O).
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal(what)
+			}
 		}
 	}
-	written := time.Now()
+	m.Stamp("first", []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}})
+	waitFor("the first change was not checkpointed", func() bool { return holds("first") })
+	// Run now waits out the spacing on the clock, which only this test moves.
+	waitFor("Run did not wait for the spacing after a checkpoint", clk.HasWaiters)
 	m.Stamp("second", []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}})
 	m.Stamp("third", []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}})
-	if holds("second") && time.Since(written) < saveSpacing/2 {
-		t.Fatal("a change right after a checkpoint was written at once")
+	clk.Step(saveSpacing - time.Nanosecond)
+	if !clk.HasWaiters() {
+		t.Fatal("the spacing ended before saveSpacing had passed")
 	}
-	for deadline := time.Now().Add(5 * time.Second); !holds("second") || !holds("third"); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the changes after the first checkpoint were never written")
-		}
+	if holds("second") {
+		t.Fatal("a change right after a checkpoint was written before saveSpacing had passed")
 	}
+	clk.Step(time.Nanosecond)
+	waitFor("the changes after the first checkpoint were never written", func() bool { return holds("second") && holds("third") })
 }

@@ -1,6 +1,7 @@
 package volumes
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,9 +32,9 @@ func TestVolumeWritersRefuseLinks(t *testing.T) {
 		plant string // path below the pod's directory swapped for a link to outside
 		run   func(m *Manager) error
 	}{
-		{"downwardAPI directory", "volumes/kubernetes.io~downward-api/info/dir", func(m *Manager) error { _, err := m.Setup(pod); return err }},
-		{"downwardAPI volume", "volumes/kubernetes.io~downward-api/info", func(m *Manager) error { _, err := m.Setup(pod); return err }},
-		{"emptyDir volume", "volumes/kubernetes.io~empty-dir/scratch", func(m *Manager) error { _, err := m.Setup(pod); return err }},
+		{"downwardAPI directory", "volumes/kubernetes.io~downward-api/info/dir", func(m *Manager) error { _, err := m.Setup(context.Background(), pod); return err }},
+		{"downwardAPI volume", "volumes/kubernetes.io~downward-api/info", func(m *Manager) error { _, err := m.Setup(context.Background(), pod); return err }},
+		{"emptyDir volume", "volumes/kubernetes.io~empty-dir/scratch", func(m *Manager) error { _, err := m.Setup(context.Background(), pod); return err }},
 		{"termination message directory", "containers/c", func(m *Manager) error {
 			_, err := m.Binds(pod, &pod.Spec.Containers[0], nil, nil, 0)
 			return err
@@ -92,7 +93,7 @@ func TestSetupAndBinds(t *testing.T) {
 				{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
 			},
 		}}
-	paths, err := m.Setup(pod)
+	paths, err := m.Setup(context.Background(), pod)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,13 +120,46 @@ func TestSetupAndBinds(t *testing.T) {
 		!strings.HasSuffix(binds[3], "containers/c/0-termination-log:/dev/termination-log") {
 		t.Errorf("binds %q", binds)
 	}
-	if fi, _ := os.Stat(filepath.Join(paths["scratch"], "p", "x")); fi == nil || !fi.IsDir() {
-		t.Error("the subPathExpr directory was not made in the volume")
+	if fi, _ := os.Stat(filepath.Join(paths["scratch"], "p", "x")); fi == nil || !fi.IsDir() || fi.Mode().Perm() != 0o777 {
+		t.Errorf("the subPathExpr directory was not made in the volume with its root's mode: %v", fi)
 	}
 	if err := CleanupPodDir(m.PodDir(pod.UID)); err != nil {
 		t.Errorf("cleanup: %v", err)
 	}
 	if _, err := os.Stat(m.PodDir(pod.UID)); !os.IsNotExist(err) {
 		t.Errorf("pod directory left: %v", err)
+	}
+}
+
+// labelValues answers metadata.labels['k'] from the pod.
+type labelValues struct{ fixedValues }
+
+func (labelValues) FieldValue(pod *v1.Pod, _ string) (string, error) { return pod.Labels["k"], nil }
+
+// A running pod's downwardAPI volume follows its labels at each refresh,
+// and a refresh with nothing changed writes nothing.
+func TestDownwardAPIRefresh(t *testing.T) {
+	m := &Manager{RootDir: t.TempDir(), Downward: labelValues{}}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u1", Labels: map[string]string{"k": "v1"}},
+		Spec: v1.PodSpec{Volumes: []v1.Volume{{Name: "info", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{
+			Items: []v1.DownwardAPIVolumeFile{{Path: "k", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels['k']"}}}}}}}}}
+	paths, err := m.Setup(context.Background(), pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(paths["info"], "k")
+	before, _ := os.Stat(file)
+	if err := m.Refresh(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.Stat(file); !os.SameFile(before, after) {
+		t.Error("a refresh with the same labels rewrote the file")
+	}
+	pod.Labels["k"] = "v2"
+	if err := m.Refresh(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(file); err != nil || string(data) != "v2" {
+		t.Errorf("after the label changed: %q %v, want v2", data, err)
 	}
 }

@@ -8,18 +8,23 @@ package volumes
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
@@ -47,6 +52,15 @@ type Manager struct {
 	RootDir    string
 	NodeMemory int64 // bytes: the bound of a Memory emptyDir
 	Downward   DownwardValues
+	// Objects reads config maps and secrets and requests tokens (node
+	// mode); nil: volumes that need them fail to set up, naming what.
+	Objects Objects
+	// Clock times token renewals; nil: the real one.
+	Clock clock.PassiveClock
+
+	mu      sync.Mutex
+	tokens  map[string]*authenticationv1.TokenRequest // by pod UID/volume/audience/path
+	written map[string][32]byte                       // volume dir → digest of what it holds
 }
 
 // PodDir is the pod's directory under the root dir.
@@ -54,9 +68,14 @@ func (m *Manager) PodDir(uid types.UID) string {
 	return filepath.Join(m.RootDir, "pods", string(uid))
 }
 
+// EmptyDirPath is where a pod's emptyDir volume lives on the host.
+func (m *Manager) EmptyDirPath(uid types.UID, name string) string {
+	return filepath.Join(m.PodDir(uid), "volumes", emptyDirPlugin, name)
+}
+
 // Setup prepares the pod's volumes on the host and returns the host
 // path of each, by volume name. It is idempotent.
-func (m *Manager) Setup(pod *v1.Pod) (map[string]string, error) {
+func (m *Manager) Setup(ctx context.Context, pod *v1.Pod) (map[string]string, error) {
 	if err := os.MkdirAll(m.PodDir(pod.UID), 0o750); err != nil {
 		return nil, fmt.Errorf("pod directory: %w", err)
 	}
@@ -67,7 +86,7 @@ func (m *Manager) Setup(pod *v1.Pod) (map[string]string, error) {
 		case vol.EmptyDir != nil:
 			rel := filepath.Join("volumes", emptyDirPlugin, vol.Name)
 			err = m.setupEmptyDir(pod, rel, vol.EmptyDir)
-			paths[vol.Name] = filepath.Join(m.PodDir(pod.UID), rel)
+			paths[vol.Name] = m.EmptyDirPath(pod.UID, vol.Name)
 		case vol.HostPath != nil:
 			err = checkHostPath(vol.HostPath)
 			paths[vol.Name] = vol.HostPath.Path
@@ -75,13 +94,29 @@ func (m *Manager) Setup(pod *v1.Pod) (map[string]string, error) {
 			rel := filepath.Join("volumes", downwardAPIPlugin, vol.Name)
 			err = m.writeDownwardAPI(pod, m.PodDir(pod.UID), rel, vol.DownwardAPI)
 			paths[vol.Name] = filepath.Join(m.PodDir(pod.UID), rel)
+		default:
+			if plugin, ok := apiVolume(&vol); ok {
+				rel := filepath.Join("volumes", plugin, vol.Name)
+				err = m.writeAPIVolume(ctx, pod, &vol, rel)
+				paths[vol.Name] = filepath.Join(m.PodDir(pod.UID), rel)
+			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("volume %s: %w", vol.Name, err)
+			return nil, &SetupError{Volume: vol.Name, Err: err}
 		}
 	}
 	return paths, nil
 }
+
+// SetupError is a volume that could not be set up: the pod waits, and the
+// setup is retried.
+type SetupError struct {
+	Volume string
+	Err    error
+}
+
+func (e *SetupError) Error() string { return fmt.Sprintf("volume %s: %v", e.Volume, e.Err) }
+func (e *SetupError) Unwrap() error { return e.Err }
 
 // setupEmptyDir makes the directory; a Memory emptyDir is a tmpfs mounted
 // on it (once), never unbounded: the smallest of its sizeLimit, the pod's
@@ -113,9 +148,11 @@ func (m *Manager) setupEmptyDir(pod *v1.Pod, rel string, ed *v1.EmptyDirVolumeSo
 	if size <= 0 {
 		return errors.New("cannot size a Memory emptyDir: the node's memory is unknown") // size=0 would be unlimited
 	}
-	opts := fmt.Sprintf("size=%d,mode=0777", size)
+	// tmpfs's own root mode, sticky (as the kubelet leaves it); with an
+	// fsGroup the group's and setgid too.
+	opts := fmt.Sprintf("size=%d,mode=1777", size)
 	if gid := fsGroup(pod); gid >= 0 {
-		opts = fmt.Sprintf("size=%d,mode=2777,gid=%d", size, gid)
+		opts = fmt.Sprintf("size=%d,mode=3777,gid=%d", size, gid)
 	}
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
@@ -125,13 +162,14 @@ func (m *Manager) setupEmptyDir(pod *v1.Pod, rel string, ed *v1.EmptyDirVolumeSo
 
 // memoryVolumeSize is the size of a Memory emptyDir in bytes: the smallest
 // of the node's memory, the pod's memory limit and the volume's sizeLimit
-// (each 0 or nil when unset).
+// (each 0 or nil when unset). The sizeLimit is compared as a quantity: one
+// past int64 (1e30) has no Value, and is simply larger than the rest.
 func memoryVolumeSize(node, podLimit int64, sizeLimit *resource.Quantity) int64 {
 	size := node
 	if podLimit > 0 && (size <= 0 || podLimit < size) {
 		size = podLimit
 	}
-	if sizeLimit != nil && sizeLimit.Sign() > 0 && (size <= 0 || sizeLimit.Value() < size) {
+	if sizeLimit != nil && sizeLimit.Sign() > 0 && (size <= 0 || sizeLimit.Cmp(*resource.NewQuantity(size, resource.BinarySI)) < 0) {
 		size = sizeLimit.Value()
 	}
 	return size
@@ -159,7 +197,9 @@ func podMemoryLimit(pod *v1.Pod) int64 {
 	return sum
 }
 
-// writeDownwardAPI writes the volume's files, each atomically. The volume
+// writeDownwardAPI writes the volume's files, each atomically, if they
+// changed since the last write (a running pod's labels and annotations
+// reach its volume at the next sync, as the kubelet's remount). The volume
 // is mounted read-only, and its files are written beneath it without
 // following links all the same.
 func (m *Manager) writeDownwardAPI(pod *v1.Pod, podDir, rel string, src *v1.DownwardAPIVolumeSource) error {
@@ -168,20 +208,7 @@ func (m *Manager) writeDownwardAPI(pod *v1.Pod, podDir, rel string, src *v1.Down
 		mode = os.FileMode(*src.DefaultMode)
 	}
 	gid := fsGroup(pod)
-	fd, err := safefile.MkdirBeneath(podDir, rel, 0o755, -1)
-	if err != nil {
-		return err
-	}
-	err = ownDir(fd, 0o755, gid)
-	unix.Close(fd)
-	if err != nil {
-		return err
-	}
-	dir := filepath.Join(podDir, rel)
-	dirPerm := os.FileMode(0o755)
-	if gid >= 0 {
-		dirPerm = 0o775 | os.ModeSetgid // the kubelet's fsGroup rule: directories g+rwx, setgid
-	}
+	p := make(map[string]file, len(src.Items))
 	for _, item := range src.Items {
 		var v string
 		var err error
@@ -193,17 +220,39 @@ func (m *Manager) writeDownwardAPI(pod *v1.Pod, podDir, rel string, src *v1.Down
 		if err != nil {
 			return fmt.Errorf("%s: %w", item.Path, err)
 		}
-		m := mode
+		f := file{data: []byte(v), mode: mode}
 		if item.Mode != nil {
-			m = os.FileMode(*item.Mode)
+			f.mode = os.FileMode(*item.Mode)
 		}
 		if gid >= 0 {
-			m |= 0o060 // files g+rw
+			f.mode |= 0o040 // readable by the fsGroup: the volume is read-only, as the kubelet's (0440 mask)
 		}
-		if err := safefile.WriteBeneath(dir, filepath.FromSlash(item.Path), []byte(v), m, dirPerm, gid); err != nil {
+		p[item.Path] = f
+	}
+	dir := filepath.Join(podDir, rel)
+	d := digest(p, gid)
+	if m.sameAsWritten(dir, d) {
+		return nil
+	}
+	fd, err := safefile.MkdirBeneath(podDir, rel, 0o755, -1)
+	if err != nil {
+		return err
+	}
+	err = ownDir(fd, 0o755, gid)
+	unix.Close(fd)
+	if err != nil {
+		return err
+	}
+	dirPerm := os.FileMode(0o755)
+	if gid >= 0 {
+		dirPerm = 0o775 | os.ModeSetgid // the kubelet's fsGroup rule: directories g+rwx, setgid
+	}
+	for _, name := range sortedPaths(p) {
+		if err := safefile.WriteBeneath(dir, filepath.FromSlash(name), p[name].data, p[name].mode, dirPerm, gid); err != nil {
 			return err
 		}
 	}
+	m.setWritten(dir, d)
 	return nil
 }
 
@@ -227,52 +276,91 @@ func ownDir(fd int, perm uint32, gid int) error {
 	return unix.Fchmod(fd, perm|0o070|unix.S_ISGID)
 }
 
-func isDownwardAPI(pod *v1.Pod, volume string) bool {
-	for _, v := range pod.Spec.Volumes {
+// agentWritten reports whether the agent writes the volume (downwardAPI,
+// configMap, secret, projected): containers only read it, as in
+// Kubernetes, so none can plant a link the agent's next write would follow.
+func agentWritten(pod *v1.Pod, volume string) bool {
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
 		if v.Name == volume {
-			return v.DownwardAPI != nil
+			_, api := apiVolume(v)
+			return v.DownwardAPI != nil || api
 		}
 	}
 	return false
 }
 
-// checkHostPath enforces a hostPath volume's type, creating what the
-// *OrCreate types ask for.
+// checkHostPath checks a hostPath volume's type as the kubelet does at
+// setup, with the kubelet's messages: the *OrCreate types make what is
+// missing (and check nothing more then), every other type but "" must find
+// its kind of file at the path, links followed.
 func checkHostPath(hp *v1.HostPathVolumeSource) error {
-	t := v1.HostPathUnset
-	if hp.Type != nil {
-		t = *hp.Type
+	if hp.Type == nil || *hp.Type == v1.HostPathUnset {
+		return nil
 	}
-	fi, err := os.Stat(hp.Path)
-	exists := err == nil
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	switch t {
+	want := *hp.Type
+	got, err := hostFileType(hp.Path)
+	missing := errors.Is(err, fs.ErrNotExist)
+	switch want {
 	case v1.HostPathDirectoryOrCreate:
-		if !exists {
+		if missing {
 			return os.MkdirAll(hp.Path, 0o755)
 		}
-		fallthrough
-	case v1.HostPathDirectory:
-		if !exists || !fi.IsDir() {
-			return fmt.Errorf("hostPath %s: not a directory", hp.Path)
-		}
+		want = v1.HostPathDirectory
 	case v1.HostPathFileOrCreate:
-		if !exists {
+		if missing {
 			f, err := os.OpenFile(hp.Path, os.O_CREATE|os.O_WRONLY, 0o644)
 			if err != nil {
 				return err
 			}
 			return f.Close()
 		}
-		fallthrough
-	case v1.HostPathFile:
-		if !exists || !fi.Mode().IsRegular() {
-			return fmt.Errorf("hostPath %s: not a regular file", hp.Path)
-		}
+		want = v1.HostPathFile
+	}
+	desc, ok := hostPathKinds[want]
+	switch {
+	case !ok:
+		return fmt.Errorf("%s is an invalid volume type", want) // validation refuses it first
+	case missing:
+		return fmt.Errorf("hostPath %s doesn't exist", hp.Path)
+	case err != nil:
+		return fmt.Errorf("hostPath type check failed, %s is not a %s, unable to determine its type: %w", hp.Path, desc, err)
+	case got != want:
+		return fmt.Errorf("hostPath type check failed: %s is not a %s, it's a %s", hp.Path, desc, got)
 	}
 	return nil
+}
+
+// hostPathKinds describes each kind of file a hostPath type asks for, in
+// the kubelet's words.
+var hostPathKinds = map[v1.HostPathType]string{
+	v1.HostPathDirectory: "directory",
+	v1.HostPathFile:      "file",
+	v1.HostPathSocket:    "socket file",
+	v1.HostPathCharDev:   "character device",
+	v1.HostPathBlockDev:  "block device",
+}
+
+// hostFileType is the kind of file at path (links followed), named as the
+// hostPath type asking for it.
+func hostFileType(path string) (v1.HostPathType, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		return v1.HostPathDirectory, nil
+	case m.IsRegular():
+		return v1.HostPathFile, nil
+	case m&os.ModeSocket != 0:
+		return v1.HostPathSocket, nil
+	case m&os.ModeCharDevice != 0:
+		return v1.HostPathCharDev, nil
+	case m&os.ModeDevice != 0:
+		return v1.HostPathBlockDev, nil
+	}
+	return "", errors.New("only recognise file, directory, socket, block device and character device")
 }
 
 // Binds returns the Docker binds of a container's volume mounts and
@@ -296,7 +384,7 @@ func (m *Manager) Binds(pod *v1.Pod, c *v1.Container, hostPaths map[string]strin
 		// The agent writes downwardAPI volumes; containers only read
 		// them (as in Kubernetes), so none can plant a link the agent's
 		// next write would follow.
-		if vm.ReadOnly || isDownwardAPI(pod, vm.Name) {
+		if vm.ReadOnly || agentWritten(pod, vm.Name) {
 			b += ":ro"
 		}
 		binds = append(binds, b)
@@ -367,6 +455,18 @@ func (m *Manager) bindSubPath(pod *v1.Pod, container string, index int, root, su
 	return target, nil
 }
 
+// chmodMade sets the mode of the directory name just made in dir, through
+// a descriptor of its own (never following a link swapped in meanwhile):
+// mkdir's mode passes the umask and cannot set the sticky bit.
+func chmodMade(dir int, name string, mode uint32) error {
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Fchmod(fd, mode)
+}
+
 // openBeneath opens root/sub component by component, refusing "..",
 // absolute paths and symlinks, creating missing directories as Kubernetes
 // does. It returns an O_PATH descriptor and whether it is a directory.
@@ -377,6 +477,13 @@ func openBeneath(root, sub string) (int, bool, error) {
 	fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, false, fmt.Errorf("open volume: %w", err)
+	}
+	// A directory made here takes the volume root's mode (setgid and sticky
+	// bits included), as the kubelet makes a missing subPath.
+	var rootSt unix.Stat_t
+	if err := unix.Fstat(fd, &rootSt); err != nil {
+		unix.Close(fd)
+		return -1, false, err
 	}
 	parts := strings.Split(filepath.Clean(sub), "/")
 	for i, part := range parts {
@@ -389,7 +496,10 @@ func openBeneath(root, sub string) (int, bool, error) {
 		}
 		next, err := unix.Openat(fd, part, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if errors.Is(err, unix.ENOENT) {
-			if err = unix.Mkdirat(fd, part, 0o755); err == nil || errors.Is(err, unix.EEXIST) {
+			if err = unix.Mkdirat(fd, part, 0o700); err == nil {
+				err = chmodMade(fd, part, rootSt.Mode&0o7777)
+			}
+			if err == nil || errors.Is(err, unix.EEXIST) {
 				next, err = unix.Openat(fd, part, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			}
 		}

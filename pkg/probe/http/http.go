@@ -1,4 +1,5 @@
-// Package http probes with an HTTP GET: a status from 200 to 399 is success.
+// Package http probes with an HTTP GET: a status from 200 to 399 is success
+// (from 300, a redirect not followed, with a warning).
 package http
 
 import (
@@ -63,7 +64,12 @@ func (p *Prober) Probe(ctx context.Context, u *url.URL, header http.Header, time
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, probe.MaxOutput))
-	if resp.StatusCode >= 200 && resp.StatusCode < 400 {
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		// A redirect not followed (to another host): a success with a
+		// warning, as the kubelet reports it.
+		return probe.Warning, "Probe terminated redirects, Response body: " + string(body), nil
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return probe.Success, string(body), nil
 	}
 	return probe.Failure, fmt.Sprintf("HTTP probe failed with statuscode: %d", resp.StatusCode), nil

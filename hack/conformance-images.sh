@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Builds, into the machine's Docker, every image Kubernetes' NodeConformance
+# specs run, under the exact names and tags of the suite's image manifest
+# (k8s.io/kubernetes v1.37.2, test/utils/image/manifest.go): nothing can be
+# pulled here. agnhost and nonewprivs' nnp are built from the module's own
+# sources (test/conformance pins them); the shell and tools the images carry
+# are Debian's static busybox; the others are stand-ins with the behaviour
+# the specs rely on (docs/conformance.md says which). Binaries are cached
+# beside the control plane's; a second run only re-tags. With --ginkgo it
+# builds nothing but the ginkgo command, and prints its path.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+hack/ensure-docker.sh
+BUSYBOX=${BUSYBOX:-/bin/busybox}
+if [ "$BUSYBOX" = /bin/busybox ] && ! dpkg -s busybox-static >/dev/null 2>&1; then
+  echo "conformance-images: installing busybox-static" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq busybox-static >/dev/null
+fi
+
+mod=test/conformance
+sum=$(cat $mod/go.mod $mod/go.sum | sha256sum | cut -c1-12)
+cache=${KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/classic-kubelet}/conformance-$sum
+mkdir -p "$cache"
+gobuild() { # name package
+  [ -x "$cache/$1" ] && return 0
+  echo "conformance-images: building $1 (cached in $cache)" >&2
+  (cd $mod && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$cache/$1.tmp" "$2")
+  mv "$cache/$1.tmp" "$cache/$1"
+}
+if [ "${1:-}" = --ginkgo ]; then # hack/conformance.sh: the ginkgo command, built once
+  gobuild ginkgo github.com/onsi/ginkgo/v2/ginkgo
+  echo "$cache/ginkgo"
+  exit 0
+fi
+gobuild agnhost k8s.io/kubernetes/test/images/agnhost
+gobuild nnp k8s.io/kubernetes/test/images/nonewprivs
+src=$(cd $mod && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/images
+
+ctx=$(mktemp -d)
+trap 'rm -rf "$ctx"' EXIT
+export DOCKER_BUILDKIT=0
+build() { # tag dir
+  docker build -q -t "$1" "$2" >/dev/null 2>"$ctx/err" || { cat "$ctx/err" >&2; exit 1; }
+  echo "built $1"
+}
+e2e=registry.k8s.io/e2e-test-images
+
+# busybox: the static busybox with its applets, and the users and groups a
+# minimal image has.
+mkdir -p "$ctx/busybox"
+cp "$BUSYBOX" "$ctx/busybox/busybox"
+cat >"$ctx/busybox/Dockerfile" <<'DOCKERFILE'
+FROM scratch
+COPY busybox /bin/busybox
+RUN ["/bin/busybox", "--install", "-s", "/bin"]
+RUN ["/bin/sh", "-c", "mkdir -p /tmp /etc /root /var/log /usr/bin /usr/sbin /sbin && chmod 1777 /tmp && printf 'root:x:0:0:root:/root:/bin/sh\\nnobody:x:65534:65534:nobody:/:/bin/sh\\n' > /etc/passwd && printf 'root:x:0:\\nnogroup:x:65534:\\n' > /etc/group && echo 127.0.0.1 localhost > /etc/hosts"]
+CMD ["sh"]
+DOCKERFILE
+build $e2e/busybox:1.37.0-2 "$ctx/busybox"
+
+# agnhost: the module's agnhost on busybox, laid out as upstream's image
+# (/agnhost, /agnhost-2, /uploads, porter's certificate, the user and group
+# "defined in image" the supplemental-groups specs look for).
+mkdir -p "$ctx/agnhost/root"
+cp "$cache/agnhost" "$src/agnhost/porter/localhost.crt" "$src/agnhost/porter/localhost.key" "$ctx/agnhost/"
+# Upstream's image has curl, bash and OpenBSD's netcat (the networking specs
+# dial through curl and nc -u, some specs script in bash): the machine's go
+# in with the shared libraries they link, nc before busybox's in PATH. Its
+# shell runs commands by PATH, as Alpine's busybox does: Debian's static
+# busybox prefers its own applets (its nc has no -u), so the shell here is
+# Debian's dynamic busybox (fetched, not installed: it conflicts with
+# busybox-static).
+(cd "$ctx" && apt-get download busybox >/dev/null 2>&1 || { apt-get update -qq && apt-get download busybox >/dev/null; })
+dpkg-deb -x "$ctx"/busybox_*.deb "$ctx/busybox-dyn"
+missing=()
+[ -x /usr/bin/curl ] || missing+=(curl)
+[ -x /bin/nc.openbsd ] || missing+=(netcat-openbsd)
+if [ ${#missing[@]} -gt 0 ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+for pair in "$ctx/busybox-dyn/bin/busybox:/bin/busybox" /usr/bin/curl:/usr/bin/curl /bin/bash:/bin/bash /bin/nc.openbsd:/usr/bin/nc; do
+  bin=${pair%%:*} dst=${pair#*:}
+  mkdir -p "$ctx/agnhost/root$(dirname "$dst")" && cp -L "$bin" "$ctx/agnhost/root$dst"
+  for f in $(ldd "$bin" | grep -o '/[^ ]*'); do
+    mkdir -p "$ctx/agnhost/root$(dirname "$f")" && cp -L "$f" "$ctx/agnhost/root$f"
+  done
+done
+cat >"$ctx/agnhost/Dockerfile" <<DOCKERFILE
+FROM $e2e/busybox:1.37.0-2
+RUN ["/bin/sh", "-c", "mkdir /uploads && echo 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' >> /etc/passwd && printf 'user-defined-in-image:x:1000:\\\\ngroup-defined-in-image:x:50000:user-defined-in-image\\\\n' >> /etc/group"]
+COPY localhost.crt localhost.key /
+COPY root /
+COPY agnhost /agnhost
+RUN ["/bin/ln", "-s", "agnhost", "/agnhost-2"]
+ENTRYPOINT ["/agnhost"]
+CMD ["pause"]
+DOCKERFILE
+build $e2e/agnhost:2.66.1 "$ctx/agnhost"
+
+# kitten and nautilus: agnhost's test-webserver serving a file of its own.
+for img in kitten nautilus; do
+  mkdir -p "$ctx/$img"
+  cp "$src/$img/html/data.json" "$ctx/$img/"
+  printf 'FROM %s/agnhost:2.66.1\nCOPY data.json /data.json\nCMD ["test-webserver"]\n' $e2e >"$ctx/$img/Dockerfile"
+  build $e2e/$img:1.8 "$ctx/$img"
+done
+
+# nginx (a stand-in): busybox's httpd serving an index page on port 80, as
+# the specs that run nginx only need a server that stays up there.
+mkdir -p "$ctx/nginx"
+cat >"$ctx/nginx/Dockerfile" <<DOCKERFILE
+FROM $e2e/busybox:1.37.0-2
+RUN ["/bin/sh", "-c", "mkdir -p /usr/share/nginx/html && echo '<h1>Welcome to nginx!</h1>' > /usr/share/nginx/html/index.html"]
+EXPOSE 80
+CMD ["httpd", "-f", "-p", "80", "-h", "/usr/share/nginx/html"]
+DOCKERFILE
+build $e2e/nginx:1.27.0-2 "$ctx/nginx"
+docker tag $e2e/nginx:1.27.0-2 $e2e/nginx:1.28.0-2 && echo "built $e2e/nginx:1.28.0-2"
+
+# nonroot: busybox running as uid 1234, as upstream's.
+mkdir -p "$ctx/nonroot"
+printf 'FROM %s/busybox:1.37.0-2\nUSER 1234\n' $e2e >"$ctx/nonroot/Dockerfile"
+build $e2e/nonroot:1.5 "$ctx/nonroot"
+
+# nonewprivs: the module's nnp, setuid root, printing its effective uid.
+mkdir -p "$ctx/nonewprivs"
+cp "$cache/nnp" "$ctx/nonewprivs/"
+printf 'FROM %s/busybox:1.37.0-2\nCOPY nnp /usr/local/bin/nnp\nRUN ["/bin/chmod", "+s", "/usr/local/bin/nnp"]\nCMD ["nnp"]\n' $e2e >"$ctx/nonewprivs/Dockerfile"
+build $e2e/nonewprivs:1.4 "$ctx/nonewprivs"
+
+# glibc-dns-testing (a stand-in): the specs that run it read the hostname
+# (hostname, hostname -f); busybox answers both.
+mkdir -p "$ctx/glibc-dns-testing"
+printf 'FROM %s/busybox:1.37.0-2\n' $e2e >"$ctx/glibc-dns-testing/Dockerfile"
+build $e2e/glibc-dns-testing:2.1.1 "$ctx/glibc-dns-testing"
+
+# pause: the project's pause program, under the suite's name.
+mkdir -p "$ctx/pause"
+CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$ctx/pause/pause" ./cmd/pause
+printf 'FROM scratch\nCOPY pause /pause\nENTRYPOINT ["/pause"]\n' >"$ctx/pause/Dockerfile"
+build registry.k8s.io/pause:3.10.2 "$ctx/pause"

@@ -1,0 +1,179 @@
+package kubeapi
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func testNode(ready v1.ConditionStatus) *v1.Node {
+	return &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"kubernetes.io/hostname": "n1", "kubernetes.io/os": "linux"}},
+		Status: v1.NodeStatus{
+			Addresses:  []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "172.17.0.1"}},
+			Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: ready, Reason: "KubeletReady"}},
+		},
+	}
+}
+
+func newReporter(t *testing.T, objs ...runtime.Object) (*NodeReporter, *fake.Clientset, *clocktesting.FakeClock, *v1.ConditionStatus) {
+	t.Helper()
+	c := fake.NewClientset(objs...)
+	ready := v1.ConditionTrue
+	r := NewNodeReporter(c, NodeConfig{Name: "n1", Register: true, Labels: map[string]string{"role": "x"},
+		Taints:          []v1.Taint{{Key: "k", Value: "v", Effect: v1.TaintEffectNoSchedule}},
+		UpdateFrequency: 10 * time.Second, ReportFrequency: 5 * time.Minute, Port: 10250, Server: "https://api"},
+		func() *v1.Node { return testNode(ready) })
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC))
+	r.clock = clk
+	return r, c, clk, &ready
+}
+
+func patches(c *fake.Clientset) int {
+	n := 0
+	for _, a := range c.Actions() {
+		if a.GetVerb() == "patch" && a.GetSubresource() == "status" {
+			n++
+		}
+	}
+	return n
+}
+
+// The status is patched when it changes or a report period passed, not
+// at every update period; transition times move only with the status.
+func TestNodeReporterPatchesOnChangeOrReportPeriod(t *testing.T) {
+	r, c, clk, ready := newReporter(t)
+	ctx := context.Background()
+	if err := r.sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Labels["role"] != "x" || n.Labels["kubernetes.io/hostname"] != "n1" || len(n.Spec.Taints) != 1 {
+		t.Errorf("registered node labels %v taints %v", n.Labels, n.Spec.Taints)
+	}
+	if n.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 || len(n.Status.Conditions) != 1 {
+		t.Errorf("status %+v", n.Status)
+	}
+	first := n.Status.Conditions[0].LastTransitionTime
+	if patches(c) != 1 {
+		t.Fatalf("%d status patches after registering, want 1", patches(c))
+	}
+	for _, step := range []struct {
+		advance time.Duration
+		ready   v1.ConditionStatus
+		want    int
+	}{
+		{10 * time.Second, v1.ConditionTrue, 1}, // unchanged
+		{10 * time.Second, v1.ConditionTrue, 1},
+		{10 * time.Second, v1.ConditionFalse, 2}, // changed
+		{10 * time.Second, v1.ConditionFalse, 2},
+		{5 * time.Minute, v1.ConditionFalse, 3}, // report period
+	} {
+		clk.Step(step.advance)
+		*ready = step.ready
+		if err := r.sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := patches(c); got != step.want {
+			t.Errorf("after %v (ready %s): %d patches, want %d", step.advance, step.ready, got, step.want)
+		}
+	}
+	n, _ = c.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	cond := n.Status.Conditions[0]
+	if cond.LastTransitionTime.Equal(&first) || !cond.LastHeartbeatTime.After(cond.LastTransitionTime.Time) {
+		t.Errorf("condition times %+v (first transition %v)", cond, first)
+	}
+}
+
+// A Node that exists is adopted with its default labels reconciled; one
+// deleted later is registered again.
+func TestNodeReporterAdoptsAndReregisters(t *testing.T) {
+	old := testNode(v1.ConditionFalse)
+	old.Labels = map[string]string{"kubernetes.io/hostname": "old", "keep": "me"}
+	r, c, clk, _ := newReporter(t, old)
+	ctx := context.Background()
+	if err := r.sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := c.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	if n.Labels["kubernetes.io/hostname"] != "n1" || n.Labels["keep"] != "me" || n.Labels["role"] != "" {
+		t.Errorf("adopted node labels %v: want the default labels reconciled, others kept, --node-labels not added", n.Labels)
+	}
+	if err := c.CoreV1().Nodes().Delete(ctx, "n1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(5 * time.Minute)
+	if err := r.sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{}); err != nil {
+		t.Errorf("deleted node not registered again: %v", err)
+	}
+}
+
+// A registration the API server refuses is an error naming the server.
+func TestNodeReporterRegistrationError(t *testing.T) {
+	r, c, _, _ := newReporter(t)
+	c.PrependReactor("create", "nodes", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewUnauthorized("bad credentials")
+	})
+	err := r.sync(context.Background())
+	if err == nil || !apierrors.IsUnauthorized(err) || r.last != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	if want := "register with https://api: bad credentials"; err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+}
+
+// The Node's events are the kubelet's: one per owned condition as it is
+// first written, then one per status change, none while nothing changes.
+func TestNodeReporterRecordsConditionEvents(t *testing.T) {
+	r, _, clk, ready := newReporter(t)
+	rec := record.NewFakeRecorder(10)
+	r.RecordEvents(rec)
+	ctx := context.Background()
+	drain := func() []string {
+		var got []string
+		for {
+			select {
+			case e := <-rec.Events:
+				got = append(got, e)
+			default:
+				return got
+			}
+		}
+	}
+	for _, step := range []struct {
+		ready v1.ConditionStatus
+		want  []string
+	}{
+		{v1.ConditionTrue, []string{"Normal NodeReady Node n1 status is now: NodeReady"}},
+		{v1.ConditionTrue, nil},
+		{v1.ConditionFalse, []string{"Normal NodeNotReady Node n1 status is now: NodeNotReady"}},
+		{v1.ConditionFalse, nil},
+		{v1.ConditionTrue, []string{"Normal NodeReady Node n1 status is now: NodeReady"}},
+	} {
+		*ready = step.ready
+		if err := r.sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := drain(); !slices.Equal(got, step.want) {
+			t.Errorf("ready %s: events %q, want %q", step.ready, got, step.want)
+		}
+		clk.Step(10 * time.Second)
+	}
+}

@@ -1,0 +1,95 @@
+package kubeapi
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+)
+
+// objectTTL is how long a config map or secret read is used before it is
+// read again: the delay of an edit reaching a running pod's volume, as the
+// kubelet's cache-based change detection (its default TTL is a minute).
+const objectTTL = time.Minute
+
+// Objects reads config maps and secrets one at a time, as the Node
+// authorizer allows, each kept objectTTL (a hundred pods naming one config
+// map cost one GET a minute), and requests service account tokens.
+type Objects struct {
+	client kubernetes.Interface
+	clock  clock.PassiveClock
+	ttl    time.Duration
+
+	mu    sync.Mutex
+	cache map[string]cached
+	// reads folds concurrent misses of one object into one GET: the pods
+	// naming it resync together, and would all ask at once when it expires.
+	reads singleflight.Group
+}
+
+type cached struct {
+	obj any
+	err error // a NotFound is kept too: an optional object that is absent
+	at  time.Time
+}
+
+// NewObjects reads objects through client.
+func NewObjects(client kubernetes.Interface) *Objects {
+	return &Objects{client: client, clock: clock.RealClock{}, ttl: objectTTL, cache: map[string]cached{}}
+}
+
+func (o *Objects) get(ctx context.Context, key string, read func() (any, error)) (any, error) {
+	now := o.clock.Now()
+	o.mu.Lock()
+	c, ok := o.cache[key]
+	o.mu.Unlock()
+	if ok && now.Sub(c.at) < o.ttl {
+		return c.obj, c.err
+	}
+	v, err, _ := o.reads.Do(key, func() (any, error) { return read() })
+	obj := v
+	if err != nil && !apierrors.IsNotFound(err) {
+		if ok && c.err == nil {
+			return c.obj, nil // the API server is away: the last copy serves
+		}
+		return nil, err
+	}
+	o.mu.Lock()
+	o.cache[key] = cached{obj: obj, err: err, at: now}
+	o.mu.Unlock()
+	return obj, err
+}
+
+// ConfigMap returns a config map, as read at most ttl ago.
+func (o *Objects) ConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error) {
+	obj, err := o.get(ctx, "configmap/"+namespace+"/"+name, func() (any, error) {
+		return o.client.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*v1.ConfigMap), nil
+}
+
+// Secret returns a secret, as read at most ttl ago.
+func (o *Objects) Secret(ctx context.Context, namespace, name string) (*v1.Secret, error) {
+	obj, err := o.get(ctx, "secret/"+namespace+"/"+name, func() (any, error) {
+		return o.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*v1.Secret), nil
+}
+
+// Token requests a token of the service account (TokenRequest).
+func (o *Objects) Token(ctx context.Context, namespace, serviceAccount string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+	return o.client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, req, metav1.CreateOptions{})
+}

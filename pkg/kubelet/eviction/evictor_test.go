@@ -1,0 +1,424 @@
+package eviction
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/container/containertest"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/diskusage"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/gc"
+)
+
+// fakePods are the Kubelet's desired pods and records.
+type fakePods struct {
+	desired []*v1.Pod
+	evicted map[types.UID]string // message
+	refused map[types.UID]bool
+	synced  []types.UID
+}
+
+func (p *fakePods) Desired() []*v1.Pod { return p.desired }
+
+func (p *fakePods) DesiredPod(uid types.UID) *v1.Pod {
+	for _, pod := range p.desired {
+		if pod.UID == uid {
+			return pod
+		}
+	}
+	return nil
+}
+
+func (p *fakePods) Evicted(uid types.UID) bool { _, ok := p.evicted[uid]; return ok }
+
+func (p *fakePods) SetEvicted(uid types.UID, message string, _ time.Duration) {
+	p.evicted[uid] = message
+}
+
+func (p *fakePods) RefusedUnderPressure(uid types.UID) bool { return p.refused[uid] }
+func (p *fakePods) Sync(uids []types.UID)                   { p.synced = append(p.synced, uids...) }
+
+// fakeStates are the relist's pod states; an evicted pod's containers are
+// all dead (as once its worker stopped it).
+type fakeStates struct {
+	m    map[types.UID]*kubecontainer.PodState
+	pods *fakePods
+}
+
+func (s fakeStates) Get(uid types.UID) *kubecontainer.PodState {
+	st := s.m[uid]
+	if st == nil || !s.pods.Evicted(uid) {
+		return st
+	}
+	stopped := *st
+	stopped.Containers = nil
+	for _, c := range st.Containers {
+		dead := *c
+		dead.Running = false
+		stopped.Containers = append(stopped.Containers, &dead)
+	}
+	return &stopped
+}
+
+func (s fakeStates) All() map[types.UID]*kubecontainer.PodState { return s.m }
+
+// fakeRuntime records what is done to containers.
+type fakeRuntime struct{ calls []string }
+
+func (r *fakeRuntime) RemoveContainer(_ context.Context, c *kubecontainer.ContainerState) error {
+	r.calls = append(r.calls, "remove "+c.ID)
+	return nil
+}
+
+func (r *fakeRuntime) StopAll(_ context.Context, _ *v1.Pod, _ *kubecontainer.PodState, cs []*kubecontainer.ContainerState, _ map[string]string, grace time.Duration) error {
+	var ids []string
+	for _, c := range cs {
+		ids = append(ids, c.ID)
+	}
+	r.calls = append(r.calls, fmt.Sprintf("stop %s %v", strings.Join(ids, ","), grace))
+	return nil
+}
+
+type fakeImages struct{ deleted int }
+
+func (i *fakeImages) DeleteUnused(context.Context) { i.deleted++ }
+
+type fakeProbes struct{ removed []types.UID }
+
+func (p *fakeProbes) RemovePod(uid types.UID) { p.removed = append(p.removed, uid) }
+
+type fakeVolumes struct{ root string }
+
+func (v fakeVolumes) PodDir(uid types.UID) string { return filepath.Join(v.root, "pods", string(uid)) }
+func (v fakeVolumes) EmptyDirPath(uid types.UID, name string) string {
+	return filepath.Join(v.PodDir(uid), "volumes", "kubernetes.io~empty-dir", name)
+}
+
+type fakeDisk struct{ last *diskusage.Stats }
+
+func (d fakeDisk) Last() *diskusage.Stats { return d.last }
+
+type fakeEvents struct{ got []string }
+
+func (e *fakeEvents) Event(ref events.Ref, warning bool, reason, format string, args ...any) {
+	e.got = append(e.got, fmt.Sprintf("%s %s %v %s: %s", ref.Name, ref.UID, warning, reason, fmt.Sprintf(format, args...)))
+}
+
+// evictorTest is an Evictor on fakes, timed by a fake clock.
+type evictorTest struct {
+	*Evictor
+	pods    *fakePods
+	states  fakeStates
+	runtime *fakeRuntime
+	images  *fakeImages
+	probes  *fakeProbes
+	volumes fakeVolumes
+	events  *fakeEvents
+	clock   *clocktesting.FakeClock
+}
+
+func newEvictorTest(t *testing.T, cfg EvictorConfig) *evictorTest {
+	pods := &fakePods{evicted: map[types.UID]string{}, refused: map[types.UID]bool{}}
+	et := &evictorTest{
+		pods:    pods,
+		states:  fakeStates{m: map[types.UID]*kubecontainer.PodState{}, pods: pods},
+		runtime: &fakeRuntime{},
+		images:  &fakeImages{},
+		probes:  &fakeProbes{},
+		volumes: fakeVolumes{root: t.TempDir()},
+		events:  &fakeEvents{},
+		clock:   clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+	}
+	et.Evictor = NewEvictor(cfg, Deps{Pods: et.pods, States: et.states, Runtime: et.runtime, Images: et.images,
+		Probes: et.probes, Volumes: et.volumes, Disk: fakeDisk{}, Events: et.events,
+		GC: func() gc.Policy { return gc.Policy{} }, Clock: et.clock})
+	return et
+}
+
+// addPod makes pod desired, with the containers of state.
+func (et *evictorTest) addPod(pod *v1.Pod, state *kubecontainer.PodState) {
+	et.pods.desired = append(et.pods.desired, pod)
+	state.UID = pod.UID
+	for _, c := range state.Containers {
+		c.ID += "-" + string(pod.UID)
+	}
+	et.states.m[pod.UID] = state
+}
+
+func podWithUID(uid types.UID) *v1.Pod {
+	p := containertest.Pod(v1.RestartPolicyAlways, "a")
+	p.UID, p.Name = uid, string(uid)
+	return p
+}
+
+// memoryNode is a node whose memory.available is total-used (bytes), as
+// read from files under a temporary directory.
+func memoryNode(t *testing.T, total, used int64) Node {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"proc/meminfo":                        fmt.Sprintf("MemTotal: %d kB\nMemFree: 0 kB\n", total>>10),
+		"cgroup/memory/memory.usage_in_bytes": fmt.Sprintf("%d\n", used),
+		"cgroup/memory/memory.stat":           "total_inactive_file 0\n",
+	})
+	return Node{Proc: filepath.Join(dir, "proc"), CgroupMount: filepath.Join(dir, "cgroup"), RootDir: dir}
+}
+
+func memoryThresholds(t *testing.T) []Threshold {
+	th, err := ParseThresholds(Flags{Hard: "memory.available<100Mi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return th
+}
+
+// Disk reclaim removes every dead container of an evicted pod, the newest
+// instances too (GC keeps those for a desired pod): what the pod wrote to
+// its layers and logs is freed, so the pressure it caused ends with it and
+// no other pod is evicted for it. Unused images go every time.
+func TestReclaimDisk(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		evicted []types.UID
+		want    []string // removed
+	}{
+		{name: "evicted pod: all its dead containers", evicted: []types.UID{"evicted"},
+			want: []string{"remove POD-1-evicted", "remove a-2-evicted"}},
+		{name: "no pod evicted: the newest dead instances kept"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			et := newEvictorTest(t, EvictorConfig{})
+			b := &containertest.Builder{T0: et.clock.Now().Add(-time.Hour)}
+			for _, uid := range []types.UID{"evicted", "kept"} {
+				p := podWithUID(uid)
+				et.addPod(p, containertest.State(b.C(p, infraName, false, 0, ""), b.C(p, "a", false, 1, "")))
+			}
+			for _, uid := range tc.evicted {
+				et.pods.evicted[uid] = "evicted"
+			}
+			et.reclaimDisk(context.Background())
+			slices.Sort(et.runtime.calls)
+			if !slices.Equal(et.runtime.calls, tc.want) {
+				t.Errorf("runtime calls %v, want %v", et.runtime.calls, tc.want)
+			}
+			if et.images.deleted != 1 {
+				t.Errorf("unused images deleted %d times, want 1", et.images.deleted)
+			}
+		})
+	}
+}
+
+// A round (periodic or started by the memory threshold notification) runs
+// in the eviction loop's goroutine and the notification is re-armed from
+// what it observed; a notification soon after the last one waits out
+// minNotificationGap on the clock; a done ctx ends the loop without a
+// round.
+func TestIteration(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		tick      bool
+		crossed   bool
+		sinceLast time.Duration // since the last notification's round (0: none yet)
+		cancelled bool
+		wantWait  time.Duration // on the clock before the round
+		wantMore  bool
+		wantRound bool
+	}{
+		{name: "notification: a round at once", crossed: true, wantMore: true, wantRound: true},
+		{name: "notification within the gap: a round when it ends", crossed: true, sinceLast: 100 * time.Millisecond,
+			wantWait: minNotificationGap - 100*time.Millisecond, wantMore: true, wantRound: true},
+		{name: "housekeeping period: a round", tick: true, wantMore: true, wantRound: true},
+		{name: "ctx done: no round", cancelled: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			et := newEvictorTest(t, EvictorConfig{Eviction: Config{Thresholds: memoryThresholds(t)},
+				Node: memoryNode(t, 1<<30, 100<<20), Period: 2 * time.Second})
+			var rearmed []Observations
+			rearm := func(obs Observations) { rearmed = append(rearmed, obs) }
+			tick, crossed := make(chan time.Time, 1), make(chan struct{}, 1)
+			if tc.tick {
+				tick <- et.clock.Now()
+			}
+			if tc.crossed {
+				crossed <- struct{}{}
+			}
+			var last time.Time
+			if tc.sinceLast > 0 {
+				last = et.clock.Now().Add(-tc.sinceLast)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancelled {
+				cancel()
+			}
+			start := et.clock.Now()
+			stepped := make(chan struct{})
+			go func() {
+				defer close(stepped)
+				if tc.wantWait == 0 {
+					return
+				}
+				// The wait is on the clock: it has a waiter soon (else
+				// the iteration ends on its own and the test fails).
+				for deadline := time.Now().Add(5 * time.Second); !et.clock.HasWaiters(); time.Sleep(time.Millisecond) {
+					if time.Now().After(deadline) {
+						return
+					}
+				}
+				et.clock.Step(tc.wantWait)
+			}()
+			more := et.iteration(ctx, tick, crossed, rearm, &last)
+			<-stepped
+			if more != tc.wantMore {
+				t.Errorf("iteration returned %v, want %v", more, tc.wantMore)
+			}
+			if !tc.wantRound {
+				if len(rearmed) != 0 {
+					t.Errorf("re-armed %d times, want no round", len(rearmed))
+				}
+				return
+			}
+			want := Observation{Available: 1<<30 - 100<<20, Capacity: 1 << 30}
+			if len(rearmed) != 1 || rearmed[0][SignalMemoryAvailable] != want {
+				t.Errorf("re-armed from %v, want once from memory.available %+v", rearmed, want)
+			}
+			if tc.crossed && !last.Equal(start.Add(tc.wantWait)) {
+				t.Errorf("last notification round at %v, want %v", last, start.Add(tc.wantWait))
+			}
+		})
+	}
+}
+
+// A round under memory pressure evicts the running pod the manager picks:
+// recorded, an Evicted event, its worker asked to stop it, and the round
+// returns once its containers stopped. The pods refused under pressure are
+// synced again when the pressure conditions change.
+func TestRoundEvicts(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		used        int64
+		wantEvicted bool
+		wantSynced  []types.UID
+	}{
+		{name: "under the threshold: nothing evicted", used: 100 << 20},
+		{name: "over it: the running pod evicted, the refused one readmitted", used: 1<<30 - 50<<20,
+			wantEvicted: true, wantSynced: []types.UID{"refused", "running"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			et := newEvictorTest(t, EvictorConfig{Eviction: Config{Thresholds: memoryThresholds(t)},
+				Node: memoryNode(t, 1<<30, tc.used), Period: 2 * time.Second})
+			b := &containertest.Builder{T0: et.clock.Now().Add(-time.Hour)}
+			running := podWithUID("running")
+			et.addPod(running, containertest.State(b.C(running, infraName, true, 0, ""), b.C(running, "a", true, 0, "")))
+			et.pods.desired = append(et.pods.desired, podWithUID("refused"))
+			et.pods.refused["refused"] = true
+
+			et.round(context.Background(), roundPeriodic)
+			msg, evicted := et.pods.evicted["running"]
+			if evicted != tc.wantEvicted {
+				t.Fatalf("evicted %v, want %v", evicted, tc.wantEvicted)
+			}
+			if !slices.Equal(et.pods.synced, tc.wantSynced) {
+				t.Errorf("synced %v, want %v", et.pods.synced, tc.wantSynced)
+			}
+			if !evicted {
+				if len(et.events.got) != 0 {
+					t.Errorf("events %v, want none", et.events.got)
+				}
+				return
+			}
+			if !strings.HasPrefix(msg, "The node was low on resource: memory.") {
+				t.Errorf("eviction message %q", msg)
+			}
+			if want := []string{"running running true Evicted: " + msg}; !slices.Equal(et.events.got, want) {
+				t.Errorf("events %v, want %v", et.events.got, want)
+			}
+		})
+	}
+}
+
+// Under memory pressure a BestEffort pod is refused with the kubelet's
+// reason and message, a Burstable one is not.
+func TestAdmitPod(t *testing.T) {
+	burstable := podWithUID("burstable")
+	burstable.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceMemory: resource.MustParse("10Mi")}
+	for _, tc := range []struct {
+		name string
+		pod  *v1.Pod
+		want string // message; "" admitted
+	}{
+		{name: "BestEffort refused", pod: podWithUID("be"), want: "The node had condition: [MemoryPressure]. "},
+		{name: "Burstable admitted", pod: burstable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			et := newEvictorTest(t, EvictorConfig{Eviction: Config{Thresholds: memoryThresholds(t), PressureTransitionPeriod: time.Minute}})
+			et.Manager().Observe(Observations{SignalMemoryAvailable: {Available: 50 << 20, Capacity: 1 << 30}})
+			rej := et.AdmitPod(tc.pod)
+			switch {
+			case tc.want == "" && rej != nil:
+				t.Errorf("refused: %+v", rej)
+			case tc.want != "" && (rej == nil || rej.Reason != Reason || rej.Message != tc.want):
+				t.Errorf("rejection %+v, want %s %q", rej, Reason, tc.want)
+			}
+		})
+	}
+}
+
+// An evicted pod's sync stops what still runs of it (a hard eviction's 0
+// grace is the minimum), stops its probes and removes its volumes; it
+// reports whether it acted.
+func TestStopEvicted(t *testing.T) {
+	pod := podWithUID("uid1")
+	b := &containertest.Builder{T0: time.Now().Add(-time.Hour)}
+	for _, tc := range []struct {
+		name      string
+		state     *kubecontainer.PodState
+		grace     time.Duration
+		wantCalls []string
+	}{
+		{name: "running: stopped with the minimum grace",
+			state: containertest.State(b.C(pod, infraName, true, 0, ""), b.C(pod, "a", true, 0, "")),
+			// newest first
+			wantCalls: []string{"stop a-2,POD-1 2s"}},
+		{name: "running: stopped with the soft eviction's grace",
+			state: containertest.State(b.C(pod, infraName, true, 0, ""), b.C(pod, "a", false, 0, "")), grace: 10 * time.Second,
+			wantCalls: []string{"stop POD-3 10s"}},
+		{name: "dead: only its volumes", state: containertest.State(b.C(pod, "a", false, 0, ""))},
+		{name: "no containers: only its volumes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			et := newEvictorTest(t, EvictorConfig{})
+			vol := et.volumes.EmptyDirPath(pod.UID, "data")
+			if err := os.MkdirAll(vol, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			acted, err := et.StopEvicted(context.Background(), pod, tc.state, tc.grace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if acted != (len(tc.wantCalls) > 0) || !slices.Equal(et.runtime.calls, tc.wantCalls) {
+				t.Errorf("acted %v, calls %v; want %v", acted, et.runtime.calls, tc.wantCalls)
+			}
+			if !slices.Equal(et.probes.removed, []types.UID{pod.UID}) {
+				t.Errorf("probes removed for %v, want the pod's", et.probes.removed)
+			}
+			if _, err := os.Stat(filepath.Join(et.volumes.PodDir(pod.UID), "volumes")); !os.IsNotExist(err) {
+				t.Errorf("the pod's volumes remain: %v", err)
+			}
+			if _, err := os.Stat(et.volumes.PodDir(pod.UID)); err != nil {
+				t.Errorf("the pod's directory is gone: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,87 @@
+package kubelet
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/container/containertest"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/eviction"
+)
+
+const infraName = kubecontainer.InfraContainerName
+
+// An evicted pod reports as the kubelet's: Failed, Evicted, the eviction's
+// message, a DisruptionTarget condition, its containers terminated (not
+// waiting to restart, whatever the restart policy).
+func TestEvictedPodStatus(t *testing.T) {
+	k := New(Config{NodeName: "n", RootDir: t.TempDir(), InfraImage: "pause:1"}, containertest.NewFakeClient(), seenAll{})
+	pod := containertest.Pod(v1.RestartPolicyAlways, "a")
+	b := &containertest.Builder{T0: time.Now().Add(-time.Hour)}
+	st := containertest.State(b.C(pod, infraName, false, 0, ""), b.C(pod, "a", false, 137, ""))
+	msg := "The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi. "
+	k.records.setEvicted(pod.UID, &evictedPod{message: msg})
+	got := k.producer.Status(context.Background(), pod, st)
+	if got.Phase != v1.PodFailed || got.Reason != "Evicted" || got.Message != msg {
+		t.Errorf("status %s %s %q, want Failed Evicted %q", got.Phase, got.Reason, got.Message, msg)
+	}
+	if cs := got.ContainerStatuses[0]; cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 137 {
+		t.Errorf("container state %+v, want terminated with 137", cs.State)
+	}
+	var dt *v1.PodCondition
+	for i := range got.Conditions {
+		if got.Conditions[i].Type == v1.DisruptionTarget {
+			dt = &got.Conditions[i]
+		}
+	}
+	if dt == nil || dt.Status != v1.ConditionTrue || dt.Reason != v1.PodReasonTerminationByKubelet || dt.Message != msg {
+		t.Errorf("DisruptionTarget %+v, want True TerminationByKubelet with the message", dt)
+	}
+}
+
+// Under memory pressure a BestEffort pod that has not started is refused
+// (and shown so), a Burstable one is not; an evicted pod's sync starts
+// nothing.
+func TestSyncUnderPressure(t *testing.T) {
+	fake := containertest.NewFakeClient("img:1", "pause:1")
+	th, err := eviction.ParseThresholds(eviction.Flags{Hard: "memory.available<100Mi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := New(Config{NodeName: "n", RootDir: t.TempDir(), InfraImage: "pause:1", Clock: clocktesting.NewFakeClock(time.Now()),
+		Eviction: eviction.Config{Thresholds: th, PressureTransitionPeriod: time.Minute}}, fake, seenAll{})
+	k.eviction.Manager().Observe(eviction.Observations{eviction.SignalMemoryAvailable: {Available: 50 << 20, Capacity: 1 << 30}})
+
+	be := containertest.Pod(v1.RestartPolicyAlways, "a")
+	if _, err := k.syncPod(context.Background(), be, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := k.producer.Status(context.Background(), be, nil)
+	if want := "Pod was rejected: The node had condition: [MemoryPressure]. "; st.Phase != v1.PodFailed || st.Reason != "Evicted" || st.Message != want {
+		t.Errorf("BestEffort pod: %s %s %q, want Failed Evicted %q", st.Phase, st.Reason, st.Message, want)
+	}
+	if n := fake.CountCalls("create"); n != 0 {
+		t.Errorf("%d containers created for a refused pod", n)
+	}
+	burstable := containertest.Pod(v1.RestartPolicyAlways, "a")
+	burstable.UID = "uid2"
+	burstable.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceMemory: resource.MustParse("10Mi")}
+	if rej := k.eviction.AdmitPod(burstable); rej != nil {
+		t.Errorf("Burstable pod refused under memory pressure: %+v", rej)
+	}
+
+	evicted := containertest.Pod(v1.RestartPolicyAlways, "a")
+	evicted.UID = "uid3"
+	k.records.setEvicted(evicted.UID, &evictedPod{message: "m"})
+	if acted, err := k.syncPod(context.Background(), evicted, nil); acted || err != nil {
+		t.Errorf("sync of an evicted pod without containers: acted %v, %v", acted, err)
+	}
+	if n := fake.CountCalls("create"); n != 0 {
+		t.Errorf("%d containers created for an evicted pod", n)
+	}
+}

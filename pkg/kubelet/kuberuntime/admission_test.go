@@ -1,0 +1,115 @@
+package kuberuntime
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/container/containertest"
+)
+
+func TestAppArmor(t *testing.T) {
+	local := "k8s-deny-write"
+	field := func(typ v1.AppArmorProfileType) *v1.AppArmorProfile {
+		p := &v1.AppArmorProfile{Type: typ}
+		if typ == v1.AppArmorProfileTypeLocalhost {
+			p.LocalhostProfile = &local
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name                string
+		pod, container      *v1.AppArmorProfile
+		annotation          string
+		docker              string
+		rejectedWithoutHost bool
+	}{
+		{"nothing asked", nil, nil, "", "", false},
+		{"pod RuntimeDefault", field(v1.AppArmorProfileTypeRuntimeDefault), nil, "", "docker-default", true},
+		{"container Unconfined wins", field(v1.AppArmorProfileTypeRuntimeDefault), field(v1.AppArmorProfileTypeUnconfined), "", "unconfined", false},
+		{"annotation localhost", nil, nil, "localhost/k8s-deny-write", "k8s-deny-write", true},
+		{"annotation beats the pod field", field(v1.AppArmorProfileTypeRuntimeDefault), nil, "unconfined", "unconfined", false},
+		{"container field beats the annotation", nil, field(v1.AppArmorProfileTypeLocalhost), "unconfined", "k8s-deny-write", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := containertest.Pod(v1.RestartPolicyAlways, "a")
+			if tc.pod != nil {
+				pod.Spec.SecurityContext = &v1.PodSecurityContext{AppArmorProfile: tc.pod}
+			}
+			if tc.container != nil {
+				pod.Spec.Containers[0].SecurityContext = &v1.SecurityContext{AppArmorProfile: tc.container}
+			}
+			if tc.annotation != "" {
+				pod.Annotations = map[string]string{appArmorAnnotationPrefix + "a": tc.annotation}
+			}
+			if got := dockerAppArmor(appArmorProfile(pod, &pod.Spec.Containers[0])); got != tc.docker {
+				t.Errorf("Docker's apparmor option %q, want %q", got, tc.docker)
+			}
+			m := newTestManager(t, Config{NodeName: "n"}, nil)
+			m.appArmor = func() bool { return true }
+			if rej := m.Admit(pod); rej != nil {
+				t.Errorf("rejected on a host with AppArmor: %+v", rej)
+			}
+			m.appArmor = func() bool { return false }
+			rej := m.Admit(pod)
+			if (rej != nil) != tc.rejectedWithoutHost || (rej != nil && (rej.Reason != "AppArmor" || rej.Message != "Cannot enforce AppArmor: AppArmor is not enabled on the host")) {
+				t.Errorf("without AppArmor on the host: rejection %+v, want rejected=%v", rej, tc.rejectedWithoutHost)
+			}
+		})
+	}
+}
+
+func TestSupplementalGroupsPolicy(t *testing.T) {
+	m := newTestManager(t, Config{NodeName: "n"}, nil)
+	for _, tc := range []struct {
+		policy v1.SupplementalGroupsPolicy
+		reason string
+	}{{"", ""}, {v1.SupplementalGroupsPolicyMerge, ""}, {v1.SupplementalGroupsPolicyStrict, "SupplementalGroupsPolicyNotSupported"}} {
+		pod := containertest.Pod(v1.RestartPolicyAlways, "a")
+		if tc.policy != "" {
+			pol := tc.policy
+			pod.Spec.SecurityContext = &v1.PodSecurityContext{SupplementalGroupsPolicy: &pol}
+		}
+		got := ""
+		if rej := m.Admit(pod); rej != nil {
+			got = rej.Reason
+		}
+		if got != tc.reason {
+			t.Errorf("policy %q: rejection %q, want %q", tc.policy, got, tc.reason)
+		}
+	}
+}
+
+// A pod for another OS is refused with the kubelet's reasons.
+func TestAdmitPodOS(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		os       v1.OSName
+		selector string
+		reason   string
+	}{
+		{"no OS", "", "", ""},
+		{"linux", v1.Linux, "linux", ""},
+		{"windows", v1.Windows, "", "PodOSNotSupported"},
+		{"windows nodes selected", "", "windows", "PodOSSelectorNodeLabelDoesNotMatch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := containertest.Pod(v1.RestartPolicyAlways, "a")
+			if tc.os != "" {
+				pod.Spec.OS = &v1.PodOS{Name: tc.os}
+			}
+			if tc.selector != "" {
+				pod.Spec.NodeSelector = map[string]string{v1.LabelOSStable: tc.selector}
+			}
+			m := newTestManager(t, Config{NodeName: "n"}, nil)
+			m.appArmor = func() bool { return true }
+			got := ""
+			if rej := m.Admit(pod); rej != nil {
+				got = rej.Reason
+			}
+			if got != tc.reason {
+				t.Errorf("rejection reason %q, want %q", got, tc.reason)
+			}
+		})
+	}
+}

@@ -1,0 +1,342 @@
+package kuberuntime
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
+)
+
+// expand replaces $(VAR) in s as Kubernetes does: a defined variable is
+// replaced by its value, an undefined reference is left as written, and $$
+// escapes a $.
+func expand(s string, lookup func(string) (string, bool)) string {
+	if !strings.Contains(s, "$") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch next := s[i+1]; {
+		case next == '$':
+			b.WriteByte('$')
+			i++
+		case next == '(':
+			end := strings.IndexByte(s[i+2:], ')')
+			if end < 0 {
+				b.WriteString(s[i:])
+				return b.String()
+			}
+			name := s[i+2 : i+2+end]
+			if v, ok := lookup(name); ok && name != "" {
+				b.WriteString(v)
+			} else {
+				b.WriteString(s[i : i+3+end])
+			}
+			i += 2 + end
+		default:
+			b.WriteByte('$')
+		}
+	}
+	return b.String()
+}
+
+// fieldKey matches metadata.labels['k'] and metadata.annotations['k'].
+var fieldKey = regexp.MustCompile(`^metadata\.(labels|annotations)\['([^']+)'\]$`)
+
+// fieldValue resolves a downward fieldPath for a pod.
+func (m *Manager) fieldValue(pod *v1.Pod, path, podIP string) (string, error) {
+	switch path {
+	case "metadata.name":
+		return pod.Name, nil
+	case "metadata.namespace":
+		return pod.Namespace, nil
+	case "metadata.uid":
+		return string(pod.UID), nil
+	case "spec.nodeName":
+		return m.cfg.NodeName, nil
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, nil
+	case "status.podIP", "status.podIPs": // one address family here: the list is that address
+		if pod.Spec.HostNetwork && m.cfg.NodeIP != "" {
+			return m.cfg.NodeIP, nil // the pod's IP is the node's, as its status says
+		}
+		return podIP, nil
+	case "status.hostIP", "status.hostIPs":
+		return m.cfg.NodeIP, nil
+	case "metadata.labels":
+		return formatMap(pod.Labels), nil
+	case "metadata.annotations":
+		return formatMap(pod.Annotations), nil
+	}
+	if sub := fieldKey.FindStringSubmatch(path); sub != nil {
+		if sub[1] == "labels" {
+			return pod.Labels[sub[2]], nil
+		}
+		return pod.Annotations[sub[2]], nil
+	}
+	return "", fmt.Errorf("unsupported fieldPath %q", path)
+}
+
+// formatMap renders labels or annotations as the downward API does:
+// key="value" lines, sorted.
+func formatMap(m map[string]string) string {
+	lines := make([]string, 0, len(m))
+	for key, v := range m {
+		lines = append(lines, fmt.Sprintf("%s=%q", key, v))
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
+
+// resourceValue resolves a resourceFieldRef as Kubernetes does: the
+// container's request or limit (a missing limit is the node's capacity),
+// divided by the divisor and rounded up.
+func (m *Manager) resourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector, self string) (string, error) {
+	name := ref.ContainerName
+	if name == "" {
+		name = self
+	}
+	c := kubecontainer.ContainerSpec(pod, name)
+	if c == nil {
+		return "", fmt.Errorf("no container %q", name)
+	}
+	kind, res, _ := strings.Cut(ref.Resource, ".")
+	list := c.Resources.Limits
+	if kind == "requests" {
+		list = c.Resources.Requests
+	}
+	q, ok := list[v1.ResourceName(res)]
+	if !ok {
+		switch {
+		case kind == "limits" && res == "cpu":
+			q = *resource.NewQuantity(int64(m.cfg.NodeCPUs), resource.DecimalSI)
+		case kind == "limits" && res == "memory":
+			q = *resource.NewQuantity(m.cfg.NodeMemory, resource.BinarySI)
+		case kind == "limits" && res == "ephemeral-storage":
+			q = *resource.NewQuantity(m.nodeEphemeralStorage(), resource.BinarySI)
+		case kind == "requests":
+			// A request defaults to the limit when only a limit is written.
+			if lim, ok := c.Resources.Limits[v1.ResourceName(res)]; ok {
+				q = lim
+			}
+		}
+	}
+	divisor := ref.Divisor
+	if divisor.IsZero() {
+		divisor = resource.MustParse("1")
+	}
+	if res == "cpu" {
+		return fmt.Sprint(int64(math.Ceil(float64(q.MilliValue()) / float64(divisor.MilliValue())))), nil
+	}
+	return fmt.Sprint(int64(math.Ceil(float64(q.Value()) / float64(divisor.Value())))), nil
+}
+
+// containerEnv resolves a container's environment in order: each value may
+// refer to the variables before it with $(VAR).
+//
+// The Services' variables (node mode) come first, so the container's own
+// may refer to them; one the container defines itself is its own.
+func (m *Manager) containerEnv(pod *v1.Pod, c *v1.Container, podIP string) ([]string, map[string]string, error) {
+	vars := map[string]string{}
+	svc, err := m.serviceEnv(pod)
+	if err != nil {
+		return nil, nil, err
+	}
+	own := map[string]bool{}
+	for _, e := range c.Env {
+		own[e.Name] = true
+	}
+	from, err := m.envFrom(pod, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range from {
+		own[e.Name] = true
+	}
+	env := make([]string, 0, len(c.Env)+len(svc)+len(from))
+	for _, e := range svc {
+		vars[e.Name] = e.Value
+		if !own[e.Name] {
+			env = append(env, e.Name+"="+e.Value)
+		}
+	}
+	// envFrom before env: a variable env names again is env's.
+	for _, e := range from {
+		vars[e.Name] = e.Value
+		if !ownEnv(c, e.Name) {
+			env = append(env, e.Name+"="+e.Value)
+		}
+	}
+	for _, e := range c.Env {
+		var v string
+		var err error
+		switch {
+		case e.ValueFrom == nil:
+			v = expand(e.Value, func(n string) (string, bool) { x, ok := vars[n]; return x, ok })
+		case e.ValueFrom.FieldRef != nil:
+			v, err = m.fieldValue(pod, e.ValueFrom.FieldRef.FieldPath, podIP)
+		case e.ValueFrom.ResourceFieldRef != nil:
+			v, err = m.resourceValue(pod, e.ValueFrom.ResourceFieldRef, c.Name)
+		case e.ValueFrom.ConfigMapKeyRef != nil:
+			ref := e.ValueFrom.ConfigMapKeyRef
+			var ok bool
+			if v, ok, err = m.objectKey(pod.Namespace, "configmap", ref.Name, ref.Key, ref.Optional); err == nil && !ok {
+				continue // optional and absent: no variable
+			}
+		case e.ValueFrom.SecretKeyRef != nil:
+			ref := e.ValueFrom.SecretKeyRef
+			var ok bool
+			if v, ok, err = m.objectKey(pod.Namespace, "secret", ref.Name, ref.Key, ref.Optional); err == nil && !ok {
+				continue
+			}
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("env %s: %w", e.Name, err)
+		}
+		vars[e.Name] = v
+		env = append(env, e.Name+"="+v)
+	}
+	return env, vars, nil
+}
+
+func ownEnv(c *v1.Container, name string) bool {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// objectData reads a config map's or secret's data (node mode); found is
+// false for an optional one that is absent.
+func (m *Manager) objectData(namespace, kind, name string, optional *bool) (data map[string]string, found bool, err error) {
+	opt := optional != nil && *optional
+	if m.cfg.Objects == nil {
+		return nil, false, fmt.Errorf("%w to read %s %s/%s", volumes.ErrNoAPIServer, kind, namespace, name)
+	}
+	ctx, cancel := context.WithTimeout(m.host.Life(), 10*time.Second)
+	defer cancel()
+	data = map[string]string{}
+	switch kind {
+	case "configmap":
+		cm, err := m.cfg.Objects.ConfigMap(ctx, namespace, name)
+		if apierrors.IsNotFound(err) && opt {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("config map %s/%s: %w", namespace, name, err)
+		}
+		maps.Copy(data, cm.Data)
+	default:
+		s, err := m.cfg.Objects.Secret(ctx, namespace, name)
+		if apierrors.IsNotFound(err) && opt {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("secret %s/%s: %w", namespace, name, err)
+		}
+		for key, v := range s.Data {
+			data[key] = string(v)
+		}
+	}
+	return data, true, nil
+}
+
+// objectKey is one key of a config map or secret, for configMapKeyRef and
+// secretKeyRef: a missing key is an error unless the reference is
+// optional, as the kubelet's.
+func (m *Manager) objectKey(namespace, kind, name, key string, optional *bool) (string, bool, error) {
+	data, found, err := m.objectData(namespace, kind, name, optional)
+	if err != nil || !found {
+		return "", false, err
+	}
+	v, ok := data[key]
+	if !ok {
+		if optional != nil && *optional {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("couldn't find key %s in %s %s/%s", key, map[string]string{"configmap": "ConfigMap", "secret": "Secret"}[kind], namespace, name)
+	}
+	return v, true, nil
+}
+
+// envFrom is the container's envFrom variables, in order (a later source
+// wins a name), each key with the source's prefix; keys that are not valid
+// variable names are left out, as the kubelet does.
+func (m *Manager) envFrom(pod *v1.Pod, c *v1.Container) ([]v1.EnvVar, error) {
+	var out []v1.EnvVar
+	index := map[string]int{}
+	for _, src := range c.EnvFrom {
+		var data map[string]string
+		var found bool
+		var err error
+		switch {
+		case src.ConfigMapRef != nil:
+			data, found, err = m.objectData(pod.Namespace, "configmap", src.ConfigMapRef.Name, src.ConfigMapRef.Optional)
+		case src.SecretRef != nil:
+			data, found, err = m.objectData(pod.Namespace, "secret", src.SecretRef.Name, src.SecretRef.Optional)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			continue
+		}
+		keys := slices.Sorted(maps.Keys(data))
+		for _, key := range keys {
+			name := src.Prefix + key
+			if len(validation.IsEnvVarName(name)) > 0 {
+				continue
+			}
+			if i, ok := index[name]; ok {
+				out[i].Value = data[key]
+				continue
+			}
+			index[name] = len(out)
+			out = append(out, v1.EnvVar{Name: name, Value: data[key]})
+		}
+	}
+	return out, nil
+}
+
+// Downward gives the volume manager the pods' downward API values (volume
+// files have no container of their own, nor the pod IP).
+func (m *Manager) Downward() volumes.DownwardValues { return downwardValues{m} }
+
+type downwardValues struct{ m *Manager }
+
+func (d downwardValues) FieldValue(pod *v1.Pod, path string) (string, error) {
+	return d.m.fieldValue(pod, path, "")
+}
+
+func (d downwardValues) ResourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector) (string, error) {
+	return d.m.resourceValue(pod, ref, "")
+}
+
+// nodeEphemeralStorage is the node's allocatable ephemeral storage: the
+// size of the file system holding the root dir (what the kubelet reports).
+func (m *Manager) nodeEphemeralStorage() int64 {
+	var st unix.Statfs_t
+	if err := unix.Statfs(m.cfg.RootDir, &st); err != nil {
+		return 0
+	}
+	return int64(st.Blocks) * st.Bsize
+}

@@ -1,0 +1,580 @@
+// Package podstatus is the status producer: it builds a pod's status as
+// the kubelet reports it (phase, conditions, container statuses with their
+// waiting and terminated reasons and termination messages) from the desired
+// pod, its containers as the relist last saw them, the probes' results and
+// what the agent recorded of the pod (why a container could not start, a
+// rejection, an eviction). Each pod worker runs it after its sync, under
+// the sync's context; pkg/kubelet/status keeps and serves what it produces
+// and stamps the conditions' transition times. It owns the termination
+// messages (read once per dead container: the message file, or its logs
+// under FallbackToLogsOnError, bounded) and the pod start metrics, recorded
+// the first time a produced status shows every container running.
+package podstatus
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/classic-kubelet/kubelet/pkg/api"
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/eviction"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
+	"github.com/classic-kubelet/kubelet/pkg/safefile"
+)
+
+// Records is what a status reads of the agent's per-pod record (kept by
+// pkg/kubelet between syncs), and the termination messages it keeps there.
+type Records interface {
+	// Waiting is why a container (or "POD", the sandbox) could not start
+	// (nil: nothing recorded).
+	Waiting(uid types.UID, container string) *kubecontainer.StartError
+	// Rejected is why the pod may not run here (nil: admitted).
+	Rejected(uid types.UID) *kuberuntime.Rejection
+	// Evicted is why the agent stopped the pod (nil: it did not).
+	Evicted(uid types.UID) *Eviction
+	// Message is the termination message kept for a dead container.
+	Message(uid types.UID, containerID string) (string, bool)
+	// SetMessage keeps a dead container's termination message.
+	SetMessage(uid types.UID, containerID, msg string)
+	// Started records that the pod runs, returning when it was first seen
+	// and how long its image pulls took; first is false if this was
+	// recorded before (or the config never gave the pod).
+	Started(uid types.UID) (seen time.Time, pulling time.Duration, first bool)
+}
+
+// Eviction is what a status shows of a pod the agent stopped: evicted by
+// the eviction manager, or past its activeDeadlineSeconds (Deadline).
+type Eviction struct {
+	Message  string
+	Deadline bool
+}
+
+// Statuses is the status store (pkg/kubelet/status): the pod's last status,
+// and the conditions stamped with their transition times.
+type Statuses interface {
+	Get(uid types.UID) (v1.PodStatus, bool)
+	Stamp(uid types.UID, conds []v1.PodCondition) []v1.PodCondition
+}
+
+// Probes is what the prober says of a running container.
+type Probes interface {
+	Started(c *v1.Container, containerID string) bool
+	Ready(c *v1.Container, containerID string) bool
+}
+
+// Logs reads a container's logs (the runtime manager's Logs).
+type Logs interface {
+	Logs(ctx context.Context, id string, o kubecontainer.LogOptions, w io.Writer) error
+}
+
+// Config is what the Producer needs.
+type Config struct {
+	// HostIP is the pods' host IP.
+	HostIP string
+	// PodDir is a pod's directory, which holds its termination message
+	// files.
+	PodDir   func(types.UID) string
+	Records  Records
+	Statuses Statuses
+	Probes   Probes
+	Logs     Logs
+	// Metrics gets the pod start metrics.
+	Metrics *metrics.Metrics
+	// Clock times the pod starts; nil: the real clock.
+	Clock clock.PassiveClock
+}
+
+// Producer produces the pods' statuses.
+type Producer struct {
+	cfg Config
+	// logTimeout bounds a read of a container's logs for its
+	// termination message.
+	logTimeout time.Duration
+}
+
+// logReadTimeout bounds a read of a dead container's logs (the message of
+// FallbackToLogsOnError).
+const logReadTimeout = 5 * time.Second
+
+// New returns a Producer.
+func New(cfg Config) *Producer {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	return &Producer{cfg: cfg, logTimeout: logReadTimeout}
+}
+
+// Status computes a pod's status as the kubelet reports it, from its
+// containers (as of the last relist), the probes, and the reasons recorded
+// when a container could not start. Only the conditions' transition times
+// come from memory (checkpointed), so a restarted agent reports the same;
+// the pod's IPs and start time are kept from its last status once its
+// sandbox is gone, as the kubelet keeps them for a completed pod. ctx is
+// the caller's (a pod worker's sync, or Run's for a pod not synced yet): a
+// dead container's logs are read under it.
+func (p *Producer) Status(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState) v1.PodStatus {
+	st := v1.PodStatus{QOSClass: kubecontainer.QOSClass(pod), HostIP: p.cfg.HostIP}
+	if st.HostIP != "" {
+		st.HostIPs = []v1.HostIP{{IP: st.HostIP}}
+	}
+	if rej := p.cfg.Records.Rejected(pod.UID); rej != nil {
+		// As the kubelet reports a pod its admission refused: failed,
+		// with the reason, and no container statuses.
+		st.Phase, st.Reason, st.Message = v1.PodFailed, rej.Reason, "Pod was rejected: "+rej.Message
+		return st
+	}
+	prev, _ := p.cfg.Statuses.Get(pod.UID)
+	infra := state.RunningInfra()
+	if infra != nil {
+		st.PodIP = infra.IP
+		t := metav1.NewTime(infra.StartedAt)
+		st.StartTime = &t
+	}
+	if pod.Spec.HostNetwork {
+		st.PodIP = st.HostIP
+	}
+	if st.PodIP != "" {
+		st.PodIPs = []v1.PodIP{{IP: st.PodIP}}
+	} else {
+		st.PodIP, st.PodIPs = prev.PodIP, prev.PodIPs
+	}
+	if prev.StartTime != nil {
+		st.StartTime = prev.StartTime // it never moves once set
+	}
+	evicted := p.cfg.Records.Evicted(pod.UID)
+	// An evicted pod is done: its containers' last exits are final; so is
+	// a pod deleted in the API server once nothing of it runs.
+	deleted := pod.DeletionTimestamp != nil && (state == nil || !kubecontainer.AnyRunning(state))
+	finished := state != nil && kubecontainer.PodFinished(pod, state) || evicted != nil || deleted
+	current := func(c *kubecontainer.ContainerState) bool {
+		return infra != nil && !c.CreatedAt.Before(infra.CreatedAt)
+	}
+	// A container not created yet waits as the kubelet's default says: for
+	// the init containers of the pod, and for its app containers too.
+	fresh := reasonCreating
+	if len(pod.Spec.InitContainers) > 0 {
+		fresh = reasonInitializing
+	}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		var instances []*kubecontainer.ContainerState
+		for _, inst := range state.Instances(c.Name) {
+			if current(inst) || finished {
+				instances = append(instances, inst)
+			}
+		}
+		cs := p.containerStatus(ctx, pod, c, instances, finished, !api.IsSidecar(c), fresh)
+		if !api.IsSidecar(c) {
+			cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+		}
+		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		st.ContainerStatuses = append(st.ContainerStatuses, p.containerStatus(ctx, pod, c, state.Instances(c.Name), finished, false, fresh))
+	}
+	st.Phase = podPhase(pod, st.InitContainerStatuses, st.ContainerStatuses, finished)
+	if deleted && st.Phase != v1.PodSucceeded {
+		// As the kubelet: a deleted pod ends terminal, Failed unless every
+		// container succeeded (one that never ran did not).
+		st.Phase = v1.PodFailed
+	}
+	ready := containersReadyCondition(pod, &st)
+	podReady := readinessGates(pod, ready)
+	conds := []v1.PodCondition{
+		readyToStartContainersCondition(pod, infra),
+		initializedCondition(pod, &st),
+		podReady,
+		ready,
+		{Type: v1.PodScheduled, Status: v1.ConditionTrue},
+	}
+	switch {
+	case evicted != nil && evicted.Deadline:
+		st.Phase, st.Reason, st.Message = v1.PodFailed, kubecontainer.ReasonDeadlineExceeded, evicted.Message
+	case evicted != nil:
+		// As the kubelet reports a pod its eviction manager stopped.
+		st.Phase, st.Reason, st.Message = v1.PodFailed, eviction.Reason, evicted.Message
+		conds = append(conds, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
+			Reason: v1.PodReasonTerminationByKubelet, Message: evicted.Message})
+	}
+	st.Conditions = p.cfg.Statuses.Stamp(pod.UID, conds)
+	return st
+}
+
+// podPhase is the kubelet's getPhase over the statuses produced: Pending
+// while an init container has not completed (or a sidecar has not started,
+// before any app container ran) or any container waits without having run
+// before; Running while one runs and every one has started; once none
+// runs, the restart policy (and whether the pod is finished) decides.
+func podPhase(pod *v1.Pod, init, app []v1.ContainerStatus, finished bool) v1.PodPhase {
+	pendingInit, pendingSidecars, failedInit := 0, 0, 0
+	running, waiting, stopped, succeeded := 0, 0, 0, 0
+	for i, cs := range init {
+		ranBefore := cs.LastTerminationState.Terminated != nil
+		if api.IsSidecar(&pod.Spec.InitContainers[i]) {
+			// A sidecar counts while it runs, and while it waits to run
+			// for the first time; one that stopped counts for nothing.
+			switch {
+			case cs.State.Running != nil:
+				running++
+				if cs.Started == nil || !*cs.Started {
+					pendingSidecars++
+				}
+			case cs.State.Waiting != nil && !ranBefore:
+				pendingSidecars++
+				waiting++
+			}
+			continue
+		}
+		switch {
+		case cs.State.Terminated != nil:
+			if cs.State.Terminated.ExitCode != 0 {
+				failedInit++
+			}
+		case cs.State.Waiting != nil && ranBefore:
+			if cs.LastTerminationState.Terminated.ExitCode != 0 {
+				failedInit++
+			}
+		default: // running, or waiting to run for the first time
+			pendingInit++
+		}
+	}
+	for _, cs := range app {
+		switch {
+		case cs.State.Running != nil:
+			running++
+		case cs.State.Terminated != nil:
+			stopped++
+			if cs.State.Terminated.ExitCode == 0 {
+				succeeded++
+			}
+		case cs.LastTerminationState.Terminated != nil:
+			stopped++ // waiting to restart
+		default:
+			waiting++
+		}
+	}
+	policy := pod.Spec.RestartPolicy
+	switch {
+	case failedInit > 0 && policy == v1.RestartPolicyNever:
+		return v1.PodFailed
+	case (pendingInit > 0 || pendingSidecars > 0) && !anyAppStarted(app), waiting > 0:
+		// An app container that ran means the pod was initialized: init
+		// containers running again in a new sandbox do not make it Pending.
+		return v1.PodPending
+	case running > 0:
+		return v1.PodRunning
+	case stopped == 0:
+		return v1.PodPending
+	case finished && stopped == succeeded:
+		return v1.PodSucceeded
+	case finished:
+		return v1.PodFailed
+	case kubecontainer.ContainerPolicies(pod):
+		return v1.PodRunning // not finished: a container will restart
+	case policy == v1.RestartPolicyAlways:
+		return v1.PodRunning // every container is restarting
+	case stopped == succeeded:
+		return v1.PodSucceeded
+	case policy == v1.RestartPolicyNever:
+		return v1.PodFailed
+	default:
+		return v1.PodRunning // OnFailure, restarting what failed
+	}
+}
+
+// anyAppStarted reports whether an app container runs or has run to its
+// end: the pod got past its init containers, and a sidecar restarting since
+// does not make it pending or uninitialized again.
+func anyAppStarted(app []v1.ContainerStatus) bool {
+	for _, cs := range app {
+		if cs.State.Running != nil || cs.State.Terminated != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Reasons of containers waiting or terminated, as Kubernetes reports them.
+const (
+	reasonCreating     = "ContainerCreating"
+	reasonCrashLoop    = "CrashLoopBackOff"
+	reasonInitializing = "PodInitializing"
+	// reasonCannotRun is the terminated reason of a container Docker
+	// created but could not start, as dockershim reported it.
+	reasonCannotRun = "ContainerCannotRun"
+)
+
+// Reasons of the kubelet's pod conditions.
+const (
+	reasonPodCompleted   = "PodCompleted"
+	reasonPodFailed      = "PodFailed"
+	reasonNotReady       = "ContainersNotReady"
+	reasonNotInitialized = "ContainersNotInitialized"
+)
+
+// readyToStartContainersCondition is True while the pod's sandbox runs and
+// need not be made again (its network is set up).
+func readyToStartContainersCondition(pod *v1.Pod, infra *kubecontainer.ContainerState) v1.PodCondition {
+	c := v1.PodCondition{Type: v1.PodReadyToStartContainers, Status: v1.ConditionFalse}
+	if infra != nil && infra.Hash == kubecontainer.HashInfra(pod) {
+		c.Status = v1.ConditionTrue
+	}
+	return c
+}
+
+// initializedCondition is True once every init container has completed (a
+// sidecar: started), or an app container has started; a succeeded pod says
+// PodCompleted.
+func initializedCondition(pod *v1.Pod, st *v1.PodStatus) v1.PodCondition {
+	c := v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
+	if st.Phase == v1.PodSucceeded {
+		c.Reason = reasonPodCompleted
+		return c
+	}
+	if anyAppStarted(st.ContainerStatuses) {
+		return c
+	}
+	var incomplete []string
+	for i, cs := range st.InitContainerStatuses {
+		done := cs.Ready
+		if api.IsSidecar(&pod.Spec.InitContainers[i]) {
+			done = cs.Started != nil && *cs.Started
+		}
+		if !done {
+			incomplete = append(incomplete, cs.Name)
+		}
+	}
+	if len(incomplete) > 0 {
+		c.Status, c.Reason = v1.ConditionFalse, reasonNotInitialized
+		c.Message = fmt.Sprintf("containers with incomplete status: %s", incomplete)
+	}
+	return c
+}
+
+// containersReadyCondition is True when every app container and sidecar is
+// ready; a finished pod's is False with PodCompleted or PodFailed, and an
+// unready one names the containers that are not.
+func containersReadyCondition(pod *v1.Pod, st *v1.PodStatus) v1.PodCondition {
+	c := v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse}
+	switch st.Phase {
+	case v1.PodSucceeded:
+		c.Reason = reasonPodCompleted
+		return c
+	case v1.PodFailed:
+		c.Reason = reasonPodFailed
+		return c
+	}
+	var unready []string
+	for i, cs := range st.InitContainerStatuses {
+		if api.IsSidecar(&pod.Spec.InitContainers[i]) && !cs.Ready {
+			unready = append(unready, cs.Name)
+		}
+	}
+	for _, cs := range st.ContainerStatuses {
+		if !cs.Ready {
+			unready = append(unready, cs.Name)
+		}
+	}
+	if len(unready) == 0 {
+		c.Status = v1.ConditionTrue
+		return c
+	}
+	c.Reason = reasonNotReady
+	c.Message = fmt.Sprintf("containers with unready status: %s", unready)
+	return c
+}
+
+// readinessGates is the pod's Ready condition: its containers' readiness,
+// and then every readiness gate's condition True (as the API server's
+// status carries them: the apiserver source keeps those conditions on the
+// desired pod; a static pod's gates are never set), with the kubelet's
+// reason and messages.
+func readinessGates(pod *v1.Pod, containersReady v1.PodCondition) v1.PodCondition {
+	c := containersReady
+	c.Type = v1.PodReady
+	if c.Status != v1.ConditionTrue {
+		return c
+	}
+	var msgs []string
+	for _, g := range pod.Spec.ReadinessGates {
+		var found *v1.PodCondition
+		for i := range pod.Status.Conditions {
+			if pod.Status.Conditions[i].Type == g.ConditionType {
+				found = &pod.Status.Conditions[i]
+			}
+		}
+		switch {
+		case found == nil:
+			msgs = append(msgs, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", g.ConditionType))
+		case found.Status != v1.ConditionTrue:
+			msgs = append(msgs, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", g.ConditionType, found.Status))
+		}
+	}
+	if len(msgs) > 0 {
+		c.Status, c.Reason, c.Message = v1.ConditionFalse, "ReadinessGatesNotReady", strings.Join(msgs, ", ")
+	}
+	return c
+}
+
+// containerStatus describes a container from its instances, newest first.
+// fresh is the waiting reason of a container with no instance yet. An init
+// container that exited 0 has completed, whatever the restart policy.
+func (p *Producer) containerStatus(ctx context.Context, pod *v1.Pod, c *v1.Container, instances []*kubecontainer.ContainerState, finished, init bool, fresh string) v1.ContainerStatus {
+	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
+	started := false
+	cs.Started = &started
+	// A sandbox that could not be made leaves the default reason, as the
+	// kubelet's: why is in the pod's events (FailedMount, ...).
+	waitErr := p.cfg.Records.Waiting(pod.UID, c.Name)
+	waitingFor := func(reason string) *v1.ContainerStateWaiting {
+		if waitErr != nil {
+			return &v1.ContainerStateWaiting{Reason: waitErr.Reason, Message: waitErr.Message}
+		}
+		return &v1.ContainerStateWaiting{Reason: reason}
+	}
+	if len(instances) == 0 {
+		cs.State.Waiting = waitingFor(fresh)
+		return cs
+	}
+	last := instances[0]
+	cs.ContainerID = "docker://" + last.ID
+	cs.ImageID = last.ImageID
+	cs.RestartCount = int32(last.RestartCount)
+	if len(instances) > 1 {
+		cs.LastTerminationState = terminated(instances[1])
+	}
+	switch {
+	case last.Running:
+		cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(last.StartedAt)}
+		started = p.cfg.Probes.Started(c, last.ID)
+		cs.Ready = p.cfg.Probes.Ready(c, last.ID)
+	case last.Status == "created" && !last.FailedToStart():
+		cs.State.Waiting = waitingFor(reasonCreating)
+	case !finished && last.Hash == kubecontainer.HashContainer(pod, c) && kubecontainer.Restarts(pod, c, last.ExitCode) &&
+		!(init && last.ExitCode == 0):
+		// Exited and due for a restart: waiting, the exit as last state.
+		cs.State.Waiting = waitingFor(reasonCrashLoop)
+		cs.LastTerminationState = terminated(last)
+	default:
+		cs.State = terminated(last)
+		cs.State.Terminated.Message = p.exitMessage(ctx, pod, c, last)
+	}
+	if t := cs.LastTerminationState.Terminated; t != nil && t.ContainerID == "docker://"+last.ID {
+		t.Message = p.exitMessage(ctx, pod, c, last)
+	}
+	return cs
+}
+
+// exitMessage is a dead container's message: why Docker could not start it,
+// or what it left as its termination message.
+func (p *Producer) exitMessage(ctx context.Context, pod *v1.Pod, c *v1.Container, inst *kubecontainer.ContainerState) string {
+	if inst.FailedToStart() {
+		return inst.Error
+	}
+	return p.terminationMessage(ctx, pod, c, inst)
+}
+
+// terminationMessage is what a dead container left in its termination
+// message file (or, under FallbackToLogsOnError, the tail of its logs when
+// it failed without one). It is read once per container: it cannot change.
+// The logs are read under ctx, the caller's (a pod worker's sync), bounded
+// by logReadTimeout; a read the caller cancelled keeps nothing, so the next
+// status reads them again.
+func (p *Producer) terminationMessage(ctx context.Context, pod *v1.Pod, c *v1.Container, inst *kubecontainer.ContainerState) string {
+	msg, ok := p.cfg.Records.Message(pod.UID, inst.ID)
+	if ok {
+		return msg
+	}
+	if f, err := safefile.OpenBeneath(p.cfg.PodDir(pod.UID), volumes.TerminationMessageFile(c.Name, inst.RestartCount), unix.O_RDONLY|unix.O_NONBLOCK, 0); err == nil {
+		data, _ := io.ReadAll(io.LimitReader(f, volumes.MaxTerminationMessage))
+		f.Close()
+		msg = string(data)
+	}
+	if msg == "" && inst.ExitCode != 0 && c.TerminationMessagePolicy == v1.TerminationMessageFallbackToLogsOnError {
+		var buf bytes.Buffer
+		lctx, cancel := context.WithTimeout(ctx, p.logTimeout)
+		err := p.cfg.Logs.Logs(lctx, inst.ID, kubecontainer.LogOptions{TailLines: fallbackLogLines}, &buf)
+		cancel()
+		switch {
+		case err == nil:
+			msg = buf.String()
+			if len(msg) > fallbackLogBytes {
+				msg = msg[len(msg)-fallbackLogBytes:]
+			}
+		case ctx.Err() != nil:
+			return "" // the caller went away: read them the next time
+		}
+	}
+	p.cfg.Records.SetMessage(pod.UID, inst.ID, msg)
+	return msg
+}
+
+// Kubernetes' limits for FallbackToLogsOnError.
+const (
+	fallbackLogLines = 80
+	fallbackLogBytes = 2048
+)
+
+func terminated(c *kubecontainer.ContainerState) v1.ContainerState {
+	reason := "Completed"
+	switch {
+	case c.FailedToStart():
+		reason = reasonCannotRun
+	case c.OOMKilled:
+		reason = "OOMKilled"
+	case c.ExitCode != 0:
+		reason = "Error"
+	}
+	return v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+		ExitCode:    int32(c.ExitCode),
+		Reason:      reason,
+		Message:     c.Error,
+		StartedAt:   metav1.NewTime(c.StartedAt),
+		FinishedAt:  metav1.NewTime(c.FinishedAt),
+		ContainerID: "docker://" + c.ID,
+	}}
+}
+
+// ObserveStart records the pod's start in the kubelet's metrics the first
+// time all its containers run: from when the config gave it, and (the SLI)
+// without the time its image pulls and init containers took.
+func (p *Producer) ObserveStart(pod *v1.Pod, st *v1.PodStatus, state *kubecontainer.PodState) {
+	if len(st.ContainerStatuses) != len(pod.Spec.Containers) {
+		return
+	}
+	for _, cs := range st.ContainerStatuses {
+		if cs.State.Running == nil {
+			return
+		}
+	}
+	seen, pulling, first := p.cfg.Records.Started(pod.UID)
+	if !first {
+		return
+	}
+	now := p.cfg.Clock.Now()
+	p.cfg.Metrics.PodStartDuration.Observe(now.Sub(seen).Seconds())
+	from := seen
+	if state != nil {
+		for _, c := range pod.Spec.InitContainers {
+			for _, cs := range state.Containers {
+				if cs.Name == c.Name && cs.FinishedAt.After(from) {
+					from = cs.FinishedAt
+				}
+			}
+		}
+	}
+	p.cfg.Metrics.PodStartSLIDuration.WithLabelValues("false").Observe(max(now.Sub(from)-pulling, 0).Seconds())
+}
