@@ -176,6 +176,12 @@ func TestPreContainerFailuresBackOff(t *testing.T) {
     imagePullPolicy: Never
     command: ["sleep", "1000"]
 `))
+			// Counted from the start, so that the first attempts are seen when
+			// they happen, not bunched by a slow wait before (see above).
+			at := a.reached(tc.metric, tc.labels, 5, startupWait+time.Minute)
+			if took := at[4].Sub(at[0]); took < 10*time.Second {
+				t.Errorf("5 failed attempts in %v, want at least 10 s (back-off 2 s doubling to 8 s)", took.Round(100*time.Millisecond))
+			}
 			// ContainerCreating is also what a pod not yet synced reports, so
 			// the wait holds until the event saying why is there too.
 			waitFor(t, startupWait, func() (bool, string) {
@@ -185,10 +191,6 @@ func TestPreContainerFailuresBackOff(t *testing.T) {
 				return ok && reason == tc.reason && strings.Contains(msg, tc.message),
 					fmt.Sprintf("waiting %q %q; event %s %+v, want one naming %s", reason, msg, tc.event, e, tc.missing)
 			})
-			at := a.reached(tc.metric, tc.labels, 5, time.Minute)
-			if took := at[4].Sub(at[0]); took < 10*time.Second {
-				t.Errorf("5 failed attempts in %v, want at least 10 s (back-off 2 s doubling to 8 s)", took.Round(100*time.Millisecond))
-			}
 			if n := a.errorLines("Sync pod default/failing"); n != 1 {
 				t.Errorf("the failure was logged %d times at error level, want once", n)
 			}
