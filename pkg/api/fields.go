@@ -91,7 +91,7 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"automountServiceAccountToken":  ignore("the API server's ServiceAccount admission acts on it (it adds no token volume when false)"),
 		"enableServiceLinks":            impl("node mode: the Services of the pod's namespace become {NAME}_SERVICE_HOST/_PORT and Docker link variables (false: only the master service `kubernetes`'s), as the kubelet; standalone there are none"),
 		"initContainers":                impl("run in order, each to success, before the app containers; not re-run after an agent restart"),
-		"ephemeralContainers":           reject("needs an API server"),
+		"ephemeralContainers":           impl("node mode (added by the API server's ephemeralcontainers subresource, as kubectl debug does; a manifest's are refused): each starts once in the running sandbox, in the pod's network and IPC namespaces (and targetContainerName's PID namespace), is never restarted, and shows in ephemeralContainerStatuses; exec, attach and logs reach it by name. Ports, probes, lifecycle, resources and restart policies are refused, as by the API server"),
 		"activeDeadlineSeconds":         impl("counted from the pod's start; then its containers are stopped and it is Failed, reason DeadlineExceeded, as the kubelet"),
 		"hostPID":                       impl("containers share the host's PID namespace"),
 		"hostIPC":                       impl("containers share the host's IPC namespace"),

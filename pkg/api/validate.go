@@ -59,6 +59,11 @@ func Validate(pod *v1.Pod) (errs field.ErrorList, ignored []string) {
 	errs = append(errs, metavalidation.ValidateLabels(pod.Labels, meta.Child("labels"))...)
 	errs = append(errs, apivalidation.ValidateAnnotations(pod.Annotations, meta.Child("annotations"))...)
 	errs = append(errs, validateSpec(&pod.Spec, field.NewPath("spec"), &ignored)...)
+	if len(pod.Spec.EphemeralContainers) > 0 && pod.Annotations[ConfigSourceAnnotation] != SourceAPIServer {
+		// As the API server refuses them on create: they are added to a
+		// running pod through its ephemeralcontainers subresource.
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "ephemeralContainers"), "may be added only through the API server (kubectl debug)"))
+	}
 	// The seccomp annotations of Kubernetes before 1.19: the current
 	// kubelet ignores them too (seccompProfile replaced them).
 	for key := range pod.Annotations {
@@ -212,6 +217,30 @@ func validateSpec(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.Erro
 				}
 			}
 			hostPorts[hp] = pp.String()
+		}
+	}
+	regular := names.Clone()
+	for i := range spec.EphemeralContainers {
+		ep := p.Child("ephemeralContainers").Index(i)
+		ec := &spec.EphemeralContainers[i]
+		c := (*v1.Container)(&ec.EphemeralContainerCommon)
+		errs = append(errs, validateContainer(c, ep, volumes, spec.HostNetwork, ignored)...)
+		if names.Has(c.Name) {
+			errs = append(errs, field.Duplicate(ep.Child("name"), c.Name))
+		}
+		names.Insert(c.Name)
+		// As the API server: a debugging container runs once beside the
+		// others, so what would shape the pod or restart it is forbidden.
+		for name, set := range map[string]bool{"ports": len(c.Ports) > 0, "livenessProbe": c.LivenessProbe != nil,
+			"readinessProbe": c.ReadinessProbe != nil, "startupProbe": c.StartupProbe != nil, "lifecycle": c.Lifecycle != nil,
+			"resources": len(c.Resources.Requests)+len(c.Resources.Limits) > 0, "restartPolicy": c.RestartPolicy != nil,
+			"restartPolicyRules": len(c.RestartPolicyRules) > 0} {
+			if set {
+				errs = append(errs, field.Forbidden(ep.Child(name), "cannot be set for an ephemeral container"))
+			}
+		}
+		if t := ec.TargetContainerName; t != "" && !regular.Has(t) {
+			errs = append(errs, field.NotFound(ep.Child("targetContainerName"), t))
 		}
 	}
 	return errs

@@ -328,6 +328,28 @@ func TestValidate(t *testing.T) {
 		{"port name", func(p *v1.Pod) { c0(p).Ports[0].Name = "Not_Valid" }, "ports[0].name: Invalid"},
 		{"tty", func(p *v1.Pod) { c0(p).TTY = true }, ""},
 		{"runtime class rejected", func(p *v1.Pod) { p.Spec.RuntimeClassName = str("gvisor") }, "runtimeClassName: Forbidden"},
+		{"ephemeral container from the API server", func(p *v1.Pod) {
+			p.Annotations[ConfigSourceAnnotation] = SourceAPIServer
+			p.Spec.EphemeralContainers = []v1.EphemeralContainer{{TargetContainerName: "server",
+				EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debugger", Image: "busybox:1", Stdin: true, TTY: true}}}
+		}, ""},
+		{"ephemeral container in a manifest", func(p *v1.Pod) {
+			p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debugger", Image: "busybox:1"}}}
+		}, "spec.ephemeralContainers: Forbidden: may be added only through the API server"},
+		{"ephemeral container named as an app container", func(p *v1.Pod) {
+			p.Annotations[ConfigSourceAnnotation] = SourceAPIServer
+			p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "server", Image: "busybox:1"}}}
+		}, "spec.ephemeralContainers[0].name: Duplicate"},
+		{"ephemeral container with a port", func(p *v1.Pod) {
+			p.Annotations[ConfigSourceAnnotation] = SourceAPIServer
+			p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debugger", Image: "busybox:1",
+				Ports: []v1.ContainerPort{{ContainerPort: 80}}}}}
+		}, "spec.ephemeralContainers[0].ports: Forbidden"},
+		{"ephemeral container targeting no container", func(p *v1.Pod) {
+			p.Annotations[ConfigSourceAnnotation] = SourceAPIServer
+			p.Spec.EphemeralContainers = []v1.EphemeralContainer{{TargetContainerName: "nope",
+				EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debugger", Image: "busybox:1"}}}
+		}, "spec.ephemeralContainers[0].targetContainerName: Not found"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -35,8 +35,9 @@ type APIServerSource struct {
 	invalid map[types.UID]string // pods the agent cannot run, and why
 
 	// lastValid is each pod's last spec the agent could run, so that an
-	// update it cannot run (an ephemeral container added) leaves the pod
-	// running as it was rather than stopping it. Owned by Run's goroutine.
+	// update it cannot run (an ephemeral container asking for what the
+	// agent lacks) leaves the pod running as it was rather than stopping
+	// it. Owned by Run's goroutine.
 	lastValid map[types.UID]v1.PodSpec
 }
 

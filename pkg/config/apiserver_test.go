@@ -35,7 +35,9 @@ func TestAPIServerSourceKeepsTheLastValidSpec(t *testing.T) {
 
 	updated := pod.DeepCopy()
 	updated.Labels = map[string]string{"new": "label"}
-	updated.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug", Image: "img:1"}}}
+	// An ephemeral container with a block device: the agent has none.
+	updated.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug", Image: "img:1",
+		VolumeDevices: []v1.VolumeDevice{{Name: "disk", DevicePath: "/dev/xvdb"}}}}}
 	_ = inf.GetStore().Update(updated)
 	s.send(ctx)
 	got := m.Snapshot(api.SourceAPIServer)

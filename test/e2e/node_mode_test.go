@@ -446,6 +446,7 @@ func TestNodeKubectlThroughAPIServer(t *testing.T) {
 	if err != nil || !strings.Contains(string(tty), "/dev/pts/") || !strings.Contains(string(tty), "rows-") {
 		t.Errorf("kubectl exec -it: %v %q", err, tty)
 	}
+	kubectlDebug(t, cl, c, a, ns, "web")
 	// logs --previous: the ticker's last run, once it was restarted.
 	waitFor(t, 60*time.Second, func() (bool, string) {
 		p, err := c.CoreV1().Pods(ns).Get(context.Background(), "ticker", metav1.GetOptions{})
@@ -495,6 +496,84 @@ func TestNodeKubectlThroughAPIServer(t *testing.T) {
 		code, body := httpGet(fmt.Sprintf("http://127.0.0.1:%d/", local))
 		return code == 200, fmt.Sprintf("%d %.100s", code, body)
 	})
+}
+
+// kubectlDebug adds two ephemeral containers to the running pod name (its
+// one container is name too): kubectl debug's, in the target's PID
+// namespace, which lists its processes and exits, and, as the
+// NodeConformance spec adds it, one with a terminal that prints "polo"
+// until stopped. Each is started once, never restarted, shows in
+// ephemeralContainerStatuses, and exec and logs reach it by name; the
+// pod's own container runs on untouched.
+func kubectlDebug(t *testing.T, cl *cluster.Cluster, c kubernetes.Interface, a *agent, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	app := a.running(name)[name].ID
+	if out, err := cl.Kubectl("-n", ns, "debug", name, "--image", testImage, "--image-pull-policy", "Never",
+		"--target", name, "--container", "ps", "--", "ps"); err != nil {
+		t.Fatalf("kubectl debug: %v %q", err, out)
+	}
+	ephemeral := func(p *v1.Pod, ec string) *v1.ContainerStatus {
+		for i := range p.Status.EphemeralContainerStatuses {
+			if p.Status.EphemeralContainerStatuses[i].Name == ec {
+				return &p.Status.EphemeralContainerStatuses[i]
+			}
+		}
+		return nil
+	}
+	waitFor(t, 60*time.Second, func() (bool, string) {
+		p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		st := ephemeral(p, "ps")
+		return st != nil && st.State.Terminated != nil && st.State.Terminated.ExitCode == 0, fmt.Sprintf("ephemeral statuses %+v", p.Status.EphemeralContainerStatuses)
+	})
+	// The target's PID namespace: its server's process is listed.
+	if out, err := cl.Kubectl("-n", ns, "logs", name, "-c", "ps"); err != nil || !strings.Contains(out, "testserver") {
+		t.Errorf("kubectl logs of the debug container (ps in the target's PID namespace): %v %q", err, out)
+	}
+
+	p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, v1.EphemeralContainer{EphemeralContainerCommon: v1.EphemeralContainerCommon{
+		Name: "polo", Image: testImage, ImagePullPolicy: v1.PullNever, Stdin: true, TTY: true,
+		Command: []string{"sh", "-c", "while true; do echo polo; sleep 1; done"}}})
+	if _, err := c.CoreV1().Pods(ns).UpdateEphemeralContainers(ctx, name, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, func() (bool, string) {
+		p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		st := ephemeral(p, "polo")
+		return st != nil && st.State.Running != nil, fmt.Sprintf("ephemeral statuses %+v", p.Status.EphemeralContainerStatuses)
+	})
+	if out, err := cl.Kubectl("-n", ns, "exec", name, "-c", "polo", "--", "echo", "marco"); err != nil || !strings.Contains(out, "marco") {
+		t.Errorf("kubectl exec in the ephemeral container: %v %q", err, out)
+	}
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		out, err := cl.Kubectl("-n", ns, "logs", name, "-c", "polo")
+		return err == nil && strings.Contains(out, "polo"), fmt.Sprintf("kubectl logs of the terminal's container: %v %q", err, out)
+	})
+
+	p, err = c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := ephemeral(p, "ps"); st == nil || st.State.Terminated == nil || st.RestartCount != 0 {
+		t.Errorf("the debug container that exited: %+v, want terminated and never restarted", st)
+	}
+	if n := len(a.instances(name, "ps")); n != 1 {
+		t.Errorf("%d instances of the debug container that exited, want 1 (never restarted)", n)
+	}
+	if now := a.running(name)[name].ID; now != app || p.Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("the pod's container was %.12s, is %.12s (restarts %d): adding ephemeral containers must leave it alone",
+			app, now, p.Status.ContainerStatuses[0].RestartCount)
+	}
 }
 
 // Two agents (two node names on the one Docker daemon) join the cluster;

@@ -97,8 +97,12 @@ func RestartPolicyOf(pod *v1.Pod, c *v1.Container) v1.RestartPolicy {
 
 // Restarts says whether a container that exited with exitCode starts
 // again: the first of its restartPolicyRules whose exit codes match
-// restarts it; without a match, its restart policy decides.
+// restarts it; without a match, its restart policy decides. An ephemeral
+// container never restarts.
 func Restarts(pod *v1.Pod, c *v1.Container, exitCode int) bool {
+	if IsEphemeral(pod, c.Name) {
+		return false
+	}
 	for _, r := range c.RestartPolicyRules {
 		if r.Action == v1.ContainerRestartRuleActionRestart && r.ExitCodes != nil &&
 			slices.Contains(r.ExitCodes.Values, int32(exitCode)) == (r.ExitCodes.Operator == v1.ContainerRestartRuleOnExitCodesOpIn) {
@@ -133,7 +137,8 @@ func ShouldRestart(policy v1.RestartPolicy, exitCode int) bool {
 	}
 }
 
-// ContainerSpec finds a container (app or init) of the pod by name.
+// ContainerSpec finds a container (app, init or ephemeral) of the pod by
+// name.
 func ContainerSpec(pod *v1.Pod, name string) *v1.Container {
 	if pod == nil {
 		return nil
@@ -148,7 +153,29 @@ func ContainerSpec(pod *v1.Pod, name string) *v1.Container {
 			return &pod.Spec.InitContainers[i]
 		}
 	}
+	if i := ephemeralIndex(pod, name); i >= 0 {
+		return EphemeralSpec(pod, i)
+	}
 	return nil
+}
+
+// EphemeralSpec is the pod's i-th ephemeral container as a container: the
+// fields they share are the same (the API server forbids the rest).
+func EphemeralSpec(pod *v1.Pod, i int) *v1.Container {
+	return (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+}
+
+// IsEphemeral reports whether name is one of the pod's ephemeral
+// containers: they run once and are never restarted.
+func IsEphemeral(pod *v1.Pod, name string) bool { return ephemeralIndex(pod, name) >= 0 }
+
+func ephemeralIndex(pod *v1.Pod, name string) int {
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // AnyRunning reports whether any of a pod's containers runs.

@@ -127,10 +127,11 @@ func podHostname(pod *v1.Pod) string {
 	return h
 }
 
-// appSpec is an app (or init) container of the pod, joining the infra
-// container's namespaces: its environment (with downward values), its
+// appSpec is an app (init, ephemeral) container of the pod, joining the
+// infra container's namespaces: its environment (with downward values), its
 // command and args with $(VAR) expanded, its mounts, resources and security.
-func (m *Manager) appSpec(ctx context.Context, pod *v1.Pod, c *v1.Container, infraID, podIP string, hostPaths map[string]string, restartCount int) (*kubecontainer.CreateSpec, error) {
+func (m *Manager) appSpec(ctx context.Context, pod *v1.Pod, c *v1.Container, sb sandbox, restartCount int) (*kubecontainer.CreateSpec, error) {
+	infraID, podIP := sb.infraID, sb.podIP
 	hash := kubecontainer.HashContainer(pod, c)
 	labels := kubecontainer.ContainerLabels(pod, m.cfg.NodeName, c.Name, hash, kubecontainer.TypeContainer, restartCount)
 	labels[kubecontainer.LabelSource] = podSourceOf(pod)
@@ -161,6 +162,15 @@ func (m *Manager) appSpec(ctx context.Context, pod *v1.Pod, c *v1.Container, inf
 	case pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace:
 		// The pause program is PID 1 of the pod and reaps its orphans.
 		spec.PidMode = "container:" + infraID
+	case targetContainer(pod, c.Name) != "":
+		// kubectl debug --target: the ephemeral container sees the
+		// target's processes.
+		target := targetContainer(pod, c.Name)
+		id := runningID(sb.state, target)
+		if id == "" {
+			return nil, &kubecontainer.StartError{Reason: reasonConfigError, Message: fmt.Sprintf("target container %q is not running", target)}
+		}
+		spec.PidMode = "container:" + id
 	}
 	env, vars, err := m.containerEnv(pod, c, podIP)
 	if err != nil {
@@ -174,7 +184,7 @@ func (m *Manager) appSpec(ctx context.Context, pod *v1.Pod, c *v1.Container, inf
 	for _, a := range c.Args {
 		spec.Cmd = append(spec.Cmd, expand(a, lookup))
 	}
-	if spec.Binds, err = m.volumes.Binds(pod, c, hostPaths, func(s string) string { return expand(s, lookup) }, restartCount); err != nil {
+	if spec.Binds, err = m.volumes.Binds(pod, c, sb.hostPaths, func(s string) string { return expand(s, lookup) }, restartCount); err != nil {
 		return nil, err
 	}
 	hosts, err := m.hostsMount(pod, c, podIP)
@@ -188,6 +198,28 @@ func (m *Manager) appSpec(ctx context.Context, pod *v1.Pod, c *v1.Container, inf
 		return nil, err
 	}
 	return spec, nil
+}
+
+// targetContainer is the container whose PID namespace the ephemeral
+// container name joins ("" if none, or not ephemeral).
+func targetContainer(pod *v1.Pod, name string) string {
+	for _, ec := range pod.Spec.EphemeralContainers {
+		if ec.Name == name {
+			return ec.TargetContainerName
+		}
+	}
+	return ""
+}
+
+// runningID is the ID of the running instance of the pod's container name
+// ("" if none runs).
+func runningID(state *kubecontainer.PodState, name string) string {
+	for _, inst := range state.Instances(name) {
+		if inst.Running {
+			return inst.ID
+		}
+	}
+	return ""
 }
 
 // podSourceOf is the config source the pod came from, recorded on its

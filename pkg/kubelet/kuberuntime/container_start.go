@@ -98,13 +98,16 @@ func (m *Manager) startInfra(ctx context.Context, pod *v1.Pod) (id, ip string, e
 // postStart hook. Why it waits (nil: it started, or its dead instance says
 // why) goes to r; a failure that is not the container's (the runtime not
 // answering, ctx cancelled) leaves its waiting reason as it was.
-func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, infraID, podIP string, hostPaths map[string]string, restartCount int, r *Result) error {
+func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, sb sandbox, restartCount int, r *Result) error {
 	typ := "container"
-	if isInitContainer(pod, c.Name) {
+	switch {
+	case isInitContainer(pod, c.Name):
 		typ = "init_container"
+	case kubecontainer.IsEphemeral(pod, c.Name):
+		typ = "ephemeral_container"
 	}
 	m.cfg.Metrics.StartedContainers.WithLabelValues(typ).Inc()
-	err := m.createAndStart(ctx, pod, c, infraID, podIP, hostPaths, restartCount)
+	err := m.createAndStart(ctx, pod, c, sb, restartCount)
 	var ce *kubecontainer.StartError
 	if errors.As(err, &ce) {
 		m.cfg.Metrics.StartedContainerErrors.WithLabelValues(typ, ce.Reason).Inc()
@@ -140,12 +143,12 @@ func isInitContainer(pod *v1.Pod, name string) bool {
 	return false
 }
 
-func (m *Manager) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Container, infraID, podIP string, hostPaths map[string]string, restartCount int) error {
+func (m *Manager) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Container, sb sandbox, restartCount int) error {
 	creds := func() *credentialprovider.Keyring { return m.pullCredentials(ctx, pod) }
 	if err := m.images.Ensure(ctx, pod, c, creds); err != nil {
 		return err
 	}
-	spec, err := m.appSpec(ctx, pod, c, infraID, podIP, hostPaths, restartCount)
+	spec, err := m.appSpec(ctx, pod, c, sb, restartCount)
 	if err != nil {
 		return err
 	}
@@ -189,7 +192,7 @@ func (m *Manager) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	m.cfg.Events.Event(ref, false, "Started", "Started container %s", c.Name)
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		hctx, cancel := context.WithTimeout(ctx, postStartTimeout)
-		err := m.runHook(hctx, pod, c, id, podIP, c.Lifecycle.PostStart)
+		err := m.runHook(hctx, pod, c, id, sb.podIP, c.Lifecycle.PostStart)
 		cancel()
 		if err != nil {
 			// As Kubernetes: the container is killed and its restart policy

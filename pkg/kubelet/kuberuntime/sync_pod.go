@@ -31,6 +31,7 @@ type podActions struct {
 	killGrace   map[string]time.Duration             // container ID → its failed probe's terminationGracePeriodSeconds, over the pod's
 	startInit   int                                  // index into spec.initContainers to start, or -1
 	start       []int                                // indexes into spec.containers, in order
+	ephemeral   []int                                // indexes into spec.ephemeralContainers to start (once)
 	restarts    map[string]int                       // restart count of each container to start, by name
 	crashed     map[string]string                    // back-off key of each start that retries a failure, by name ("POD": the sandbox)
 	waiting     []string                             // containers held back by back-off ("POD": the sandbox)
@@ -275,6 +276,17 @@ func computePodActions(pod *v1.Pod, state *kubecontainer.PodState, now time.Time
 		a.start = append(a.start, i)
 		a.restarts[c.Name] = restartCount(instances)
 	}
+	// Ephemeral containers (kubectl debug) start once the sandbox runs,
+	// initialized or not, as the kubelet's; one that has run, or failed
+	// to, never starts again.
+	for i := range pod.Spec.EphemeralContainers {
+		c := kubecontainer.EphemeralSpec(pod, i)
+		inSpec[c.Name] = true
+		if infra != nil && len(state.Instances(c.Name)) == 0 &&
+			restartDecision(c, kubecontainer.HashContainer(pod, c), nil) == "start" {
+			a.ephemeral = append(a.ephemeral, i)
+		}
+	}
 	// Containers no longer in the spec are stopped.
 	for _, c := range state.Containers {
 		if !inSpec[c.Name] && c.Running {
@@ -287,7 +299,7 @@ func computePodActions(pod *v1.Pod, state *kubecontainer.PodState, now time.Time
 	// container: stop it to free its ports.
 	initPending := a.startInit >= 0 || (!initDone && !a.initFailed)
 	if keep == 0 && len(a.start) == 0 && len(a.waiting) == 0 && !initPending {
-		a.createInfra = false
+		a.createInfra, a.ephemeral = false, nil
 		if infra != nil {
 			a.kill = append(a.kill, infra)
 		}
@@ -352,7 +364,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, state *kubecontainer
 		pullBackOff: func(c *v1.Container) (time.Time, *kubecontainer.StartError) { return m.images.BackOff(pod, c) },
 	})
 	r := Result{
-		Acted:    a.createInfra || a.startInit >= 0 || len(a.start) > 0 || len(a.kill) > 0,
+		Acted:    a.createInfra || a.startInit >= 0 || len(a.start) > 0 || len(a.ephemeral) > 0 || len(a.kill) > 0,
 		Waiting:  map[string]*kubecontainer.StartError{},
 		Stopping: map[string]bool{},
 	}
@@ -423,11 +435,11 @@ func (m *Manager) applyActions(ctx context.Context, pod *v1.Pod, state *kubecont
 			return err
 		}
 	}
-	if !a.createInfra && a.startInit < 0 && len(a.start) == 0 {
+	if !a.createInfra && a.startInit < 0 && len(a.start) == 0 && len(a.ephemeral) == 0 {
 		return nil
 	}
 
-	infraID, podIP, hostPaths, err := m.prepareSandbox(ctx, pod, state, a, r)
+	sb, err := m.prepareSandbox(ctx, pod, state, a, r)
 	if err != nil {
 		return err
 	}
@@ -437,7 +449,7 @@ func (m *Manager) applyActions(ctx context.Context, pod *v1.Pod, state *kubecont
 			m.backoff.restarted(bkey, m.cfg.Clock.Now())
 			m.cfg.Metrics.ContainerRestarts.Inc()
 		}
-		err := m.startContainer(ctx, pod, c, infraID, podIP, hostPaths, a.restarts[c.Name], r)
+		err := m.startContainer(ctx, pod, c, sb, a.restarts[c.Name], r)
 		var ce *kubecontainer.StartError
 		switch {
 		case err == nil || (errors.As(err, &ce) && containerMade(ce)):
@@ -459,14 +471,30 @@ func (m *Manager) applyActions(ctx context.Context, pod *v1.Pod, state *kubecont
 			errs = append(errs, err)
 		}
 	}
+	for _, i := range a.ephemeral {
+		if err := start(kubecontainer.EphemeralSpec(pod, i)); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// sandbox is what a pod's containers join: its infra container (and the
+// pod's IP, when known), its volumes' host paths, and its containers as
+// the relist saw them (an ephemeral container joins its target's PID
+// namespace).
+type sandbox struct {
+	infraID, podIP string
+	hostPaths      map[string]string
+	state          *kubecontainer.PodState
 }
 
 // prepareSandbox sets up the pod's volumes and, if asked, its infra
 // container, and returns what its app containers join. A failure is the
 // pod's (an event; its containers wait with the default reason) and backs
 // off.
-func (m *Manager) prepareSandbox(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, a podActions, r *Result) (infraID, podIP string, hostPaths map[string]string, err error) {
+func (m *Manager) prepareSandbox(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, a podActions, r *Result) (sandbox, error) {
+	sb := sandbox{state: state}
 	bkey := backoffKey(pod.UID, infraName, kubecontainer.HashInfra(pod))
 	if _, ok := a.crashed[infraName]; ok {
 		m.backoff.restarted(bkey, m.cfg.Clock.Now())
@@ -475,17 +503,18 @@ func (m *Manager) prepareSandbox(ctx context.Context, pod *v1.Pod, state *kubeco
 		m.cfg.Metrics.StartedPods.Inc()
 	}
 	var mountErr *volumes.SetupError
-	hostPaths, err = m.volumes.Setup(ctx, pod)
+	var err error
+	sb.hostPaths, err = m.volumes.Setup(ctx, pod)
 	if err != nil {
 		errors.As(err, &mountErr)
 		err = &kubecontainer.StartError{Reason: reasonVolumeSetup, Message: err.Error()}
 	} else if err = m.ensurePodCgroup(pod); err != nil {
 		err = &kubecontainer.StartError{Reason: reasonCreateSandbox, Message: err.Error()}
 	} else if a.createInfra {
-		infraID, podIP, err = m.startInfra(ctx, pod)
+		sb.infraID, sb.podIP, err = m.startInfra(ctx, pod)
 	} else {
 		infra := state.RunningInfra()
-		infraID, podIP = infra.ID, infra.IP
+		sb.infraID, sb.podIP = infra.ID, infra.IP
 	}
 	if err != nil {
 		var ce *kubecontainer.StartError
@@ -509,13 +538,13 @@ func (m *Manager) prepareSandbox(ctx context.Context, pod *v1.Pod, state *kubeco
 				m.cfg.Events.Event(events.PodRef(pod, ""), true, "FailedCreatePodSandBox", "Failed to create pod sandbox: %s", ce.Message)
 			}
 		}
-		return "", "", nil, err
+		return sandbox{}, err
 	}
 	m.backoff.created(bkey)
 	if pod.Spec.HostNetwork {
-		podIP = HostNetworkIP
+		sb.podIP = HostNetworkIP
 	}
-	return infraID, podIP, hostPaths, nil
+	return sb, nil
 }
 
 // ownBackOff reports failures that are not the pod's fault and have a
@@ -530,14 +559,10 @@ func ownBackOff(err error) bool {
 	return errors.Is(err, kubecontainer.ErrRuntimeUnavailable) || errors.Is(err, context.Canceled)
 }
 
-// imageOf is the image of the pod's (init) container name.
+// imageOf is the image of the pod's container name.
 func imageOf(pod *v1.Pod, name string) string {
-	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for _, c := range cs {
-			if c.Name == name {
-				return c.Image
-			}
-		}
+	if c := kubecontainer.ContainerSpec(pod, name); c != nil {
+		return c.Image
 	}
 	return ""
 }

@@ -36,10 +36,21 @@ func summarize(pod *v1.Pod, a podActions) string {
 		n := pod.Spec.Containers[i].Name
 		parts = append(parts, "start:"+n+"#"+string(rune('0'+a.restarts[n])))
 	}
+	for _, i := range a.ephemeral {
+		parts = append(parts, "ephemeral:"+pod.Spec.EphemeralContainers[i].Name)
+	}
 	if len(a.waiting) > 0 {
 		parts = append(parts, "backoff:"+strings.Join(a.waiting, ","))
 	}
 	return strings.Join(parts, " ")
+}
+
+// withDebugger adds the ephemeral container "dbg" (kubectl debug's) to a
+// copy of pod.
+func withDebugger(pod *v1.Pod) *v1.Pod {
+	p := pod.DeepCopy()
+	p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "dbg", Image: "busybox:1"}}}
+	return p
 }
 
 func TestComputePodActions(t *testing.T) {
@@ -139,6 +150,26 @@ func TestComputePodActions(t *testing.T) {
 		{"sidecar: pod done when its apps are; sidecar stopped", containertest.PodWithSidecar(v1.RestartPolicyNever), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, infraName, true, 0, ""), b.C(p, "s1", true, 0, ""), b.C(p, "i2", false, 0, ""), b.C(p, "a", false, 0, ""))
 		}, "kill:POD-1,s1-2"},
+		{"ephemeral: started in the running sandbox", withDebugger(always), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
+			return containertest.State(b.C(p, infraName, true, 0, ""), b.C(p, "a", true, 0, ""), b.C(p, "b", true, 0, ""))
+		}, "ephemeral:dbg"},
+		{"ephemeral: not before the sandbox runs", withDebugger(always), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState { return nil },
+			"create-infra start:a#0 start:b#0"},
+		{"ephemeral: started before the pod is initialized", withDebugger(containertest.PodWithInit()), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
+			return containertest.State(b.C(p, infraName, true, 0, ""), b.C(p, "i1", true, 0, ""))
+		}, "ephemeral:dbg"},
+		{"ephemeral: running, left alone", withDebugger(always), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
+			return containertest.State(b.C(p, infraName, true, 0, ""), b.C(p, "a", true, 0, ""), b.C(p, "b", true, 0, ""), b.C(p, "dbg", true, 0, ""))
+		}, ""},
+		{"ephemeral: exited, never restarted (even under Always)", withDebugger(always), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
+			return containertest.State(b.C(p, infraName, true, 0, ""), b.C(p, "a", true, 0, ""), b.C(p, "b", true, 0, ""), b.C(p, "dbg", false, 1, ""))
+		}, ""},
+		{"ephemeral: ran in an earlier sandbox, not started in the new one", withDebugger(always), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
+			return containertest.State(b.C(p, "dbg", false, 137, ""), b.C(p, infraName, true, 0, ""), b.C(p, "a", true, 0, ""), b.C(p, "b", true, 0, ""))
+		}, ""},
+		{"ephemeral: stopped with the pod when it is done", withDebugger(onFailure), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
+			return containertest.State(b.C(p, infraName, true, 0, ""), b.C(p, "a", false, 0, ""), b.C(p, "dbg", true, 0, ""))
+		}, "kill:POD-1,dbg-3"},
 		{"container removed from spec is stopped and removed", containertest.Pod(v1.RestartPolicyAlways, "a"), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, infraName, true, 0, ""), b.C(p, "a", true, 0, ""), b.C(p, "gone", true, 0, "h"), b.C(p, "gone", false, 0, "h"))
 		}, "kill:gone-3"},

@@ -185,6 +185,12 @@ func (p *Producer) Status(ctx context.Context, pod *v1.Pod, state *kubecontainer
 		c := &pod.Spec.Containers[i]
 		st.ContainerStatuses = append(st.ContainerStatuses, p.containerStatus(ctx, pod, c, state.Instances(c.Name), finished, false, fresh))
 	}
+	for i := range pod.Spec.EphemeralContainers {
+		// Never restarted: an ephemeral container that exited is
+		// terminated, whatever the restart policy, as if finished.
+		c := kubecontainer.EphemeralSpec(pod, i)
+		st.EphemeralContainerStatuses = append(st.EphemeralContainerStatuses, p.containerStatus(ctx, pod, c, state.Instances(c.Name), true, false, reasonCreating))
+	}
 	st.Phase = podPhase(pod, st.InitContainerStatuses, st.ContainerStatuses, finished)
 	if deleted && st.Phase != v1.PodSucceeded {
 		// As the kubelet: a deleted pod ends terminal, Failed unless every

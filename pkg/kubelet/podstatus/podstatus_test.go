@@ -419,6 +419,38 @@ func TestPodIPKeptOnceTheSandboxIsGone(t *testing.T) {
 	}
 }
 
+// Ephemeral containers have statuses of their own, not counted in the
+// pod's phase or readiness: waiting before they start, running, and
+// terminated once exited, never waiting to restart whatever the pod's
+// restart policy.
+func TestEphemeralContainerStatuses(t *testing.T) {
+	h := newHarness(t, "")
+	pod := containertest.Pod(v1.RestartPolicyAlways, "a")
+	for _, n := range []string{"new", "up", "done"} {
+		pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, v1.EphemeralContainer{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: n, Image: "busybox:1"}})
+	}
+	b := &containertest.Builder{T0: time.Now().Add(-time.Hour)}
+	st := h.Status(context.Background(), pod, containertest.State(b.C(pod, infraName, true, 0, ""), b.C(pod, "a", true, 0, ""),
+		b.C(pod, "up", true, 0, ""), b.C(pod, "done", false, 2, "")))
+	var got []string
+	for _, cs := range st.EphemeralContainerStatuses {
+		switch {
+		case cs.State.Waiting != nil:
+			got = append(got, cs.Name+":"+cs.State.Waiting.Reason)
+		case cs.State.Running != nil:
+			got = append(got, cs.Name+":running")
+		case cs.State.Terminated != nil:
+			got = append(got, fmt.Sprintf("%s:exited %d", cs.Name, cs.State.Terminated.ExitCode))
+		}
+	}
+	if want := "new:ContainerCreating up:running done:exited 2"; strings.Join(got, " ") != want {
+		t.Errorf("ephemeral statuses %q, want %q", strings.Join(got, " "), want)
+	}
+	if st.Phase != v1.PodRunning || len(st.ContainerStatuses) != 1 {
+		t.Errorf("phase %s with %d container statuses, want Running with the app container's alone", st.Phase, len(st.ContainerStatuses))
+	}
+}
+
 // A container waiting for a sandbox that could not be made, or not created
 // yet, waits with the kubelet's default reason: PodInitializing in a pod
 // with init containers (for them too), else ContainerCreating.
