@@ -3,8 +3,8 @@
 # specs run, under the exact names and tags of the suite's image manifest
 # (k8s.io/kubernetes v1.37.2, test/utils/image/manifest.go): nothing can be
 # pulled here. agnhost and nonewprivs' nnp are built from the module's own
-# sources (test/conformance pins them); the shell and tools the images carry
-# are Debian's static busybox; the others are stand-ins with the behaviour
+# sources (test/conformance pins them); the tools the images carry are
+# Debian's static busybox (busybox's shell is Debian's static bash); the others are stand-ins with the behaviour
 # the specs rely on (docs/conformance.md says which). Binaries are cached
 # beside the control plane's; a second run only re-tags. With --ginkgo it
 # builds nothing but the ginkgo command, and prints its path.
@@ -12,10 +12,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 hack/ensure-docker.sh
 BUSYBOX=${BUSYBOX:-/bin/busybox}
-if [ "$BUSYBOX" = /bin/busybox ] && ! dpkg -s busybox-static >/dev/null 2>&1; then
-  echo "conformance-images: installing busybox-static" >&2
+need=()
+[ "$BUSYBOX" != /bin/busybox ] || dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
+[ -x /bin/bash-static ] || need+=(bash-static)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "conformance-images: installing ${need[*]}" >&2
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq busybox-static >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
 mod=test/conformance
@@ -47,13 +50,20 @@ build() { # tag dir
 e2e=registry.k8s.io/e2e-test-images
 
 # busybox: the static busybox with its applets, and the users and groups a
-# minimal image has.
+# minimal image has. Its sh is Debian's static bash: Debian's busybox shell
+# drops environment variables whose names are not shell identifiers
+# (data-1, which envFrom may set) before the commands it runs see them,
+# where the suite's busybox keeps them (the ConfigMap and Secret "via the
+# environment" specs print them with sh -c env); bash passes them on.
 mkdir -p "$ctx/busybox"
 cp "$BUSYBOX" "$ctx/busybox/busybox"
+cp /bin/bash-static "$ctx/busybox/sh"
 cat >"$ctx/busybox/Dockerfile" <<'DOCKERFILE'
 FROM scratch
 COPY busybox /bin/busybox
 RUN ["/bin/busybox", "--install", "-s", "/bin"]
+RUN ["/bin/busybox", "rm", "/bin/sh"]
+COPY sh /bin/sh
 RUN ["/bin/sh", "-c", "mkdir -p /tmp /etc /root /var/log /usr/bin /usr/sbin /sbin && chmod 1777 /tmp && printf 'root:x:0:0:root:/root:/bin/sh\\nnobody:x:65534:65534:nobody:/:/bin/sh\\n' > /etc/passwd && printf 'root:x:0:\\nnogroup:x:65534:\\n' > /etc/group && echo 127.0.0.1 localhost > /etc/hosts"]
 CMD ["sh"]
 DOCKERFILE
@@ -88,6 +98,7 @@ for pair in "$ctx/busybox-dyn/bin/busybox:/bin/busybox" /usr/bin/curl:/usr/bin/c
 done
 cat >"$ctx/agnhost/Dockerfile" <<DOCKERFILE
 FROM $e2e/busybox:1.37.0-2
+RUN ["/bin/busybox", "ln", "-sf", "busybox", "/bin/sh"]
 RUN ["/bin/sh", "-c", "mkdir /uploads && echo 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' >> /etc/passwd && printf 'user-defined-in-image:x:1000:\\\\ngroup-defined-in-image:x:50000:user-defined-in-image\\\\n' >> /etc/group"]
 COPY localhost.crt localhost.key /
 COPY root /

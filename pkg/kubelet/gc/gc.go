@@ -57,6 +57,11 @@ func DeadContainersToRemove(pods map[types.UID]*kubecontainer.PodState, desired 
 		for _, c := range spec.Spec.Containers {
 			inSpec[c.Name] = true
 		}
+		// An ephemeral container's dead instance is kept too: it is the
+		// record that it ran, and is never started again.
+		for _, c := range spec.Spec.EphemeralContainers {
+			inSpec[c.Name] = true
+		}
 		stale := staleInfra(pod)
 		count := map[string]int{}
 		for _, c := range pod.Containers { // newest first

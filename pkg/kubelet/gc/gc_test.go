@@ -16,8 +16,9 @@ import (
 func TestDeadContainersToRemove(t *testing.T) {
 	now := time.Now()
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "uid1"}, Spec: v1.PodSpec{
-		InitContainers: []v1.Container{{Name: "init", Image: "img:1"}},
-		Containers:     []v1.Container{{Name: "a", Image: "img:1"}},
+		InitContainers:      []v1.Container{{Name: "init", Image: "img:1"}},
+		Containers:          []v1.Container{{Name: "a", Image: "img:1"}},
+		EphemeralContainers: []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug", Image: "img:1"}}},
 	}}
 	// dead makes a dead container (ID: name-minutes) that finished ago before now.
 	dead := func(name string, ago time.Duration) *kubecontainer.ContainerState {
@@ -54,6 +55,7 @@ func TestDeadContainersToRemove(t *testing.T) {
 			Policy{MinAge: 10 * time.Second, MaxPerContainer: 1, MaxTotal: -1}, "a-1h0m0s"},
 		{"completed init container kept", mk(run("a"), dead("init", time.Hour)), Policy{MaxPerContainer: 1, MaxTotal: -1}, ""},
 		{"gone from the spec", mk(run("a"), dead("old", time.Hour)), Policy{MaxPerContainer: 1, MaxTotal: -1}, "old-1h0m0s"},
+		{"exited ephemeral container kept: it never runs again", mk(run("a"), dead("debug", time.Hour)), Policy{MaxPerContainer: 1, MaxTotal: -1}, ""},
 		{"global cap never takes the newest", mk(dead("a", time.Minute), dead("a", 2*time.Minute), dead("init", time.Hour), dead("POD", time.Hour)),
 			Policy{MaxPerContainer: 5, MaxTotal: 1}, "a-2m0s"},
 		{"never-started infra older than the running one", mk(run("POD"), run("a"), created("POD", time.Minute)),
