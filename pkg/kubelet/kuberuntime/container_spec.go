@@ -156,16 +156,16 @@ func (m *Manager) appSpec(ctx context.Context, pod *v1.Pod, c *v1.Container, sb 
 	if pod.Spec.HostIPC {
 		spec.IpcMode = "host"
 	}
+	target := targetContainer(pod, c.Name)
 	switch {
 	case pod.Spec.HostPID:
 		spec.PidMode = "host"
 	case pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace:
 		// The pause program is PID 1 of the pod and reaps its orphans.
 		spec.PidMode = "container:" + infraID
-	case targetContainer(pod, c.Name) != "":
+	case target != "":
 		// kubectl debug --target: the ephemeral container sees the
 		// target's processes.
-		target := targetContainer(pod, c.Name)
 		id := runningID(sb.state, target)
 		if id == "" {
 			return nil, &kubecontainer.StartError{Reason: reasonConfigError, Message: fmt.Sprintf("target container %q is not running", target)}
