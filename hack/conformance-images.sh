@@ -3,22 +3,22 @@
 # specs run, under the exact names and tags of the suite's image manifest
 # (k8s.io/kubernetes v1.37.2, test/utils/image/manifest.go): nothing can be
 # pulled here. agnhost and nonewprivs' nnp are built from the module's own
-# sources (test/conformance pins them); the tools the images carry are
-# Debian's static busybox (busybox's shell is Debian's static bash); the others are stand-ins with the behaviour
+# sources (test/conformance pins them); busybox 1.37.0 is built from
+# Debian's source package (as upstream's: see busybox() below); the others are stand-ins with the behaviour
 # the specs rely on (docs/conformance.md says which). Binaries are cached
 # beside the control plane's; a second run only re-tags. With --ginkgo it
 # builds nothing but the ginkgo command, and prints its path.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 hack/ensure-docker.sh
-BUSYBOX=${BUSYBOX:-/bin/busybox}
 need=()
-[ "$BUSYBOX" != /bin/busybox ] || dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
-[ -x /bin/bash-static ] || need+=(bash-static)
+for tool in gcc make bzip2 xz curl; do command -v $tool >/dev/null || need+=($tool); done
+[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || need+=(libc6-dev)
+[ -x /bin/busybox ] || dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
 if [ ${#need[@]} -gt 0 ]; then
   echo "conformance-images: installing ${need[*]}" >&2
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]/xz/xz-utils}" >/dev/null
 fi
 
 mod=test/conformance
@@ -31,6 +31,33 @@ gobuild() { # name package
   (cd $mod && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$cache/$1.tmp" "$2")
   mv "$cache/$1.tmp" "$cache/$1"
 }
+# busybox 1.37.0, static, from Debian's source package: upstream's source
+# with Debian's static configuration and its build fix for current kernel
+# headers, without Debian's patch that drops environment variables whose
+# names are not shell identifiers (data-1, which envFrom sets) as ash
+# starts, for its installer. The suite's busybox (docker-library's,
+# upstream's ash) keeps them, and the ConfigMap and Secret "via the
+# environment" specs print them with sh -c env; other specs compare ash's
+# own messages, so no other shell will do.
+busybox() {
+  [ -x "$cache/busybox" ] && return 0
+  echo "conformance-images: building busybox 1.37.0 (cached in $cache)" >&2
+  local b pool=http://deb.debian.org/debian/pool/main/b/busybox
+  b=$(mktemp -d)
+  (cd "$b" &&
+    curl -fsSLO $pool/busybox_1.37.0.orig.tar.bz2 && curl -fsSLO $pool/busybox_1.37.0-6.debian.tar.xz &&
+    sha256sum -c --quiet <<SUMS &&
+3311dff32e746499f4df0d5df04d7eb396382d7e108bb9250e7b519b837043a4  busybox_1.37.0.orig.tar.bz2
+10b2cd64b41c26ae134e1cd6135b68575bbe79356c20985f35e32f32a1746c34  busybox_1.37.0-6.debian.tar.xz
+SUMS
+    tar xjf busybox_1.37.0.orig.tar.bz2 && tar xJf busybox_1.37.0-6.debian.tar.xz &&
+    cd busybox-1.37.0 && patch -p1 -s <../debian/patches/busybox-1.36.1-no-cbq.patch &&
+    cp ../debian/config/pkg/static .config && { (set +o pipefail; yes "" | make -s oldconfig >/dev/null 2>&1); } &&
+    make -s -j"$(nproc)" >"$b/build.log" 2>&1 && cp busybox "$cache/busybox.tmp") ||
+    { cat "$b/build.log" >&2 2>/dev/null; rm -rf "$b"; echo "conformance-images: busybox build failed" >&2; exit 1; }
+  rm -rf "$b"
+  mv "$cache/busybox.tmp" "$cache/busybox"
+}
 if [ "${1:-}" = --ginkgo ]; then # hack/conformance.sh: the ginkgo command, built once
   gobuild ginkgo github.com/onsi/ginkgo/v2/ginkgo
   echo "$cache/ginkgo"
@@ -38,6 +65,7 @@ if [ "${1:-}" = --ginkgo ]; then # hack/conformance.sh: the ginkgo command, buil
 fi
 gobuild agnhost k8s.io/kubernetes/test/images/agnhost
 gobuild nnp k8s.io/kubernetes/test/images/nonewprivs
+busybox
 src=$(cd $mod && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/images
 
 ctx=$(mktemp -d)
@@ -49,21 +77,14 @@ build() { # tag dir
 }
 e2e=registry.k8s.io/e2e-test-images
 
-# busybox: the static busybox with its applets, and the users and groups a
-# minimal image has. Its sh is Debian's static bash: Debian's busybox shell
-# drops environment variables whose names are not shell identifiers
-# (data-1, which envFrom may set) before the commands it runs see them,
-# where the suite's busybox keeps them (the ConfigMap and Secret "via the
-# environment" specs print them with sh -c env); bash passes them on.
+# busybox: the static busybox built above with its applets, and the users
+# and groups a minimal image has.
 mkdir -p "$ctx/busybox"
-cp "$BUSYBOX" "$ctx/busybox/busybox"
-cp /bin/bash-static "$ctx/busybox/sh"
+cp "$cache/busybox" "$ctx/busybox/busybox"
 cat >"$ctx/busybox/Dockerfile" <<'DOCKERFILE'
 FROM scratch
 COPY busybox /bin/busybox
 RUN ["/bin/busybox", "--install", "-s", "/bin"]
-RUN ["/bin/busybox", "rm", "/bin/sh"]
-COPY sh /bin/sh
 RUN ["/bin/sh", "-c", "mkdir -p /tmp /etc /root /var/log /usr/bin /usr/sbin /sbin && chmod 1777 /tmp && printf 'root:x:0:0:root:/root:/bin/sh\\nnobody:x:65534:65534:nobody:/:/bin/sh\\n' > /etc/passwd && printf 'root:x:0:\\nnogroup:x:65534:\\n' > /etc/group && echo 127.0.0.1 localhost > /etc/hosts"]
 CMD ["sh"]
 DOCKERFILE
@@ -98,7 +119,6 @@ for pair in "$ctx/busybox-dyn/bin/busybox:/bin/busybox" /usr/bin/curl:/usr/bin/c
 done
 cat >"$ctx/agnhost/Dockerfile" <<DOCKERFILE
 FROM $e2e/busybox:1.37.0-2
-RUN ["/bin/busybox", "ln", "-sf", "busybox", "/bin/sh"]
 RUN ["/bin/sh", "-c", "mkdir /uploads && echo 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' >> /etc/passwd && printf 'user-defined-in-image:x:1000:\\\\ngroup-defined-in-image:x:50000:user-defined-in-image\\\\n' >> /etc/group"]
 COPY localhost.crt localhost.key /
 COPY root /

@@ -192,8 +192,9 @@ func write(w io.Writer, runs []run, timesFile string) {
 	fmt.Fprintln(w, "as published by its ginkgo, against a real v1.37.2 control plane whose one node is the agent on this")
 	fmt.Fprintln(w, "machine's Docker. Images are built offline under the suite's names (hack/conformance-images.sh).")
 	fmt.Fprintln(w, "agnhost (and kitten, nautilus on it) and nonewprivs are built from the module's own sources; busybox is")
-	fmt.Fprintln(w, "Debian's static busybox (agnhost's shell is Debian's dynamic one, with curl, bash and OpenBSD's nc, as")
-	fmt.Fprintln(w, "upstream's Alpine image has); pause is the project's; nginx (busybox's httpd on port 80), nonroot and")
+	fmt.Fprintln(w, "1.37.0 built static from Debian's source package without Debian's installer patch to ash, as upstream's")
+	fmt.Fprintln(w, "(agnhost's shell is Debian's dynamic busybox, with curl, bash and OpenBSD's nc, as upstream's Alpine")
+	fmt.Fprintln(w, "image has); pause is the project's; nginx (busybox's httpd on port 80), nonroot and")
 	fmt.Fprintln(w, "glibc-dns-testing (busybox) are stand-ins with what the specs use of them.")
 	fmt.Fprintln(w, "The reasons of failures come from hack/conformance-reasons.tsv, or else are the suite's message.")
 	if b, err := os.ReadFile(timesFile); err == nil {
