@@ -725,17 +725,20 @@ func TestNodeHundredPodsAtOnce(t *testing.T) {
 	cl := sharedCluster(t)
 	a := startNode(t, "--kube-api-qps", "20", "--kube-api-burst", "40")
 	c, ns := readyNode(t, cl, a)
+	before := a.metric("rest_client_requests_total", nil)
 	start := time.Now()
 	for i := 0; i < 100; i++ {
 		createPod(t, c, ns, fmt.Sprintf("p%03d", i), onNode(a.node, sleepy("app")))
 	}
 	waitPodsRunning(t, c, ns, 100, true, 180*time.Second)
 	took := time.Since(start)
-	reqs := a.metric("rest_client_requests_total", nil)
-	rate := reqs / took.Seconds()
-	t.Logf("100 pods Running in %v; the agent sent %.0f requests (%.1f/s)", took.Round(time.Second), reqs, rate)
-	if rate > 20*1.1 {
-		t.Errorf("%.1f requests/s, over --kube-api-qps 20", rate)
+	reqs := a.metric("rest_client_requests_total", nil) - before
+	t.Logf("100 pods Running in %v; the agent sent %.0f requests (%.1f/s)", took.Round(time.Second), reqs, reqs/took.Seconds())
+	// client-go's token bucket: the burst at once, then qps a second. A
+	// rate over the whole window would wrongly fail a fast run (the burst
+	// weighs more in a short one).
+	if limit := 40 + 20*took.Seconds(); reqs > limit*1.05 {
+		t.Errorf("%.0f requests in %v, over --kube-api-burst 40 plus --kube-api-qps 20 a second (%.0f)", reqs, took.Round(time.Second), limit)
 	}
 }
 
