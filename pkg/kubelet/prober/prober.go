@@ -219,6 +219,11 @@ type worker struct {
 	spec   *v1.Probe
 	done   chan struct{}
 	once   sync.Once
+	// now (cap 1) asks for a probe before the next tick: a readiness
+	// worker's, when its container's startup probe succeeds, so that the
+	// container becomes ready then, not up to a period later (as the
+	// kubelet's manual trigger).
+	now chan struct{}
 
 	// owned by the worker's goroutine
 	lastResult probe.Result
@@ -227,7 +232,7 @@ type worker struct {
 }
 
 func newWorker(m *Manager, t Target, typ Type, p *v1.Probe) *worker {
-	return &worker{m: m, target: t, typ: typ, spec: p, done: make(chan struct{}), lastResult: -1}
+	return &worker{m: m, target: t, typ: typ, spec: p, done: make(chan struct{}), now: make(chan struct{}, 1), lastResult: -1}
 }
 
 func (w *worker) stop() { w.once.Do(func() { close(w.done) }) }
@@ -256,11 +261,27 @@ func (w *worker) loop(ctx context.Context) {
 		}
 		select {
 		case <-ticker.C():
+		case <-w.now:
 		case <-w.done:
 			return
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// probeNow has the worker of the container's probe typ (if any) probe at
+// once.
+func (m *Manager) probeNow(containerID string, typ Type) {
+	m.mu.Lock()
+	w := m.workers[key{containerID, typ}]
+	m.mu.Unlock()
+	if w == nil {
+		return
+	}
+	select {
+	case w.now <- struct{}{}:
+	default: // one is asked already
 	}
 }
 
@@ -325,6 +346,7 @@ func (w *worker) probeOnce(ctx context.Context) bool {
 	}
 	switch {
 	case w.typ == Startup && result == probe.Success:
+		w.m.probeNow(w.target.ContainerID, Readiness)
 		return false // started: the startup probe is done
 	case w.typ != Readiness && result == probe.Failure:
 		w.onHold = true // the container is about to be killed

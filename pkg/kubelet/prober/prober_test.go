@@ -108,6 +108,42 @@ func TestWorkerInitialDelayAndStartupGate(t *testing.T) {
 	}
 }
 
+// A readiness probe with a long period runs as soon as the startup probe
+// succeeds, not at its next tick: the container is ready then.
+func TestReadinessProbedWhenStarted(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	s := &scripted{}
+	m, _ := testManager(clk, s)
+	c := v1.Container{Name: "c", StartupProbe: &v1.Probe{PeriodSeconds: 5}, ReadinessProbe: &v1.Probe{PeriodSeconds: 30}}
+	tgt := Target{PodUID: "u", ContainerID: "c1", Container: c, StartedAt: clk.Now()}
+	ready := newWorker(m, tgt, Readiness, c.ReadinessProbe)
+	m.workers[key{"c1", Readiness}] = ready
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); ready.loop(ctx) }()
+	waitUntil(t, func() bool { return clk.HasWaiters() }) // the start jitter
+	clk.Step(maxJitter)                                   // first tick: not started, nothing probed
+	waitUntil(t, func() bool { return clk.HasWaiters() && len(ready.now) == 0 })
+	if m.Ready(&c, "c1") || s.calls != 0 {
+		t.Fatalf("ready %v after %d probes before the startup probe succeeded", m.Ready(&c, "c1"), s.calls)
+	}
+	start := newWorker(m, tgt, Startup, c.StartupProbe)
+	start.probeOnce(ctx) // succeeds: readiness is probed at once, the clock not moved
+	waitUntil(t, func() bool { return m.Ready(&c, "c1") })
+	cancel()
+	<-stopped
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 5 s")
+		}
+	}
+}
+
 func TestManagerReadiness(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	m, _ := testManager(clk, &scripted{})
