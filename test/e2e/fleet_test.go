@@ -353,11 +353,15 @@ func TestFleet(t *testing.T) {
 	// An agent whose lease lapsed and whose name someone else took: it
 	// writes nothing, says so on /healthz, and its pod runs on.
 	loser := agents[0]
+	// The new holder's value goes in first (a put without a lease detaches
+	// the key from the agent's), then the agent's lease is revoked: the key
+	// never disappears, so the agent cannot win the name back in between,
+	// as it rightly would if the key were absent at its next renewal.
 	_, id := leaseHolder(t, cl, prefix, loser.node)
+	put(prefix+"/"+loser.node+"/lease", `{"instanceID":"usurper","hostname":"elsewhere"}`)
 	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	_, _ = cl.Revoke(rctx, clientv3.LeaseID(id))
 	rcancel()
-	put(prefix+"/"+loser.node+"/lease", `{"instanceID":"usurper","hostname":"elsewhere"}`)
 	healthz := fmt.Sprintf("http://127.0.0.1:%d/healthz/nodename", loser.healthzPort)
 	waitFor(t, 15*time.Second, func() (bool, string) {
 		code, body := httpGet(healthz)
