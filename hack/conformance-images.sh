@@ -12,9 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 hack/ensure-docker.sh
 need=()
-for tool in gcc make bzip2 xz curl; do command -v $tool >/dev/null || need+=($tool); done
+for tool in gcc make patch bzip2 xz curl; do command -v $tool >/dev/null || need+=($tool); done
 [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || need+=(libc6-dev)
-[ -x /bin/busybox ] || dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
 if [ ${#need[@]} -gt 0 ]; then
   echo "conformance-images: installing ${need[*]}" >&2
   apt-get update -qq
@@ -23,8 +22,10 @@ fi
 
 mod=test/conformance
 sum=$(cat $mod/go.mod $mod/go.sum | sha256sum | cut -c1-12)
-cache=${KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/classic-kubelet}/conformance-$sum
-mkdir -p "$cache"
+root=${KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/classic-kubelet}
+cache=$root/conformance-$sum
+bbcache=$root/busybox-1.37.0-6 # its recipe below, not test/conformance's modules
+mkdir -p "$cache" "$bbcache"
 gobuild() { # name package
   [ -x "$cache/$1" ] && return 0
   echo "conformance-images: building $1 (cached in $cache)" >&2
@@ -40,8 +41,8 @@ gobuild() { # name package
 # environment" specs print them with sh -c env; other specs compare ash's
 # own messages, so no other shell will do.
 busybox() {
-  [ -x "$cache/busybox" ] && return 0
-  echo "conformance-images: building busybox 1.37.0 (cached in $cache)" >&2
+  [ -x "$bbcache/busybox" ] && return 0
+  echo "conformance-images: building busybox 1.37.0 (cached in $bbcache)" >&2
   local b pool=http://deb.debian.org/debian/pool/main/b/busybox
   b=$(mktemp -d)
   (cd "$b" &&
@@ -53,10 +54,10 @@ SUMS
     tar xjf busybox_1.37.0.orig.tar.bz2 && tar xJf busybox_1.37.0-6.debian.tar.xz &&
     cd busybox-1.37.0 && patch -p1 -s <../debian/patches/busybox-1.36.1-no-cbq.patch &&
     cp ../debian/config/pkg/static .config && { (set +o pipefail; yes "" | make -s oldconfig >/dev/null 2>&1); } &&
-    make -s -j"$(nproc)" >"$b/build.log" 2>&1 && cp busybox "$cache/busybox.tmp") ||
+    make -s -j"$(nproc)" >"$b/build.log" 2>&1 && cp busybox "$bbcache/busybox.tmp") ||
     { cat "$b/build.log" >&2 2>/dev/null; rm -rf "$b"; echo "conformance-images: busybox build failed" >&2; exit 1; }
   rm -rf "$b"
-  mv "$cache/busybox.tmp" "$cache/busybox"
+  mv "$bbcache/busybox.tmp" "$bbcache/busybox"
 }
 if [ "${1:-}" = --ginkgo ]; then # hack/conformance.sh: the ginkgo command, built once
   gobuild ginkgo github.com/onsi/ginkgo/v2/ginkgo
@@ -80,7 +81,7 @@ e2e=registry.k8s.io/e2e-test-images
 # busybox: the static busybox built above with its applets, and the users
 # and groups a minimal image has.
 mkdir -p "$ctx/busybox"
-cp "$cache/busybox" "$ctx/busybox/busybox"
+cp "$bbcache/busybox" "$ctx/busybox/busybox"
 cat >"$ctx/busybox/Dockerfile" <<'DOCKERFILE'
 FROM scratch
 COPY busybox /bin/busybox

@@ -100,7 +100,7 @@ func RestartPolicyOf(pod *v1.Pod, c *v1.Container) v1.RestartPolicy {
 // restarts it; without a match, its restart policy decides. An ephemeral
 // container never restarts.
 func Restarts(pod *v1.Pod, c *v1.Container, exitCode int) bool {
-	if IsEphemeral(pod, c.Name) {
+	if Ephemeral(pod, c.Name) != nil {
 		return false
 	}
 	for _, r := range c.RestartPolicyRules {
@@ -153,8 +153,8 @@ func ContainerSpec(pod *v1.Pod, name string) *v1.Container {
 			return &pod.Spec.InitContainers[i]
 		}
 	}
-	if i := ephemeralIndex(pod, name); i >= 0 {
-		return EphemeralSpec(pod, i)
+	if ec := Ephemeral(pod, name); ec != nil {
+		return (*v1.Container)(&ec.EphemeralContainerCommon)
 	}
 	return nil
 }
@@ -165,17 +165,15 @@ func EphemeralSpec(pod *v1.Pod, i int) *v1.Container {
 	return (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
 }
 
-// IsEphemeral reports whether name is one of the pod's ephemeral
-// containers: they run once and are never restarted.
-func IsEphemeral(pod *v1.Pod, name string) bool { return ephemeralIndex(pod, name) >= 0 }
-
-func ephemeralIndex(pod *v1.Pod, name string) int {
+// Ephemeral is the pod's ephemeral container name, nil if name is not
+// one: they run once and are never restarted.
+func Ephemeral(pod *v1.Pod, name string) *v1.EphemeralContainer {
 	for i := range pod.Spec.EphemeralContainers {
 		if pod.Spec.EphemeralContainers[i].Name == name {
-			return i
+			return &pod.Spec.EphemeralContainers[i]
 		}
 	}
-	return -1
+	return nil
 }
 
 // AnyRunning reports whether any of a pod's containers runs.

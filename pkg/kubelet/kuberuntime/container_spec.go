@@ -156,7 +156,10 @@ func (m *Manager) appSpec(ctx context.Context, pod *v1.Pod, c *v1.Container, sb 
 	if pod.Spec.HostIPC {
 		spec.IpcMode = "host"
 	}
-	target := targetContainer(pod, c.Name)
+	var target string // kubectl debug --target
+	if ec := kubecontainer.Ephemeral(pod, c.Name); ec != nil {
+		target = ec.TargetContainerName
+	}
 	switch {
 	case pod.Spec.HostPID:
 		spec.PidMode = "host"
@@ -198,17 +201,6 @@ func (m *Manager) appSpec(ctx context.Context, pod *v1.Pod, c *v1.Container, sb 
 		return nil, err
 	}
 	return spec, nil
-}
-
-// targetContainer is the container whose PID namespace the ephemeral
-// container name joins ("" if none, or not ephemeral).
-func targetContainer(pod *v1.Pod, name string) string {
-	for _, ec := range pod.Spec.EphemeralContainers {
-		if ec.Name == name {
-			return ec.TargetContainerName
-		}
-	}
-	return ""
 }
 
 // runningID is the ID of the running instance of the pod's container name

@@ -103,7 +103,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	switch {
 	case isInitContainer(pod, c.Name):
 		typ = "init_container"
-	case kubecontainer.IsEphemeral(pod, c.Name):
+	case kubecontainer.Ephemeral(pod, c.Name) != nil:
 		typ = "ephemeral_container"
 	}
 	m.cfg.Metrics.StartedContainers.WithLabelValues(typ).Inc()

@@ -277,12 +277,20 @@ func computePodActions(pod *v1.Pod, state *kubecontainer.PodState, now time.Time
 		a.restarts[c.Name] = restartCount(instances)
 	}
 	// Ephemeral containers (kubectl debug) start once the sandbox runs,
-	// initialized or not, as the kubelet's; one that has run, or failed
-	// to, never starts again.
+	// initialized or not, as the kubelet's. One that was created never
+	// starts again, not even in a new sandbox (the one still running in
+	// the old sandbox is stopped with it); one whose creation failed is
+	// retried on its back-off.
 	for i := range pod.Spec.EphemeralContainers {
 		c := kubecontainer.EphemeralSpec(pod, i)
 		inSpec[c.Name] = true
-		if infra != nil && len(state.Instances(c.Name)) == 0 &&
+		instances := state.Instances(c.Name)
+		for _, inst := range instances {
+			if inst.Running && !current(inst) {
+				a.kill = append(a.kill, inst)
+			}
+		}
+		if infra != nil && len(instances) == 0 &&
 			restartDecision(c, kubecontainer.HashContainer(pod, c), nil) == "start" {
 			a.ephemeral = append(a.ephemeral, i)
 		}
@@ -460,19 +468,21 @@ func (m *Manager) applyActions(ctx context.Context, pod *v1.Pod, state *kubecont
 		}
 		return err
 	}
+	// Ephemeral containers first, as the kubelet's: they are how a failing
+	// init container is debugged.
 	var errs []error
+	for _, i := range a.ephemeral {
+		if err := start(kubecontainer.EphemeralSpec(pod, i)); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if a.startInit >= 0 {
 		if err := start(&pod.Spec.InitContainers[a.startInit]); err != nil {
-			return err
+			return errors.Join(append(errs, err)...)
 		}
 	}
 	for _, i := range a.start {
 		if err := start(&pod.Spec.Containers[i]); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	for _, i := range a.ephemeral {
-		if err := start(kubecontainer.EphemeralSpec(pod, i)); err != nil {
 			errs = append(errs, err)
 		}
 	}

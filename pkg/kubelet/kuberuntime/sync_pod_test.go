@@ -167,6 +167,9 @@ func TestComputePodActions(t *testing.T) {
 		{"ephemeral: ran in an earlier sandbox, not started in the new one", withDebugger(always), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, "dbg", false, 137, ""), b.C(p, infraName, true, 0, ""), b.C(p, "a", true, 0, ""), b.C(p, "b", true, 0, ""))
 		}, ""},
+		{"ephemeral: running when the sandbox died, stopped with it and not started in the new one", withDebugger(always), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
+			return containertest.State(b.C(p, infraName, false, 137, ""), b.C(p, "a", true, 0, ""), b.C(p, "b", true, 0, ""), b.C(p, "dbg", true, 0, ""))
+		}, "create-infra kill:a-2,b-3,dbg-4 start:a#1 start:b#1"},
 		{"ephemeral: stopped with the pod when it is done", withDebugger(onFailure), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, infraName, true, 0, ""), b.C(p, "a", false, 0, ""), b.C(p, "dbg", true, 0, ""))
 		}, "kill:POD-1,dbg-3"},

@@ -189,7 +189,7 @@ func (p *Producer) Status(ctx context.Context, pod *v1.Pod, state *kubecontainer
 		// Never restarted: an ephemeral container that exited is
 		// terminated, whatever the restart policy, as if finished.
 		c := kubecontainer.EphemeralSpec(pod, i)
-		st.EphemeralContainerStatuses = append(st.EphemeralContainerStatuses, p.containerStatus(ctx, pod, c, state.Instances(c.Name), true, false, reasonCreating))
+		st.EphemeralContainerStatuses = append(st.EphemeralContainerStatuses, p.containerStatus(ctx, pod, c, state.Instances(c.Name), true, false, fresh))
 	}
 	st.Phase = podPhase(pod, st.InitContainerStatuses, st.ContainerStatuses, finished)
 	if deleted && st.Phase != v1.PodSucceeded {

@@ -256,6 +256,10 @@ func (w *worker) loop(ctx context.Context) {
 	ticker := w.m.clock.NewTicker(w.period())
 	defer ticker.Stop()
 	for {
+		select {
+		case <-w.now: // asked for before this probe: this one answers it
+		default:
+		}
 		if !w.probeOnce(ctx) {
 			return
 		}

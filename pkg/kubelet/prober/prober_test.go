@@ -33,6 +33,12 @@ func (s *scripted) run(context.Context, Target, *v1.Probe) (probe.Result, string
 	return r, "", nil
 }
 
+func (s *scripted) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
 func testManager(clk *clocktesting.FakeClock, s *scripted) (*Manager, *[]types.UID) {
 	var changes []types.UID
 	m := &Manager{clock: clk, run: s.run, workers: map[key]*worker{}, results: map[key]probe.Result{},
@@ -110,6 +116,9 @@ func TestWorkerInitialDelayAndStartupGate(t *testing.T) {
 
 // A readiness probe with a long period runs as soon as the startup probe
 // succeeds, not at its next tick: the container is ready then.
+// A startup probe's success asks for a readiness probe at once, and a
+// worker asked probes without waiting for its next tick (the kubelet's
+// manual trigger), instead of up to a period later.
 func TestReadinessProbedWhenStarted(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	s := &scripted{}
@@ -118,19 +127,20 @@ func TestReadinessProbedWhenStarted(t *testing.T) {
 	tgt := Target{PodUID: "u", ContainerID: "c1", Container: c, StartedAt: clk.Now()}
 	ready := newWorker(m, tgt, Readiness, c.ReadinessProbe)
 	m.workers[key{"c1", Readiness}] = ready
+	newWorker(m, tgt, Startup, c.StartupProbe).probeOnce(context.Background()) // succeeds
+	if len(ready.now) != 1 {
+		t.Fatal("the startup probe succeeded and no readiness probe was asked for")
+	}
+
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); ready.loop(ctx) }()
 	waitUntil(t, func() bool { return clk.HasWaiters() }) // the start jitter
-	clk.Step(maxJitter)                                   // first tick: not started, nothing probed
-	waitUntil(t, func() bool { return clk.HasWaiters() && len(ready.now) == 0 })
-	if m.Ready(&c, "c1") || s.calls != 0 {
-		t.Fatalf("ready %v after %d probes before the startup probe succeeded", m.Ready(&c, "c1"), s.calls)
-	}
-	start := newWorker(m, tgt, Startup, c.StartupProbe)
-	start.probeOnce(ctx) // succeeds: readiness is probed at once, the clock not moved
-	waitUntil(t, func() bool { return m.Ready(&c, "c1") })
+	clk.Step(maxJitter)
+	waitUntil(t, func() bool { return s.count() == 2 }) // the startup probe, then this one
+	m.probeNow("c1", Readiness)
+	waitUntil(t, func() bool { return s.count() == 3 }) // the clock not moved
 	cancel()
 	<-stopped
 }
