@@ -114,8 +114,6 @@ func TestWorkerInitialDelayAndStartupGate(t *testing.T) {
 	}
 }
 
-// A readiness probe with a long period runs as soon as the startup probe
-// succeeds, not at its next tick: the container is ready then.
 // A startup probe's success asks for a readiness probe at once, and a
 // worker asked probes without waiting for its next tick (the kubelet's
 // manual trigger), instead of up to a period later.
