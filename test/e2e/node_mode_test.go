@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -574,6 +575,31 @@ func kubectlDebug(t *testing.T, cl *cluster.Cluster, c kubernetes.Interface, a *
 		t.Errorf("the pod's container was %.12s, is %.12s (restarts %d): adding ephemeral containers must leave it alone",
 			app, now, p.Status.ContainerStatuses[0].RestartCount)
 	}
+
+	// The sandbox dies under the running debug container: it is stopped
+	// with the old sandbox and not started in the new one, as the kubelet's.
+	infra := a.running(name)["POD"].ID
+	if err := dockerc.KillContainer(docker.KillContainerOptions{ID: infra}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, func() (bool, string) {
+		run := a.running(name)
+		_, polo := run["polo"]
+		return run["POD"].ID != "" && run["POD"].ID != infra && run[name].ID != "" && !polo,
+			fmt.Sprintf("after the sandbox's kill: running %v", slices.Collect(maps.Keys(run)))
+	})
+	if n := len(a.instances(name, "polo")); n != 1 {
+		t.Errorf("%d instances of the debug container after its sandbox was replaced, want 1 (never started again)", n)
+	}
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		st := ephemeral(p, "polo")
+		return st != nil && st.State.Terminated != nil && p.Status.Phase == v1.PodRunning,
+			fmt.Sprintf("phase %s, ephemeral statuses %+v", p.Status.Phase, p.Status.EphemeralContainerStatuses)
+	})
 }
 
 // Two agents (two node names on the one Docker daemon) join the cluster;
