@@ -621,13 +621,17 @@ const maxParallelInspects = 8
 
 // inspectChanged inspects the listed containers that are new, changed
 // running state or were named by an event, but for those the agent is
-// starting. A container gone since the list maps to nil.
+// starting and Docker does not list running yet. A container gone since the
+// list maps to nil.
 func (r *Relister) inspectChanged(ctx context.Context, list []kubecontainer.Container, evented map[string]pending) (map[string]*kubecontainer.ContainerState, error) {
 	var todo []string
 	r.mu.Lock()
 	for _, c := range list {
 		_, ev := evented[c.ID]
-		if r.starting[c.ID] && !ev {
+		if r.starting[c.ID] && !ev && !c.Running {
+			// Listed running, its start is done in Docker (the start call
+			// has yet to return to the agent): a client that saw it
+			// running may ask for it (an exec) before its start event.
 			continue
 		}
 		if st := r.known[c.ID]; st == nil || st.Running != c.Running || ev {

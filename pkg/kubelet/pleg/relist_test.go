@@ -191,8 +191,8 @@ func TestEventsUpdateTheirPodsWithoutAList(t *testing.T) {
 }
 
 // A container the agent is starting is left out of relists (its inspect
-// would wait for the start) and of its create event, and is inspected by
-// the first relist after its start returned.
+// would wait for the start) and of its create event until Docker lists it
+// running: then it is inspected once, though its start has not returned.
 func TestRelistLeavesOutContainersBeingStarted(t *testing.T) {
 	ctx := context.Background()
 	fake := containertest.NewFakeClient()
@@ -213,13 +213,16 @@ func TestRelistLeavesOutContainersBeingStarted(t *testing.T) {
 			r.inspectNamed(ctx)
 			return nil
 		}, 0, false},
-		{"relist after the start", func() error {
+		{"relist once Docker lists it running, its start not yet returned", func() error {
 			if err := fake.Start(ctx, "c1"); err != nil {
 				return err
 			}
-			started()
 			return r.relist(ctx)
 		}, 1, true},
+		{"relist after the start returned", func() error {
+			started()
+			return r.relist(ctx)
+		}, 0, true},
 	}
 	for _, s := range steps {
 		fake.Calls()
