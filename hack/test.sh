@@ -17,12 +17,19 @@ go build -race -o /dev/null ./cmd/kubelet
 # Kubernetes' e2e.test, for the conformance smoke at the end: built once per
 # machine (about 20 minutes cold), beside the control plane.
 E2E=1 hack/ensure-control-plane.sh >/dev/null
-# One package at a time: the end-to-end tests and the benchmark smoke run
-# measure time, and must not compete with each other for two cores. Within
-# the e2e package, the tests that assert no cost or timing of their own and
-# mostly wait (on back-off, grace periods, builds) call t.Parallel: Go runs
-# them after every other test of the package, three at a time.
-go test -json -p 1 -parallel 3 -count=1 -timeout 45m ./... "$@" | bin/testreport "$log"
+# The unit tests first, their packages built and run side by side: they
+# drive fake clocks and assert no timing. Then the packages under test/ one
+# at a time: the end-to-end tests, the benchmark and scale smokes measure
+# time, and must not compete with each other for two cores. Within the e2e
+# package, the tests that assert no cost or timing of their own and mostly
+# wait (on back-off, grace periods, control planes) call t.Parallel: Go runs
+# them after every other test of the package, four at a time.
+{
+  rc=0
+  go test -json -count=1 -timeout 10m $(go list ./... | grep -v /test/) "$@" || rc=$?
+  go test -json -p 1 -parallel 4 -count=1 -timeout 45m ./test/... "$@" || rc=$?
+  exit $rc
+} | bin/testreport "$log"
 # Kubernetes' own NodeConformance suite: a smoke of specs across areas
 # (hack/conformance-smoke.txt) against the agent as a real cluster's node;
 # `make conformance` runs all of them.

@@ -74,7 +74,7 @@ func TestEvictionMemoryHardThreshold(t *testing.T) {
 		t.Fatalf("only %d MiB available: too little memory for this test", avail>>20)
 	}
 	a := startAgent(t, fmt.Sprintf("--eviction-hard=memory.available<%dMi", threshold),
-		"--eviction-pressure-transition-period=30s")
+		"--eviction-pressure-transition-period=20s")
 	t.Logf("memory.available %d MiB at the start; hard threshold %d MiB", avail>>20, threshold)
 	a.writeManifest("guaranteed.yaml", lifecyclePod("guaranteed", "Always", `  containers:
   - name: app
@@ -149,7 +149,7 @@ func TestEvictionMemoryHardThreshold(t *testing.T) {
 	if n := len(a.containers("late")); n != 0 {
 		t.Errorf("the refused pod has %d containers", n)
 	}
-	// Admitted once the pressure is gone: the 30 s transition period from
+	// Admitted once the pressure is gone: the 20 s transition period from
 	// when it was last seen, then the pod's start.
 	a.waitAdmitted("late")
 

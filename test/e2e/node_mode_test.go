@@ -807,7 +807,7 @@ func untrustedKubeconfig(t *testing.T, c *cluster.Cluster) string {
 
 // privateCluster starts a control plane of the test's own, for a test that
 // takes its API server away.
-func privateCluster(t *testing.T, apiServerArgs ...string) *cluster.Cluster {
+func privateCluster(t *testing.T) *cluster.Cluster {
 	t.Helper()
 	sharedCluster(t) // skips (or fails under CI) as the shared one would
 	bin, err := cluster.BinDir("../..")
@@ -820,7 +820,7 @@ func privateCluster(t *testing.T, apiServerArgs ...string) *cluster.Cluster {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, dir, cluster.Options{BinDir: bin, APIServerArgs: apiServerArgs})
+	c, err := cluster.Start(ctx, dir, cluster.Options{BinDir: bin})
 	if err != nil {
 		os.RemoveAll(dir)
 		t.Fatal(err)
@@ -1236,20 +1236,12 @@ spec:
 // config map) costs the API server what the kubelet's budget allows: a
 // Lease renewal every 10 s, one read of the shared config map a minute (it
 // was one per pod: their resyncs all missed the expired cache at once), no
-// status writes: counted by the API server's audit log.
+// status writes: counted by the shared API server's audit log.
 func TestNodeIdleCostsTheAPIServerLittle(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	policy, auditLog := filepath.Join(dir, "policy.yaml"), filepath.Join(dir, "audit.log")
-	if err := os.WriteFile(policy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n"+
-		"- level: Metadata\n  userGroups: [\"system:nodes\"]\n- level: None\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cl := privateCluster(t, "--audit-policy-file="+policy, "--audit-log-path="+auditLog)
-	c := cl.Admin()
-	a := nodeOf(t, cl)
-	waitNodeReady(t, c, a.node, startupWait)
-	ns := testNamespace(t, cl)
+	cl := sharedCluster(t)
+	a := startNode(t)
+	c, ns := readyNode(t, cl, a)
 	for i := 0; i < 20; i++ {
 		createPod(t, c, ns, fmt.Sprintf("p%02d", i), onNode(a.node, sleepy("app")))
 	}
@@ -1259,31 +1251,45 @@ func TestNodeIdleCostsTheAPIServerLittle(t *testing.T) {
 	// Past a minute: the config map's cache expires once inside it, when
 	// every pod's resync would ask for it at once without the coalescing.
 	time.Sleep(61 * time.Second)
-	end := time.Now()
-	counts := map[string]int{}
+	counts := auditedRequests(t, "system:node:"+a.node, start, time.Now())
 	total := 0
-	f, err := os.Open(auditLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var ev struct {
-			Verb, RequestURI, Stage string
-			StageTimestamp          time.Time
-		}
-		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Stage != "ResponseComplete" || ev.StageTimestamp.Before(start) || ev.StageTimestamp.After(end) {
-			continue
-		}
-		counts[ev.Verb+" "+ev.RequestURI]++
-		total++
+	for _, n := range counts {
+		total += n
 	}
 	t.Logf("%d requests of the node in 61 s idle: %v", total, counts)
 	if total > 9 {
 		t.Errorf("%d requests in 61 s with 20 idle pods, want at most 9 (7 Lease renewals, two config map reads): %v", total, counts)
 	}
+}
+
+// auditedRequests counts a user's requests that the shared API server
+// completed between start and end, by verb and URI, from its audit log.
+func auditedRequests(t *testing.T, user string, start, end time.Time) map[string]int {
+	t.Helper()
+	f, err := os.Open(shared.auditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	counts := map[string]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var ev struct {
+			Verb, RequestURI, Stage string
+			User                    struct{ Username string }
+			StageTimestamp          time.Time
+		}
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Stage != "ResponseComplete" || ev.User.Username != user ||
+			ev.StageTimestamp.Before(start) || ev.StageTimestamp.After(end) {
+			continue
+		}
+		counts[ev.Verb+" "+ev.RequestURI]++
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return counts
 }
 
 // A pod's imagePullSecrets are read from the API server and their

@@ -29,7 +29,13 @@ var shared struct {
 	dir  string
 	skip string // why there is none, when the binaries are not built
 	err  error  // why it failed to start
+	// auditLog is the API server's audit log of the nodes' requests.
+	auditLog string
 }
+
+// auditPolicy logs the metadata of every request of a node.
+const auditPolicy = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n" +
+	"- level: Metadata\n  userGroups: [\"system:nodes\"]\n- level: None\n"
 
 // sharedCluster returns the run's control plane, starting it on first use.
 // Without the control plane's binaries the test is skipped, and fails under
@@ -65,10 +71,18 @@ func startSharedCluster() {
 		shared.err = err
 		return
 	}
+	// The nodes' requests are audited (metadata only) for the tests that
+	// count what a node costs the API server (auditedRequests).
+	policy := filepath.Join(shared.dir, "audit-policy.yaml")
+	if shared.err = os.WriteFile(policy, []byte(auditPolicy), 0o644); shared.err != nil {
+		return
+	}
+	shared.auditLog = filepath.Join(shared.dir, "audit.log")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	began := time.Now()
-	shared.c, shared.err = cluster.Start(ctx, shared.dir, cluster.Options{BinDir: bin})
+	shared.c, shared.err = cluster.Start(ctx, shared.dir, cluster.Options{BinDir: bin,
+		APIServerArgs: []string{"--audit-policy-file=" + policy, "--audit-log-path=" + shared.auditLog}})
 	fmt.Fprintf(os.Stderr, "e2e: control plane started in %v (%s)\n", time.Since(began).Round(100*time.Millisecond), shared.dir)
 }
 

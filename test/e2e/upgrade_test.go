@@ -38,6 +38,7 @@ func buildAt(t *testing.T, commit string) string {
 // upgrade: the same names, labels and spec hashes, so nothing is recreated
 // or restarted, init containers are not run again, and the pod is Ready.
 func TestUpgradeAdoptsContainers(t *testing.T) {
+	t.Parallel()
 	old := buildAt(t, previousBuild)
 	a := startAgentWith(t, func(a *agent) { a.binary, a.legacy = old, true })
 	a.writeManifest("kept.yaml", lifecyclePod("kept", "Always", `  initContainers:
