@@ -501,9 +501,7 @@ func TestCadvisorPodSumsMatchCgroups(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		httpGet(fmt.Sprintf("http://%s:8080/?pad=%s", podIP, strings.Repeat("x", 1000)))
 	}
-	// 15 s: both sides are read just after a cAdvisor sample, some 100 ms
-	// apart, so at half a core the window's error stays under 1 %.
-	time.Sleep(15 * time.Second)
+	time.Sleep(30 * time.Second)
 	settle()
 	c1, _ := podSum("container_cpu_usage_seconds_total")
 	k1 := kernelCPU()
@@ -516,8 +514,8 @@ func TestCadvisorPodSumsMatchCgroups(t *testing.T) {
 			t.Logf("%s: series %.3g, kernel %.3g", what, got, want)
 		}
 	}
-	within("CPU seconds over 15 s", c1-c0, k1-k0)
-	within("bytes received over 15 s", n1-n0, r1-r0)
+	within("CPU seconds over 30 s", c1-c0, k1-k0)
+	within("bytes received over 30 s", n1-n0, r1-r0)
 	ws, _ := podSum("container_memory_working_set_bytes")
 	within("working set", ws, cgroupValue(t, pids["spin"], "memory", "memory.stat")+cgroupValue(t, pids["hold"], "memory", "memory.stat"))
 }
