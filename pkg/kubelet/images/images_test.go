@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -166,6 +167,20 @@ func (s *slowPulls) PullAuth(ctx context.Context, image string, auth *kubecontai
 	return s.FakeClient.PullAuth(ctx, image, auth, inactivity)
 }
 
+// waitingOnAPull counts the goroutines waiting in the pull group for
+// another caller's pull to end.
+func waitingOnAPull() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "singleflight.(*Group).Do(") && strings.Contains(g, "sync.(*WaitGroup).Wait(") {
+			n++
+		}
+	}
+	return n
+}
+
 // A pull shared by two pods goes on for the second when the first one's
 // context ends (its pod was removed): it is pulled again under the second's.
 func TestSharedPullOutlivesTheFirstCaller(t *testing.T) {
@@ -179,7 +194,12 @@ func TestSharedPullOutlivesTheFirstCaller(t *testing.T) {
 	<-d.first
 	errB := make(chan error, 1)
 	go func() { errB <- m.pull(context.Background(), "img:1", nil) }()
-	time.Sleep(50 * time.Millisecond) // B waits on A's pull
+	// B has joined A's pull: it waits in the group for A's to end.
+	for deadline := time.Now().Add(5 * time.Second); waitingOnAPull() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second caller never joined the first one's pull")
+		}
+	}
 	cancelA()
 	if err := <-errA; !errors.Is(err, context.Canceled) {
 		t.Errorf("first caller: %v, want context.Canceled", err)
