@@ -28,7 +28,7 @@ const unpullable = "127.0.0.1:9/e2e/unpullable:1"
 // relists, disk usage) is no pod's cost, and it varies with the load of the
 // agents around it.
 func TestWaitingPodsCostNothing(t *testing.T) {
-	const window = 15 * time.Second
+	const window = 10 * time.Second
 	pod := func(name, body string) string { return lifecyclePod(name, "Always", body) }
 	app := func(image, policy, extra string) string {
 		return `  containers:
