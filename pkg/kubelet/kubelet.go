@@ -147,10 +147,11 @@ type Kubelet struct {
 	// producer produces the pods' statuses, which status keeps.
 	producer *podstatus.Producer
 
-	// life is Run's context: what outlives the pod sync that starts it
-	// (probe workers) stops with it, not with the sync's context, which
-	// ends with the sync (or a kill).
-	life context.Context
+	// life is Run's context (see lifetime): what outlives the pod sync
+	// that starts it (probe workers) stops with it, not with the sync's
+	// context, which ends with the sync (or a kill). Atomic: the API may
+	// compute a status before Run has set it.
+	life atomic.Pointer[context.Context]
 
 	hk atomic.Pointer[Housekeeping] // changeable while running (SIGHUP)
 
@@ -184,7 +185,6 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		status:  status.NewManager(filepath.Join(cfg.RootDir, "checkpoints", "conditions.json"), cfg.Clock),
 		desired: newDesiredSet(),
 		dirty:   newDirtySet(),
-		life:    context.Background(), // until Run
 		retries: newRetryQueue(cfg.Clock),
 		records: newPodRecords(),
 	}
@@ -234,6 +234,14 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 	return k
 }
 
+// lifetime is Run's context, or the background before Run.
+func (k *Kubelet) lifetime() context.Context {
+	if ctx := k.life.Load(); ctx != nil {
+		return *ctx
+	}
+	return context.Background()
+}
+
 // DiskUsage is the background measurement of what the pods hold on disk,
 // which Run runs; the API serves its last result.
 func (k *Kubelet) DiskUsage() *diskusage.Meter { return k.meter }
@@ -241,7 +249,7 @@ func (k *Kubelet) DiskUsage() *diskusage.Meter { return k.meter }
 // Run reconciles until ctx is cancelled, then waits for its goroutines. It
 // never touches containers on the way out: pods keep running.
 func (k *Kubelet) Run(ctx context.Context, updates <-chan api.PodUpdate) {
-	k.life = ctx
+	k.life.Store(&ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Add(1)
@@ -448,7 +456,7 @@ const (
 // synced yet gets a status computed on the spot, under Run's context.
 func (k *Kubelet) PodSources() server.PodSources {
 	return server.PodSources{Desired: desiredPods{k.desired}, Statuses: k.status, Cache: k.cache, Relist: k.relist,
-		Fallback: func(p *v1.Pod) v1.PodStatus { return k.producer.Status(k.life, p, k.cache.Get(p.UID)) }}
+		Fallback: func(p *v1.Pod) v1.PodStatus { return k.producer.Status(k.lifetime(), p, k.cache.Get(p.UID)) }}
 }
 
 // desiredPods is the desired set as the pod view reads it.
@@ -599,4 +607,4 @@ func (h runtimeHost) WarnSecrets(uid types.UID, list string) bool {
 	return h.k.records.warnSecrets(uid, list)
 }
 
-func (h runtimeHost) Life() context.Context { return h.k.life }
+func (h runtimeHost) Life() context.Context { return h.k.lifetime() }

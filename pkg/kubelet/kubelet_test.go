@@ -338,3 +338,20 @@ func TestCheckActiveDeadline(t *testing.T) {
 		})
 	}
 }
+
+// The API may compute a pod's status (the fallback, before its worker
+// synced it) while Run starts: under the race detector, reading Run's
+// context there raced with Run setting it.
+func TestStatusFallbackWhileRunStarts(t *testing.T) {
+	fake := containertest.NewFakeClient("pause:1")
+	k := New(Config{NodeName: "n", RootDir: t.TempDir(), InfraImage: "pause:1", Clock: newTestClock()}, fake, nil)
+	fallback := k.PodSources().Fallback
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); k.Run(ctx, make(chan api.PodUpdate)) }()
+	if st := fallback(desiredPod("p", "img:1")); st.Phase != v1.PodPending {
+		t.Errorf("a pod no worker synced yet is %s, want Pending", st.Phase)
+	}
+	cancel()
+	<-done
+}

@@ -120,7 +120,7 @@ func (k *Kubelet) syncProbes(pod *v1.Pod, state *kubecontainer.PodState, killed 
 		targets = append(targets, prober.Target{PodUID: pod.UID, PodKey: api.Key(pod), Container: c,
 			ContainerID: inst[0].ID, StartedAt: inst[0].StartedAt, PodIP: podIP})
 	}
-	k.probes.Sync(k.life, pod.UID, targets)
+	k.probes.Sync(k.lifetime(), pod.UID, targets)
 }
 
 // podDir is the pod's directory under the root dir.
