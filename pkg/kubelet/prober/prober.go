@@ -254,7 +254,7 @@ func (w *worker) loop(ctx context.Context) {
 		return
 	}
 	ticker := w.m.clock.NewTicker(w.period())
-	defer ticker.Stop()
+	defer func() { ticker.Stop() }()
 	for {
 		select {
 		case <-w.now: // asked for before this probe: this one answers it
@@ -266,6 +266,10 @@ func (w *worker) loop(ctx context.Context) {
 		select {
 		case <-ticker.C():
 		case <-w.now:
+			// The next periodic probe comes a period after this one, as
+			// the kubelet's (it resets its ticker), not at the old tick.
+			ticker.Stop()
+			ticker = w.m.clock.NewTicker(w.period())
 		case <-w.done:
 			return
 		case <-ctx.Done():

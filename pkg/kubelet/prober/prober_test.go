@@ -2,6 +2,8 @@ package prober
 
 import (
 	"context"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/classic-kubelet/kubelet/pkg/probe"
@@ -19,12 +22,17 @@ type scripted struct {
 	mu      sync.Mutex
 	results []probe.Result
 	calls   int
+	clock   clock.Clock // when set, each call's time goes to at
+	at      []time.Time
 }
 
 func (s *scripted) run(context.Context, Target, *v1.Probe) (probe.Result, string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
+	if s.clock != nil {
+		s.at = append(s.at, s.clock.Now())
+	}
 	if len(s.results) == 0 {
 		return probe.Success, "", nil
 	}
@@ -116,7 +124,8 @@ func TestWorkerInitialDelayAndStartupGate(t *testing.T) {
 
 // A startup probe's success asks for a readiness probe at once, and a
 // worker asked probes without waiting for its next tick (the kubelet's
-// manual trigger), instead of up to a period later.
+// manual trigger), instead of up to a period later; its next periodic probe
+// is a period after the asked one.
 func TestReadinessProbedWhenStarted(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	s := &scripted{}
@@ -137,10 +146,49 @@ func TestReadinessProbedWhenStarted(t *testing.T) {
 	waitUntil(t, func() bool { return clk.HasWaiters() }) // the start jitter
 	clk.Step(maxJitter)
 	waitUntil(t, func() bool { return s.count() == 2 }) // the startup probe, then this one
+	first := clk.Now()
+	clk.Step(10 * time.Second)
+	s.mu.Lock()
+	s.clock = clk
+	s.mu.Unlock()
 	m.probeNow("c1", Readiness)
 	waitUntil(t, func() bool { return s.count() == 3 }) // the clock not moved
+	// The next periodic probe is a period after the asked one (first+40 s),
+	// not at the tick before it (first+30 s).
+	clk.Step(20 * time.Second)
+	waitUntil(t, workerParked) // a probe of the tick (if one fired) is done
+	clk.Step(10 * time.Second)
+	waitUntil(t, func() bool { return s.count() == 4 })
+	s.mu.Lock()
+	at := s.at
+	s.mu.Unlock()
+	if want := []time.Duration{10 * time.Second, 40 * time.Second}; len(at) != 2 || at[0].Sub(first) != want[0] || at[1].Sub(first) != want[1] {
+		t.Errorf("readiness probes at %v after the first periodic one, want %v", since(first, at), want)
+	}
 	cancel()
 	<-stopped
+}
+
+// workerParked reports whether a worker's loop waits in its select: not
+// woken by a tick or a request it has yet to act on (a goroutine a channel
+// send woke is runnable until it runs).
+func workerParked() bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "prober.(*worker).loop(") {
+			return strings.Contains(strings.SplitN(g, "\n", 2)[0], "[select")
+		}
+	}
+	return false
+}
+
+func since(t0 time.Time, ts []time.Time) []time.Duration {
+	var out []time.Duration
+	for _, t := range ts {
+		out = append(out, t.Sub(t0))
+	}
+	return out
 }
 
 func waitUntil(t *testing.T, cond func() bool) {
