@@ -154,7 +154,7 @@ func ContainerSpec(pod *v1.Pod, name string) *v1.Container {
 		}
 	}
 	if ec := Ephemeral(pod, name); ec != nil {
-		return (*v1.Container)(&ec.EphemeralContainerCommon)
+		return asContainer(ec)
 	}
 	return nil
 }
@@ -162,7 +162,13 @@ func ContainerSpec(pod *v1.Pod, name string) *v1.Container {
 // EphemeralSpec is the pod's i-th ephemeral container as a container: the
 // fields they share are the same (the API server forbids the rest).
 func EphemeralSpec(pod *v1.Pod, i int) *v1.Container {
-	return (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+	return asContainer(&pod.Spec.EphemeralContainers[i])
+}
+
+// asContainer is an ephemeral container's fields as a container's (the
+// same struct).
+func asContainer(ec *v1.EphemeralContainer) *v1.Container {
+	return (*v1.Container)(&ec.EphemeralContainerCommon)
 }
 
 // Ephemeral is the pod's ephemeral container name, nil if name is not
