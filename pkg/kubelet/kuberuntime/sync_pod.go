@@ -9,7 +9,6 @@ import (
 
 	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
@@ -362,11 +361,14 @@ func (r *Result) retry(t time.Time) {
 }
 
 // SyncPod brings an admitted pod to its spec: it decides what to do
-// (computePodActions, pure) and does it. The Result says what happened
-// even when err says the sync failed.
-func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState) (Result, error) {
-	m.warnPullSecrets(pod)
-	a := computePodActions(pod, state, m.cfg.Clock.Now(), m.backoff, podChecks{
+// (computePodActions, pure) and does it. rec is the pod's record, which its
+// worker owns and passes to each of its syncs: the decisions read its
+// back-off and the actions update it. The Result says what happened even
+// when err says the sync failed.
+func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, rec *PodRecord) (Result, error) {
+	m.warnPullSecrets(pod, rec)
+	rec.backoff.gc(m.cfg.Clock.Now())
+	a := computePodActions(pod, state, m.cfg.Clock.Now(), rec.backoff, podChecks{
 		unhealthy:   m.probes.Unhealthy,
 		started:     m.probes.Started,
 		pullBackOff: func(c *v1.Container) (time.Time, *kubecontainer.StartError) { return m.images.BackOff(pod, c) },
@@ -380,13 +382,13 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, state *kubecontainer
 		r.Stopping[c.ID] = true
 	}
 	r.retry(a.retryAt) // nothing else may wake the pod when its back-off ends
-	err := m.applyActions(ctx, pod, state, a, &r)
+	err := m.applyActions(ctx, pod, state, a, rec, &r)
 	return r, err
 }
 
 // applyActions carries out what computePodActions decided, recording in r
 // what the Kubelet must know of it.
-func (m *Manager) applyActions(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, a podActions, r *Result) error {
+func (m *Manager) applyActions(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, a podActions, rec *PodRecord, r *Result) error {
 	key := api.Key(pod)
 	if !a.createInfra && state.RunningInfra() != nil {
 		// A running pod's downwardAPI, config map, secret and projected
@@ -447,24 +449,24 @@ func (m *Manager) applyActions(ctx context.Context, pod *v1.Pod, state *kubecont
 		return nil
 	}
 
-	sb, err := m.prepareSandbox(ctx, pod, state, a, r)
+	sb, err := m.prepareSandbox(ctx, pod, state, a, rec, r)
 	if err != nil {
 		return err
 	}
 	start := func(c *v1.Container) error {
 		bkey := backoffKey(pod.UID, c.Name, kubecontainer.HashContainer(pod, c))
 		if _, ok := a.crashed[c.Name]; ok {
-			m.backoff.restarted(bkey, m.cfg.Clock.Now())
+			rec.backoff.restarted(bkey, m.cfg.Clock.Now())
 			m.cfg.Metrics.ContainerRestarts.Inc()
 		}
 		err := m.startContainer(ctx, pod, c, sb, a.restarts[c.Name], r)
 		var ce *kubecontainer.StartError
 		switch {
 		case err == nil || (errors.As(err, &ce) && containerMade(ce)):
-			m.backoff.created(bkey) // a failed start or hook: the instance dates the failure
+			rec.backoff.created(bkey) // a failed start or hook: the instance dates the failure
 		case ownBackOff(err):
 		default:
-			r.retry(m.backoff.failed(bkey, m.cfg.Clock.Now()))
+			r.retry(rec.backoff.failed(bkey, m.cfg.Clock.Now()))
 		}
 		return err
 	}
@@ -497,17 +499,18 @@ type sandbox struct {
 	infraID, podIP string
 	hostPaths      map[string]string
 	state          *kubecontainer.PodState
+	record         *PodRecord
 }
 
 // prepareSandbox sets up the pod's volumes and, if asked, its infra
 // container, and returns what its app containers join. A failure is the
 // pod's (an event; its containers wait with the default reason) and backs
 // off.
-func (m *Manager) prepareSandbox(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, a podActions, r *Result) (sandbox, error) {
-	sb := sandbox{state: state}
+func (m *Manager) prepareSandbox(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, a podActions, rec *PodRecord, r *Result) (sandbox, error) {
+	sb := sandbox{state: state, record: rec}
 	bkey := backoffKey(pod.UID, infraName, kubecontainer.HashInfra(pod))
 	if _, ok := a.crashed[infraName]; ok {
-		m.backoff.restarted(bkey, m.cfg.Clock.Now())
+		rec.backoff.restarted(bkey, m.cfg.Clock.Now())
 	}
 	if a.createInfra {
 		m.cfg.Metrics.StartedPods.Inc()
@@ -535,7 +538,7 @@ func (m *Manager) prepareSandbox(ctx context.Context, pod *v1.Pod, state *kubeco
 			m.cfg.Metrics.StartedPodErrors.Inc()
 		}
 		if !ownBackOff(err) {
-			r.retry(m.backoff.failed(bkey, m.cfg.Clock.Now()))
+			r.retry(rec.backoff.failed(bkey, m.cfg.Clock.Now()))
 			// As the kubelet: the containers keep waiting with the
 			// default reason, and the failure is the pod's event, at each
 			// failed try (repeats fold into its count).
@@ -550,7 +553,7 @@ func (m *Manager) prepareSandbox(ctx context.Context, pod *v1.Pod, state *kubeco
 		}
 		return sandbox{}, err
 	}
-	m.backoff.created(bkey)
+	rec.backoff.created(bkey)
 	if pod.Spec.HostNetwork {
 		sb.podIP = HostNetworkIP
 	}
@@ -577,27 +580,31 @@ func imageOf(pod *v1.Pod, name string) string {
 	return ""
 }
 
-// KillPod stops and removes every container of a pod that is no longer
-// desired. pod is its last spec, if known (for preStop hooks and its grace
-// period; else the grace recorded on its containers). It reports whether
-// it acted on the runtime; it fails only if it did.
-func (m *Manager) KillPod(ctx context.Context, uid types.UID, pod *v1.Pod, state *kubecontainer.PodState) (bool, error) {
-	if state == nil || len(state.Containers) == 0 {
-		return false, nil
-	}
-	glog.Infof("Killing pod %s/%s (uid %s)", state.Namespace, state.Name, uid)
+// StopPod stops every running container of a pod, preStop hooks first,
+// within grace: the one way a pod's containers are stopped when it ends
+// (its worker's terminating step). pod is its spec, if known (for its
+// hooks; nil for a pod found on the node without one). It reports whether
+// it acted on the runtime.
+func (m *Manager) StopPod(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, grace time.Duration) (bool, error) {
 	var running []*kubecontainer.ContainerState
-	for _, c := range state.Containers {
-		if c.Running {
-			running = append(running, c)
+	if state != nil {
+		for _, c := range state.Containers {
+			if c.Running {
+				running = append(running, c)
+			}
 		}
 	}
-	grace := labelGrace(state)
-	if pod != nil {
-		grace = GracePeriod(pod)
+	if len(running) == 0 {
+		return false, nil
 	}
-	if err := m.StopAll(ctx, pod, state, running, nil, grace); err != nil {
-		return true, err
+	return true, m.StopAll(ctx, pod, state, running, nil, max(grace, MinStopGrace))
+}
+
+// RemovePod removes every container of a pod that has left the node (they
+// are stopped). It reports whether it acted on the runtime.
+func (m *Manager) RemovePod(ctx context.Context, state *kubecontainer.PodState) (bool, error) {
+	if state == nil || len(state.Containers) == 0 {
+		return false, nil
 	}
 	for _, c := range state.Containers {
 		if err := m.RemoveContainer(ctx, c); err != nil {
@@ -620,9 +627,9 @@ func GracePeriod(pod *v1.Pod) time.Duration {
 	return max(g, MinStopGrace)
 }
 
-// labelGrace is the grace period recorded on a pod's containers, for pods
+// LabelGrace is the grace period recorded on a pod's containers, for pods
 // whose spec is gone.
-func labelGrace(state *kubecontainer.PodState) time.Duration {
+func LabelGrace(state *kubecontainer.PodState) time.Duration {
 	for _, c := range state.Containers {
 		var secs int64
 		if _, err := fmt.Sscan(c.Labels[kubecontainer.LabelGracePeriod], &secs); err == nil {

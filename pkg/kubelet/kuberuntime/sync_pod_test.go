@@ -457,7 +457,7 @@ func TestSyncPodResult(t *testing.T) {
 	m.probes, m.relist = noProbes{}, noRelist{}
 	pod := containertest.Pod(v1.RestartPolicyAlways, "a")
 	pod.Spec.Containers[0].ImagePullPolicy = v1.PullNever
-	r, err := m.SyncPod(context.Background(), pod, nil)
+	r, err := m.SyncPod(context.Background(), pod, nil, recordOf(m, pod.UID))
 	if err == nil {
 		t.Fatal("a container whose image is absent under Never started")
 	}

@@ -27,8 +27,7 @@ import (
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/eviction"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
@@ -41,9 +40,9 @@ type Records interface {
 	// (nil: nothing recorded).
 	Waiting(uid types.UID, container string) *kubecontainer.StartError
 	// Rejected is why the pod may not run here (nil: admitted).
-	Rejected(uid types.UID) *kuberuntime.Rejection
-	// Evicted is why the agent stopped the pod (nil: it did not).
-	Evicted(uid types.UID) *Eviction
+	Rejected(uid types.UID) *lifecycle.Rejection
+	// Termination is why the pod is ending (nil: it is not).
+	Termination(uid types.UID) *lifecycle.Termination
 	// Message is the termination message kept for a dead container.
 	Message(uid types.UID, containerID string) (string, bool)
 	// SetMessage keeps a dead container's termination message.
@@ -52,13 +51,6 @@ type Records interface {
 	// and how long its image pulls took; first is false if this was
 	// recorded before (or the config never gave the pod).
 	Started(uid types.UID) (seen time.Time, pulling time.Duration, first bool)
-}
-
-// Eviction is what a status shows of a pod the agent stopped: evicted by
-// the eviction manager, or past its activeDeadlineSeconds (Deadline).
-type Eviction struct {
-	Message  string
-	Deadline bool
 }
 
 // Statuses is the status store (pkg/kubelet/status): the pod's last status,
@@ -153,9 +145,13 @@ func (p *Producer) Status(ctx context.Context, pod *v1.Pod, state *kubecontainer
 	if prev.StartTime != nil {
 		st.StartTime = prev.StartTime // it never moves once set
 	}
-	evicted := p.cfg.Records.Evicted(pod.UID)
-	// An evicted pod is done: its containers' last exits are final; so is
-	// a pod deleted in the API server once nothing of it runs.
+	// A pod the agent ended (evicted, past its deadline, the node shutting
+	// down) is done: its containers' last exits are final; so is a pod
+	// deleted in the API server once nothing of it runs.
+	var evicted *lifecycle.Termination
+	if t := p.cfg.Records.Termination(pod.UID); t != nil && (t.Cause == lifecycle.Evicted || t.Cause == lifecycle.DeadlineExceeded || t.Cause == lifecycle.Shutdown) {
+		evicted = t
+	}
 	deleted := pod.DeletionTimestamp != nil && (state == nil || !kubecontainer.AnyRunning(state))
 	finished := state != nil && kubecontainer.PodFinished(pod, state) || evicted != nil || deleted
 	current := func(c *kubecontainer.ContainerState) bool {
@@ -206,12 +202,11 @@ func (p *Producer) Status(ctx context.Context, pod *v1.Pod, state *kubecontainer
 		ready,
 		{Type: v1.PodScheduled, Status: v1.ConditionTrue},
 	}
-	switch {
-	case evicted != nil && evicted.Deadline:
-		st.Phase, st.Reason, st.Message = v1.PodFailed, kubecontainer.ReasonDeadlineExceeded, evicted.Message
-	case evicted != nil:
+	if evicted != nil {
+		st.Phase, st.Reason, st.Message = v1.PodFailed, evicted.Reason, evicted.Message
+	}
+	if evicted != nil && evicted.Cause == lifecycle.Evicted {
 		// As the kubelet reports a pod its eviction manager stopped.
-		st.Phase, st.Reason, st.Message = v1.PodFailed, eviction.Reason, evicted.Message
 		conds = append(conds, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
 			Reason: v1.PodReasonTerminationByKubelet, Message: evicted.Message})
 	}
