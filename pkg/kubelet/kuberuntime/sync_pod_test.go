@@ -21,8 +21,8 @@ func summarize(pod *v1.Pod, a podActions) string {
 		parts = append(parts, "create-infra")
 	}
 	var kill []string
-	for _, c := range a.kill {
-		kill = append(kill, c.ID)
+	for _, k := range a.kill {
+		kill = append(kill, k.c.ID)
 	}
 	sort.Strings(kill)
 	if len(kill) > 0 {
@@ -325,8 +325,18 @@ func TestComputePodActionsFailureBackoff(t *testing.T) {
 	})
 }
 
-// A container killed for a reason of its own is said to be so in the
-// kubelet's words (its Killing event's message).
+// killOf is the kill of container id among a's, if any.
+func killOf(a podActions, id string) (containerKill, bool) {
+	for _, k := range a.kill {
+		if k.c.ID == id {
+			return k, true
+		}
+	}
+	return containerKill{}, false
+}
+
+// A container killed for a reason of its own has that reason, which says so
+// in the kubelet's words (its Killing event's message).
 func TestKillReasonsAsTheKubelet(t *testing.T) {
 	unhealthy := func(id string) (bool, string) {
 		switch {
@@ -339,38 +349,39 @@ func TestKillReasonsAsTheKubelet(t *testing.T) {
 	}
 	named := func(c *kubecontainer.ContainerState, id string) *kubecontainer.ContainerState { c.ID = id; return c }
 	cases := []struct {
-		name  string
-		pod   *v1.Pod
-		state func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState
-		id    string
-		want  string
+		name   string
+		pod    *v1.Pod
+		state  func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState
+		id     string
+		reason killReason
+		want   string
 	}{
 		{"liveness, restarted", containertest.Pod(v1.RestartPolicyAlways, "a"), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, infraName, true, 0, ""), named(b.C(p, "a", true, 0, ""), "sick-a"))
-		}, "sick-a", "Container a failed liveness probe, will be restarted"},
+		}, "sick-a", killReason{kind: killProbe, probe: "liveness", restart: true}, "Container a failed liveness probe, will be restarted"},
 		{"startup, restarted", containertest.Pod(v1.RestartPolicyOnFailure, "a"), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, infraName, true, 0, ""), named(b.C(p, "a", true, 0, ""), "slow-a"))
-		}, "slow-a", "Container a failed startup probe, will be restarted"},
+		}, "slow-a", killReason{kind: killProbe, probe: "startup", restart: true}, "Container a failed startup probe, will be restarted"},
 		{"liveness under Never", containertest.Pod(v1.RestartPolicyNever, "a"), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, infraName, true, 0, ""), named(b.C(p, "a", true, 0, ""), "sick-a"))
-		}, "sick-a", "Container a failed liveness probe"},
+		}, "sick-a", killReason{kind: killProbe, probe: "liveness"}, "Container a failed liveness probe"},
 		{"sidecar liveness", containertest.PodWithSidecar(v1.RestartPolicyAlways), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, infraName, true, 0, ""), named(b.C(p, "s1", true, 0, ""), "sick-s1"), b.C(p, "i2", false, 0, ""), b.C(p, "a", true, 0, ""))
-		}, "sick-s1", "Init container s1 failed liveness probe"},
+		}, "sick-s1", killReason{kind: killProbe, probe: "liveness", sidecar: true}, "Init container s1 failed liveness probe"},
 		{"spec changed", containertest.Pod(v1.RestartPolicyAlways, "a"), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, infraName, true, 0, ""), named(b.C(p, "a", true, 0, "old"), "old-a"))
-		}, "old-a", "Container a definition changed, will be restarted"},
+		}, "old-a", killReason{kind: killSpecChanged}, "Container a definition changed, will be restarted"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b := &containertest.Builder{T0: time.Now().Add(-time.Hour)}
 			a := computePodActions(c.pod, c.state(b, c.pod), time.Now(), newBackoff(0, 0), podChecks{unhealthy: unhealthy})
-			killed := false
-			for _, k := range a.kill {
-				killed = killed || k.ID == c.id
+			k, killed := killOf(a, c.id)
+			if !killed || k.reason != c.reason {
+				t.Fatalf("killed %v for %v, want %v", killed, k.reason, c.reason)
 			}
-			if !killed || a.killReasons[c.id] != c.want {
-				t.Errorf("killed %v with %q, want %q", killed, a.killReasons[c.id], c.want)
+			if got := k.reason.event(k.c.Name); got != c.want {
+				t.Errorf("Killing event %q, want %q", got, c.want)
 			}
 		})
 	}
@@ -503,8 +514,9 @@ func TestKillGraceOfProbes(t *testing.T) {
 			c := b.C(pod, "a", true, 0, "")
 			c.ID = tc.id
 			a := computePodActions(pod, containertest.State(b.C(pod, infraName, true, 0, ""), c), time.Now(), newBackoff(0, 0), podChecks{unhealthy: unhealthy})
-			if len(a.kill) != 1 || a.killGrace[tc.id] != tc.want {
-				t.Errorf("killed %d, grace %v, want %v", len(a.kill), a.killGrace[tc.id], tc.want)
+			k, _ := killOf(a, tc.id)
+			if len(a.kill) != 1 || k.grace != tc.want || k.ownGrace != (tc.want != 0) {
+				t.Errorf("killed %d, grace %v (own %v), want %v", len(a.kill), k.grace, k.ownGrace, tc.want)
 			}
 		})
 	}
