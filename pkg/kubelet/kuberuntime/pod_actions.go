@@ -231,7 +231,7 @@ func (p *planner) initContainers() bool {
 	for i := range p.v.init {
 		c := &p.v.init[i]
 		last := p.currentInit(c)
-		done := false
+		var done bool
 		if api.IsSidecar(c.spec) {
 			done = p.sidecar(c, last)
 		} else {
