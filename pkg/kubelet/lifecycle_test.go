@@ -37,6 +37,10 @@ func TestTerminateCauses(t *testing.T) {
 		reason string
 		hook   bool // its preStop hook ran (and a Killing event was made)
 		gone   bool // removed from the node: containers, directory, status
+		// running is how many containers run before it ends (default 2:
+		// infra and app); sidecarKilled: a sidecar is among those stopped.
+		running       int
+		sidecarKilled bool
 	}{
 		{name: "removed from its source", end: func(_ *Kubelet, u chan<- api.PodUpdate, _ *containertest.FakeClient, p *v1.Pod) {
 			u <- api.PodUpdate{Op: api.REMOVE, Pods: []*v1.Pod{p}}
@@ -62,6 +66,13 @@ func TestTerminateCauses(t *testing.T) {
 		}, end: func(_ *Kubelet, _ chan<- api.PodUpdate, fake *containertest.FakeClient, p *v1.Pod) {
 			fake.Exit(containerID(fake, "a"), 0)
 		}, phase: v1.PodSucceeded},
+		{name: "finished, its sidecar stopped with it", pod: func(p *v1.Pod) {
+			p.Spec.RestartPolicy = v1.RestartPolicyNever
+			always := v1.ContainerRestartPolicyAlways
+			p.Spec.InitContainers = []v1.Container{{Name: "s", Image: "img:1", RestartPolicy: &always}}
+		}, end: func(_ *Kubelet, _ chan<- api.PodUpdate, fake *containertest.FakeClient, p *v1.Pod) {
+			fake.Exit(containerID(fake, "a"), 0)
+		}, running: 3, phase: v1.PodSucceeded, sidecarKilled: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fake := containertest.NewFakeClient("pause:1", "img:1")
@@ -77,7 +88,8 @@ func TestTerminateCauses(t *testing.T) {
 			vols := filepath.Join(k.volumes.PodDir(pod.UID), "volumes")
 			updates <- api.PodUpdate{Op: api.ADD, Pods: []*v1.Pod{pod}}
 			if !tc.noRun {
-				waitUntil(t, func() bool { return len(fake.RunningNames()) == 2 })
+				running := max(tc.running, 2)
+				waitUntil(t, func() bool { return len(fake.RunningNames()) == running })
 				if _, err := os.Stat(vols); err != nil {
 					t.Fatalf("the pod's volumes directory: %v", err)
 				}
@@ -104,7 +116,7 @@ func TestTerminateCauses(t *testing.T) {
 				t.Errorf("preStop hook ran: %v, want %v", ran, tc.hook)
 			}
 			reasons := podEventReasons(rec, pod.Name)
-			if killed := slices.Contains(reasons, "Killing"); killed != tc.hook {
+			if killed := slices.Contains(reasons, "Killing"); killed != (tc.hook || tc.sidecarKilled) {
 				t.Errorf("events %v: Killing %v, want %v", reasons, killed, tc.hook)
 			}
 			if tc.event != "" && !slices.Contains(reasons, tc.event) {

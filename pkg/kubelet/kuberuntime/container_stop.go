@@ -57,8 +57,8 @@ func (m *Manager) StopAll(ctx context.Context, pod *v1.Pod, state *kubecontainer
 	return errors.Join(errs...)
 }
 
-// parallel runs f on each container at once and joins the errors.
-func parallel(cs []*kubecontainer.ContainerState, f func(*kubecontainer.ContainerState) error) error {
+// parallel runs f on each of cs at once and joins the errors.
+func parallel[T any](cs []T, f func(T) error) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(cs))
 	for i, c := range cs {

@@ -2,7 +2,8 @@
 // and its observed state to the container runtime.
 //
 //   - The decisions: computePodActions (pure, table-tested) compares a pod's
-//     spec with its containers under the crash-loop and failure back-off;
+//     spec with its containers under the crash-loop and failure back-off, in
+//     phases over one view of the pod, each stop with a typed reason;
 //     SyncPod carries the actions out and returns a Result (acted, retry
 //     at, waiting reasons, containers being stopped) for the Kubelet to
 //     record; KillPod stops and removes a pod's containers; Admit refuses

@@ -3,6 +3,7 @@ package kuberuntime
 import (
 	"context"
 	"errors"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/credentialprovider"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/container/containertest"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/images"
 )
 
@@ -395,5 +397,46 @@ func TestSyncPodImagePullBackOff(t *testing.T) {
 	}
 	if got := imageOf(pod, "none"); got != "" {
 		t.Errorf("image of an unknown container %q", got)
+	}
+}
+
+// sickProbes reports the containers of IDs as having failed their liveness
+// probe.
+type sickProbes map[string]bool
+
+func (p sickProbes) Unhealthy(id string) (bool, string) { return p[id], "liveness" }
+func (sickProbes) Started(*v1.Container, string) bool   { return true }
+
+// The Killing event of each container a sync stops says why in the
+// kubelet's words: the probe that failed, the changed definition, or the
+// plain "Stopping container" for the rest.
+func TestSyncPodKillingEvents(t *testing.T) {
+	rec := events.New("n")
+	fake := containertest.NewFakeClient("img:1", "pause:1")
+	m, clk := newSyncManager(t, Config{Events: rec}, fake)
+	pod := containertest.Pod(v1.RestartPolicyAlways, "a", "b")
+	b := &containertest.Builder{T0: clk.Now().Add(-time.Hour)}
+	infra, a, old, gone := b.C(pod, infraName, true, 0, ""), b.C(pod, "a", true, 0, ""), b.C(pod, "b", true, 0, "old"), b.C(pod, "gone", true, 0, "")
+	m.probes = sickProbes{a.ID: true}
+	r, err := m.SyncPod(context.Background(), pod, containertest.State(infra, a, old, gone), recordOf(m, pod.UID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Stopping[a.ID] || !r.Stopping[old.ID] || !r.Stopping[gone.ID] || len(r.Stopping) != 3 {
+		t.Errorf("stopping %v, want a, b and gone", r.Stopping)
+	}
+	got := map[string]string{}
+	for _, e := range rec.List().Items {
+		if e.Reason == "Killing" {
+			got[e.InvolvedObject.FieldPath] = e.Message
+		}
+	}
+	want := map[string]string{
+		"spec.containers{a}":    "Container a failed liveness probe, will be restarted",
+		"spec.containers{b}":    "Container b definition changed, will be restarted",
+		"spec.containers{gone}": "Stopping container gone",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("Killing events %v, want %v", got, want)
 	}
 }
