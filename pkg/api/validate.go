@@ -363,11 +363,11 @@ func validateVolume(vol *v1.Volume, p *field.Path, spec *v1.PodSpec, ignored *[]
 	case vol.DownwardAPI != nil:
 		errs = append(errs, validateDownwardAPIVolume(vol.DownwardAPI, p.Child("downwardAPI"), spec, ignored)...)
 	case vol.ConfigMap != nil:
-		errs = append(errs, validateKeyPaths(vol.ConfigMap.Items, vol.ConfigMap.DefaultMode, p.Child("configMap"))...)
+		errs = append(errs, validateKeyPaths(vol.ConfigMap.Items, vol.ConfigMap.DefaultMode, p.Child("configMap"), nil)...)
 	case vol.Secret != nil:
-		errs = append(errs, validateKeyPaths(vol.Secret.Items, vol.Secret.DefaultMode, p.Child("secret"))...)
+		errs = append(errs, validateKeyPaths(vol.Secret.Items, vol.Secret.DefaultMode, p.Child("secret"), nil)...)
 	case vol.Projected != nil:
-		errs = append(errs, validateProjectedVolume(vol.Projected, p.Child("projected"))...)
+		errs = append(errs, validateProjectedVolume(vol.Projected, p.Child("projected"), spec)...)
 	case vol.HostPath != nil:
 		errs = append(errs, validateHostPathVolume(vol.HostPath, p.Child("hostPath"), ignored)...)
 	case vol.EmptyDir != nil:
@@ -384,49 +384,63 @@ func validateVolume(vol *v1.Volume, p *field.Path, spec *v1.PodSpec, ignored *[]
 
 func validateDownwardAPIVolume(src *v1.DownwardAPIVolumeSource, p *field.Path, spec *v1.PodSpec, ignored *[]string) field.ErrorList {
 	errs := checkFields(reflect.ValueOf(*src), p, ignored)
+	errs = append(errs, validateMode(src.DefaultMode, p.Child("defaultMode"))...)
 	paths := sets.New[string]()
-	for i, item := range src.Items {
+	for i := range src.Items {
+		item := &src.Items[i]
 		ip := p.Child("items").Index(i)
-		errs = append(errs, checkFields(reflect.ValueOf(item), ip, ignored)...)
-		if err := checkRelativePath(item.Path); err != "" {
-			errs = append(errs, field.Invalid(ip.Child("path"), item.Path, err))
-		}
+		errs = append(errs, checkFields(reflect.ValueOf(*item), ip, ignored)...)
+		errs = append(errs, validateDownwardAPIFile(item, ip, spec)...)
 		if paths.Has(path.Clean(item.Path)) {
 			errs = append(errs, field.Duplicate(ip.Child("path"), item.Path))
 		}
 		paths.Insert(path.Clean(item.Path))
-		switch {
-		case (item.FieldRef == nil) == (item.ResourceFieldRef == nil):
-			errs = append(errs, field.Invalid(ip, item.Path, "must specify exactly one of fieldRef, resourceFieldRef"))
-		case item.FieldRef != nil:
-			if !volumeFieldPath(item.FieldRef.FieldPath) {
-				errs = append(errs, field.NotSupported(ip.Child("fieldRef", "fieldPath"), item.FieldRef.FieldPath,
-					[]string{"metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels", "metadata.annotations", "metadata.labels['<key>']", "metadata.annotations['<key>']"}))
-			}
-		default:
-			errs = append(errs, validateResourceRef(item.ResourceFieldRef, ip.Child("resourceFieldRef"), spec, "")...)
-		}
 	}
 	return errs
 }
 
-func validateProjectedVolume(src *v1.ProjectedVolumeSource, p *field.Path) field.ErrorList {
+// validateDownwardAPIFile checks one file of a downwardAPI volume or
+// projection as the API server does: its path, its mode, and exactly one
+// of the fields the agent can write.
+func validateDownwardAPIFile(item *v1.DownwardAPIVolumeFile, p *field.Path, spec *v1.PodSpec) field.ErrorList {
+	var errs field.ErrorList
+	if err := checkPayloadPath(item.Path); err != "" {
+		errs = append(errs, field.Invalid(p.Child("path"), item.Path, err))
+	}
+	errs = append(errs, validateMode(item.Mode, p.Child("mode"))...)
+	switch {
+	case (item.FieldRef == nil) == (item.ResourceFieldRef == nil):
+		errs = append(errs, field.Invalid(p, item.Path, "must specify exactly one of fieldRef, resourceFieldRef"))
+	case item.FieldRef != nil:
+		if !volumeFieldPath(item.FieldRef.FieldPath) {
+			errs = append(errs, field.NotSupported(p.Child("fieldRef", "fieldPath"), item.FieldRef.FieldPath,
+				[]string{"metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels", "metadata.annotations", "metadata.labels['<key>']", "metadata.annotations['<key>']"}))
+		}
+	default:
+		errs = append(errs, validateResourceRef(item.ResourceFieldRef, p.Child("resourceFieldRef"), spec, "")...)
+	}
+	return errs
+}
+
+func validateProjectedVolume(src *v1.ProjectedVolumeSource, p *field.Path, spec *v1.PodSpec) field.ErrorList {
 	errs := validateMode(src.DefaultMode, p.Child("defaultMode"))
+	paths := sets.New[string]() // the files the items write, none twice
 	for i, s := range src.Sources {
 		sp := p.Child("sources").Index(i)
 		switch {
 		case s.ConfigMap != nil:
-			errs = append(errs, validateKeyPaths(s.ConfigMap.Items, nil, sp.Child("configMap"))...)
+			errs = append(errs, validateKeyPaths(s.ConfigMap.Items, nil, sp.Child("configMap"), paths)...)
 		case s.Secret != nil:
-			errs = append(errs, validateKeyPaths(s.Secret.Items, nil, sp.Child("secret"))...)
+			errs = append(errs, validateKeyPaths(s.Secret.Items, nil, sp.Child("secret"), paths)...)
 		case s.DownwardAPI != nil:
-			for j, it := range s.DownwardAPI.Items {
-				if err := checkRelativePath(it.Path); err != "" {
-					errs = append(errs, field.Invalid(sp.Child("downwardAPI", "items").Index(j).Child("path"), it.Path, err))
-				}
+			for j := range s.DownwardAPI.Items {
+				it := &s.DownwardAPI.Items[j]
+				ip := sp.Child("downwardAPI", "items").Index(j)
+				errs = append(errs, validateDownwardAPIFile(it, ip, spec)...)
+				errs = append(errs, claimPath(paths, it.Path, ip.Child("path"))...)
 			}
 		case s.ServiceAccountToken != nil:
-			if err := checkRelativePath(s.ServiceAccountToken.Path); err != "" {
+			if err := checkPayloadPath(s.ServiceAccountToken.Path); err != "" {
 				errs = append(errs, field.Invalid(sp.Child("serviceAccountToken", "path"), s.ServiceAccountToken.Path, err))
 			}
 			if e := s.ServiceAccountToken.ExpirationSeconds; e != nil && *e < 600 {
@@ -435,6 +449,20 @@ func validateProjectedVolume(src *v1.ProjectedVolumeSource, p *field.Path) field
 		}
 	}
 	return errs
+}
+
+// claimPath records that an item of a projected volume writes file p,
+// refusing it if another item writes it already, as the API server does
+// (the second would silently replace the first).
+func claimPath(paths sets.Set[string], p string, fp *field.Path) field.ErrorList {
+	if paths == nil || p == "" {
+		return nil
+	}
+	if paths.Has(path.Clean(p)) {
+		return field.ErrorList{field.Invalid(fp, p, "conflicting duplicate paths")}
+	}
+	paths.Insert(path.Clean(p))
+	return nil
 }
 
 func validateHostPathVolume(src *v1.HostPathVolumeSource, p *field.Path, ignored *[]string) field.ErrorList {
@@ -455,8 +483,11 @@ func validateEmptyDirVolume(src *v1.EmptyDirVolumeSource, p *field.Path, ignored
 	if m := src.Medium; m != v1.StorageMediumDefault && m != v1.StorageMediumMemory {
 		errs = append(errs, field.NotSupported(p.Child("medium"), m, []string{"", "Memory"}))
 	}
-	if sl := src.SizeLimit; sl != nil && sl.Sign() <= 0 {
-		errs = append(errs, field.Invalid(p.Child("sizeLimit"), sl.String(), "must be positive"))
+	// As the API server: only a negative size is refused; zero is no
+	// limit, and one past what the node has is bounded at setup
+	// (pkg/kubelet/volumes) or simply never reached.
+	if sl := src.SizeLimit; sl != nil && sl.Sign() < 0 {
+		errs = append(errs, field.Invalid(p.Child("sizeLimit"), sl.String(), "must not be negative"))
 	}
 	return errs
 }
@@ -477,7 +508,7 @@ func validateContainer(c *v1.Container, p *field.Path, volumes sets.Set[string],
 	for i := range c.Ports {
 		errs = append(errs, validatePort(&c.Ports[i], p.Child("ports").Index(i), hostNetwork, ignored)...)
 	}
-	errs = append(errs, validateEnv(c, p.Child("env"), ignored)...)
+	errs = append(errs, validateEnv(c, p, ignored)...)
 	if sc := c.SecurityContext; sc != nil {
 		errs = append(errs, validateSecurityContext(sc, p.Child("securityContext"), ignored)...)
 	}
@@ -495,13 +526,29 @@ func validateContainer(c *v1.Container, p *field.Path, volumes sets.Set[string],
 	return errs
 }
 
+// validateEnv checks the container's env and envFrom. Names (and
+// envFrom's prefixes) are the API server's: printable ASCII without '='
+// (RelaxedEnvironmentVariableValidation, on since Kubernetes 1.34), so
+// none carries a line break into the container's environment.
 func validateEnv(c *v1.Container, p *field.Path, ignored *[]string) field.ErrorList {
 	var errs field.ErrorList
+	for i, ef := range c.EnvFrom {
+		if ef.Prefix == "" {
+			continue
+		}
+		for _, msg := range validation.IsRelaxedEnvVarName(ef.Prefix) {
+			errs = append(errs, field.Invalid(p.Child("envFrom").Index(i).Child("prefix"), ef.Prefix, msg))
+		}
+	}
 	for i, env := range c.Env {
-		ep := p.Index(i)
+		ep := p.Child("env").Index(i)
 		errs = append(errs, checkFields(reflect.ValueOf(env), ep, ignored)...)
-		if env.Name == "" || strings.Contains(env.Name, "=") {
-			errs = append(errs, field.Invalid(ep.Child("name"), env.Name, "must be non-empty and must not contain '='"))
+		if env.Name == "" {
+			errs = append(errs, field.Required(ep.Child("name"), ""))
+		} else {
+			for _, msg := range validation.IsRelaxedEnvVarName(env.Name) {
+				errs = append(errs, field.Invalid(ep.Child("name"), env.Name, msg))
+			}
 		}
 		vf := env.ValueFrom
 		if vf == nil {
@@ -710,6 +757,21 @@ func checkRelativePath(p string) string {
 	return ""
 }
 
+// checkPayloadPath returns why p cannot name a file the agent writes into
+// a downwardAPI, configMap, secret or projected volume ("" if it can): a
+// safe relative path (checkRelativePath) whose first element does not
+// start with "..", as the API server's rule: those names are the atomic
+// writer's own (..data, the ..<timestamp> directories).
+func checkPayloadPath(p string) string {
+	if err := checkRelativePath(p); err != "" {
+		return err
+	}
+	if strings.HasPrefix(p, "..") {
+		return "must not start with '..'"
+	}
+	return ""
+}
+
 func validateIDs(p *field.Path, user, group *int64) field.ErrorList {
 	var errs field.ErrorList
 	if user != nil && *user < 0 {
@@ -822,6 +884,9 @@ func validateResources(r *v1.ResourceRequirements, p *field.Path, ignored *[]str
 					errs = append(errs, field.Invalid(rp, q.String(), "must be at most "+max.String()+maxQuantityWhy[name]))
 				}
 			case v1.ResourceEphemeralStorage:
+				if q.Sign() < 0 {
+					errs = append(errs, field.Invalid(rp, q.String(), "must not be negative"))
+				}
 				*ignored = append(*ignored, rp.String())
 			default:
 				errs = append(errs, field.NotSupported(rp, name, []string{"cpu", "memory", "ephemeral-storage"}))
@@ -973,23 +1038,28 @@ func (h HostPort) Conflicts(o HostPort) bool {
 	return h.Port == o.Port && h.Protocol == o.Protocol && (h.IP == o.IP || h.IP == "" || o.IP == "")
 }
 
-// validateKeyPaths checks a config map's or secret's items: relative
-// paths without "..", modes within 0777.
-func validateKeyPaths(items []v1.KeyToPath, defaultMode *int32, p *field.Path) field.ErrorList {
+// validateKeyPaths checks a config map's or secret's items as the API
+// server does: a key, a path the atomic writer can own (checkPayloadPath),
+// modes within 0777; in a projected volume (paths not nil) no path twice.
+func validateKeyPaths(items []v1.KeyToPath, defaultMode *int32, p *field.Path, paths sets.Set[string]) field.ErrorList {
 	errs := validateMode(defaultMode, p.Child("defaultMode"))
 	for i, it := range items {
 		ip := p.Child("items").Index(i)
 		if it.Key == "" {
 			errs = append(errs, field.Required(ip.Child("key"), ""))
 		}
-		if err := checkRelativePath(it.Path); err != "" {
+		if err := checkPayloadPath(it.Path); err != "" {
 			errs = append(errs, field.Invalid(ip.Child("path"), it.Path, err))
 		}
 		errs = append(errs, validateMode(it.Mode, ip.Child("mode"))...)
+		errs = append(errs, claimPath(paths, it.Path, ip.Child("path"))...)
 	}
 	return errs
 }
 
+// validateMode checks a file mode as the API server does: permission bits
+// only. Go's chmod would drop setuid, setgid and sticky (04755 became
+// 0755) rather than refuse them.
 func validateMode(m *int32, p *field.Path) field.ErrorList {
 	if m != nil && (*m < 0 || *m > 0o777) {
 		return field.ErrorList{field.Invalid(p, *m, "must be a number between 0 and 0777 (octal), both inclusive")}
