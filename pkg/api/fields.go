@@ -282,7 +282,7 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"type": impl("\"\" (no check), Directory, DirectoryOrCreate, File, FileOrCreate (the *OrCreate types make a missing directory 0755 or empty file 0644), Socket, CharDevice, BlockDevice; links followed"),
 	},
 	reflect.TypeOf(v1.ResourceRequirements{}): {
-		"requests": impl("cpu → CPU shares"),
+		"requests": impl("cpu → CPU shares; a pod whose cpu or memory requests (a limit standing for a request not written) pass the node's allocatable is rejected, OutOfcpu or OutOfmemory, as by the kubelet's admission"),
 		"limits":   impl("cpu → CFS quota, memory → memory limit"),
 		"claims":   reject("dynamic resource allocation needs an API server"),
 	},

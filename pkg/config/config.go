@@ -95,6 +95,10 @@ type Merger struct {
 	// beyond it, in admission order, are rejected as OutOfpods until room
 	// is made. Set it before the first snapshot.
 	MaxPods int
+	// Allocatable, if set, is the node's allocatable cpu and memory: a pod
+	// whose requests alone pass it is rejected (OutOfcpu, OutOfmemory).
+	// Set it before the first snapshot.
+	Allocatable v1.ResourceList
 
 	// sendMu serializes emission so updates leave in the order they were
 	// computed, without holding mu while the consumer is busy.
@@ -654,6 +658,9 @@ func (m *Merger) refusal(c candidate, key string, held *claimed) (reason, msg st
 		return "UIDConflict", fmt.Sprintf("pod %s from source %q rejected: its uid %s is that of pod %s from source %q, admitted first",
 			key, c.source, c.pod.UID, other, held.owner[other])
 	}
+	if reason, msg := m.tooLarge(c.pod, key, c.source); reason != "" {
+		return reason, msg
+	}
 	if m.MaxPods > 0 && held.pods >= m.MaxPods {
 		return "OutOfpods", fmt.Sprintf("pod %s from source %q rejected (OutOfpods): the node already runs its maximum of %d pods (--max-pods)", key, c.source, m.MaxPods)
 	}
@@ -663,6 +670,39 @@ func (m *Merger) refusal(c candidate, key string, held *claimed) (reason, msg st
 				return "NodePorts", fmt.Sprintf("pod %s from source %q rejected: host port %s is claimed by pod %s from source %q, admitted first", key, c.source, hp, p.key, p.src)
 			}
 		}
+	}
+	return "", ""
+}
+
+// tooLarge is why pod can never run on this node, whatever else runs: its
+// requests of cpu or memory (a limit standing for a request not written,
+// as the API server defaults it) pass the node's allocatable. The
+// kubelet's admission refuses it with these reasons (OutOfmemory for a
+// memory limit of 8Ei, say); it also refuses a pod that does not fit
+// beside those running, which the agent does not: it does not sum its
+// pods' requests, so it never refuses a pod the kubelet would run.
+func (m *Merger) tooLarge(pod *v1.Pod, key, source string) (reason, msg string) {
+	if m.Allocatable == nil {
+		return "", ""
+	}
+	reqs := api.PodRequests(pod)
+	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+		alloc, ok := m.Allocatable[name]
+		req, asked := reqs[name]
+		if !ok || !asked || req.Cmp(alloc) <= 0 {
+			continue
+		}
+		reason = "OutOf" + string(name)
+		msg = fmt.Sprintf("pod %s from source %q rejected (%s): it requests %s of %s, more than the node's allocatable %s",
+			key, source, reason, req.String(), name, alloc.String())
+		if where, q := api.LargestRequest(pod, name); where != "" {
+			standsFor := ""
+			if strings.Contains(where, ".limits[") {
+				standsFor = ", the request it lacks"
+			}
+			msg += fmt.Sprintf(" (%s: %s%s)", where, q.String(), standsFor)
+		}
+		return reason, msg
 	}
 	return "", ""
 }

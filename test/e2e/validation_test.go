@@ -92,6 +92,27 @@ func TestEnvNamesRefused(t *testing.T) {
 		"prefix.yaml", `spec.containers[0].envFrom[0].prefix: Invalid value: \"P\\n\"`)
 }
 
+// A pod whose memory limit is 8Ei (2^63-1 bytes once parsed, which the API
+// server takes) and no request is refused as the kubelet's admission
+// refuses it, OutOfmemory, naming the field; 8Ei over a request that fits
+// runs, as in Kubernetes (before: both ran, and the first claimed 8 EiB).
+func TestPodLargerThanTheNodeRefused(t *testing.T) {
+	a := startAgent(t)
+	a.writeManifest("overcommit.yaml", lifecyclePod("overcommit", "Always", "  containers:\n  - {name: app, image: "+testImage+
+		", command: "+sleeper+", resources: {requests: {memory: 64Mi}, limits: {memory: 8Ei}}}\n"))
+	a.expectRefused(map[string]string{
+		"huge": "  containers:\n  - {name: app, image: " + testImage + ", command: " + sleeper + ", resources: {limits: {memory: 8Ei}}}\n",
+		"cpus": "  containers:\n  - {name: app, image: " + testImage + ", command: " + sleeper + ", resources: {requests: {cpu: 100k}}}\n",
+	},
+		`pod default/huge from source \"file\" rejected (OutOfmemory): it requests 9223372036854775807 of memory, more than the node's allocatable`,
+		`(spec.containers[0].resources.limits[memory]: 9223372036854775807, the request it lacks)`,
+		`pod default/cpus from source \"file\" rejected (OutOfcpu): it requests 100k of cpu`)
+	if phase, reason, msg := a.podPhaseReason("huge"); phase != "Pending" || reason != "OutOfmemory" || !strings.HasPrefix(msg, "Pod was rejected: ") {
+		t.Errorf("/pods shows huge as %s %s %q, want Pending OutOfmemory", phase, reason, msg)
+	}
+	a.waitRunning("overcommit", "app")
+}
+
 // Local storage limits past what the node holds are never reached (before:
 // an emptyDir sizeLimit of 1e30 had no int64 value, counted as 0, and the
 // pod was evicted at its first byte; so was a pod whose containers'
