@@ -127,8 +127,50 @@ func (p *Producer) Status(ctx context.Context, pod *v1.Pod, state *kubecontainer
 		st.Phase, st.Reason, st.Message = v1.PodFailed, rej.Reason, "Pod was rejected: "+rej.Message
 		return st
 	}
-	prev, _ := p.cfg.Statuses.Get(pod.UID)
 	infra := state.RunningInfra()
+	p.addresses(pod, infra, &st)
+	// A pod the agent ended (evicted, past its deadline, the node shutting
+	// down) is done: its containers' last exits are final; so is a pod
+	// deleted in the API server once nothing of it runs.
+	var evicted *lifecycle.Termination
+	if t := p.cfg.Records.Termination(pod.UID); t != nil && (t.Cause == lifecycle.Evicted || t.Cause == lifecycle.DeadlineExceeded || t.Cause == lifecycle.Shutdown) {
+		evicted = t
+	}
+	deleted := pod.DeletionTimestamp != nil && (state == nil || !kubecontainer.AnyRunning(state))
+	finished := state != nil && kubecontainer.PodFinished(pod, state) || evicted != nil || deleted
+	p.containerStatuses(ctx, pod, state, infra, finished, &st)
+	st.Phase = podPhase(pod, st.InitContainerStatuses, st.ContainerStatuses, finished)
+	if deleted && st.Phase != v1.PodSucceeded {
+		// As the kubelet: a deleted pod ends terminal, Failed unless every
+		// container succeeded (one that never ran did not).
+		st.Phase = v1.PodFailed
+	}
+	ready := containersReadyCondition(pod, &st)
+	podReady := readinessGates(pod, ready)
+	conds := []v1.PodCondition{
+		readyToStartContainersCondition(pod, infra),
+		initializedCondition(pod, &st),
+		podReady,
+		ready,
+		{Type: v1.PodScheduled, Status: v1.ConditionTrue},
+	}
+	if evicted != nil {
+		st.Phase, st.Reason, st.Message = v1.PodFailed, evicted.Reason, evicted.Message
+	}
+	if evicted != nil && evicted.Cause == lifecycle.Evicted {
+		// As the kubelet reports a pod its eviction manager stopped.
+		conds = append(conds, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
+			Reason: v1.PodReasonTerminationByKubelet, Message: evicted.Message})
+	}
+	st.Conditions = p.cfg.Statuses.Stamp(pod.UID, conds)
+	return st
+}
+
+// addresses sets the pod's IPs (the sandbox's, the node's with
+// hostNetwork, else the last known) and its start time, which never moves
+// once set.
+func (p *Producer) addresses(pod *v1.Pod, infra *kubecontainer.ContainerState, st *v1.PodStatus) {
+	prev, _ := p.cfg.Statuses.Get(pod.UID)
 	if infra != nil {
 		st.PodIP = infra.IP
 		t := metav1.NewTime(infra.StartedAt)
@@ -143,17 +185,14 @@ func (p *Producer) Status(ctx context.Context, pod *v1.Pod, state *kubecontainer
 		st.PodIP, st.PodIPs = prev.PodIP, prev.PodIPs
 	}
 	if prev.StartTime != nil {
-		st.StartTime = prev.StartTime // it never moves once set
+		st.StartTime = prev.StartTime
 	}
-	// A pod the agent ended (evicted, past its deadline, the node shutting
-	// down) is done: its containers' last exits are final; so is a pod
-	// deleted in the API server once nothing of it runs.
-	var evicted *lifecycle.Termination
-	if t := p.cfg.Records.Termination(pod.UID); t != nil && (t.Cause == lifecycle.Evicted || t.Cause == lifecycle.DeadlineExceeded || t.Cause == lifecycle.Shutdown) {
-		evicted = t
-	}
-	deleted := pod.DeletionTimestamp != nil && (state == nil || !kubecontainer.AnyRunning(state))
-	finished := state != nil && kubecontainer.PodFinished(pod, state) || evicted != nil || deleted
+}
+
+// containerStatuses sets the statuses of the init, app and ephemeral
+// containers. Only an init container's instances of the current sandbox
+// count, unless the pod is finished.
+func (p *Producer) containerStatuses(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, infra *kubecontainer.ContainerState, finished bool, st *v1.PodStatus) {
 	current := func(c *kubecontainer.ContainerState) bool {
 		return infra != nil && !c.CreatedAt.Before(infra.CreatedAt)
 	}
@@ -187,31 +226,6 @@ func (p *Producer) Status(ctx context.Context, pod *v1.Pod, state *kubecontainer
 		c := kubecontainer.EphemeralSpec(pod, i)
 		st.EphemeralContainerStatuses = append(st.EphemeralContainerStatuses, p.containerStatus(ctx, pod, c, state.Instances(c.Name), true, false, fresh))
 	}
-	st.Phase = podPhase(pod, st.InitContainerStatuses, st.ContainerStatuses, finished)
-	if deleted && st.Phase != v1.PodSucceeded {
-		// As the kubelet: a deleted pod ends terminal, Failed unless every
-		// container succeeded (one that never ran did not).
-		st.Phase = v1.PodFailed
-	}
-	ready := containersReadyCondition(pod, &st)
-	podReady := readinessGates(pod, ready)
-	conds := []v1.PodCondition{
-		readyToStartContainersCondition(pod, infra),
-		initializedCondition(pod, &st),
-		podReady,
-		ready,
-		{Type: v1.PodScheduled, Status: v1.ConditionTrue},
-	}
-	if evicted != nil {
-		st.Phase, st.Reason, st.Message = v1.PodFailed, evicted.Reason, evicted.Message
-	}
-	if evicted != nil && evicted.Cause == lifecycle.Evicted {
-		// As the kubelet reports a pod its eviction manager stopped.
-		conds = append(conds, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
-			Reason: v1.PodReasonTerminationByKubelet, Message: evicted.Message})
-	}
-	st.Conditions = p.cfg.Statuses.Stamp(pod.UID, conds)
-	return st
 }
 
 // podPhase is the kubelet's getPhase over the statuses produced: Pending
