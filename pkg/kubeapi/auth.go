@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/server"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/server/auth"
 )
 
 // ClientCerts authenticates a request by its client certificate, already
@@ -25,8 +25,8 @@ import (
 // CN, the groups its O, as the API server's x509 authenticator.
 type ClientCerts struct{}
 
-// Authenticate implements server.Authenticator.
-func (ClientCerts) Authenticate(r *http.Request) (*server.User, bool, error) {
+// Authenticate implements auth.Authenticator.
+func (ClientCerts) Authenticate(r *http.Request) (*auth.User, bool, error) {
 	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 || len(r.TLS.VerifiedChains) == 0 {
 		return nil, false, nil
 	}
@@ -34,7 +34,7 @@ func (ClientCerts) Authenticate(r *http.Request) (*server.User, bool, error) {
 	if c.Subject.CommonName == "" {
 		return nil, false, fmt.Errorf("client certificate without a common name")
 	}
-	return &server.User{Name: c.Subject.CommonName, Groups: append([]string(nil), c.Subject.Organization...)}, true, nil
+	return &auth.User{Name: c.Subject.CommonName, Groups: append([]string(nil), c.Subject.Organization...)}, true, nil
 }
 
 // cacheSize bounds each decision cache, as the kubelet's webhooks do.
@@ -59,12 +59,12 @@ func newTokenReviews(client kubernetes.Interface, ttl time.Duration, clk clock.C
 }
 
 type review struct {
-	user *server.User
+	user *auth.User
 	ok   bool
 }
 
-// Authenticate implements server.Authenticator.
-func (t *TokenReviews) Authenticate(r *http.Request) (*server.User, bool, error) {
+// Authenticate implements auth.Authenticator.
+func (t *TokenReviews) Authenticate(r *http.Request) (*auth.User, bool, error) {
 	h := r.Header.Get("Authorization")
 	token, found := strings.CutPrefix(h, "Bearer ")
 	if !found || strings.TrimSpace(token) == "" {
@@ -89,7 +89,7 @@ func (t *TokenReviews) Authenticate(r *http.Request) (*server.User, bool, error)
 	rv := review{ok: res.Status.Authenticated}
 	if rv.ok {
 		u := res.Status.User
-		rv.user = &server.User{Name: u.Username, UID: u.UID, Groups: u.Groups, Extra: map[string][]string{}}
+		rv.user = &auth.User{Name: u.Username, UID: u.UID, Groups: u.Groups, Extra: map[string][]string{}}
 		for k, v := range u.Extra {
 			rv.user.Extra[k] = v
 		}
@@ -124,8 +124,8 @@ type decision struct {
 	reason  string
 }
 
-// Authorize implements server.Authorizer.
-func (a *AccessReviews) Authorize(ctx context.Context, u *server.User, at server.Attributes) (bool, string, error) {
+// Authorize implements auth.Authorizer.
+func (a *AccessReviews) Authorize(ctx context.Context, u *auth.User, at auth.Attributes) (bool, string, error) {
 	groups := append([]string(nil), u.Groups...)
 	sort.Strings(groups)
 	key := strings.Join([]string{u.Name, u.UID, strings.Join(groups, ","), at.Verb, at.Node, at.Subresource}, "\x00")

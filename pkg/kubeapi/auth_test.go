@@ -14,7 +14,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/server"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/server/auth"
 )
 
 // Token reviews are cached for their TTL, keyed by the token's hash.
@@ -70,8 +70,8 @@ func TestAccessReviewsCached(t *testing.T) {
 	})
 	clk := clocktesting.NewFakeClock(time.Now())
 	ar := newAccessReviews(c, 5*time.Minute, 30*time.Second, clk)
-	u := &server.User{Name: "alice"}
-	at := server.Attributes{Verb: "create", Node: "n1", Subresource: "proxy"}
+	u := &auth.User{Name: "alice"}
+	at := auth.Attributes{Verb: "create", Node: "n1", Subresource: "proxy"}
 	ctx := context.Background()
 	if ok, _, _ := ar.Authorize(ctx, u, at); ok {
 		t.Fatal("allowed")

@@ -1,50 +1,22 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/server/auth"
 )
-
-// User is who a request comes from.
-type User struct {
-	Name   string
-	UID    string
-	Groups []string
-	Extra  map[string][]string
-}
-
-// Authenticator says who sent a request: ok false means it carried no
-// credentials this authenticator knows (the next is asked); an error means
-// it carried bad ones.
-type Authenticator interface {
-	Authenticate(r *http.Request) (u *User, ok bool, err error)
-}
-
-// Attributes are what a request asks, as the kubelet maps it for the API
-// server's SubjectAccessReview: a verb on a subresource of the node.
-type Attributes struct {
-	Verb, Node, Subresource, Path string
-}
-
-// Authorizer decides whether a user may do what a request asks.
-type Authorizer interface {
-	Authorize(ctx context.Context, u *User, a Attributes) (allowed bool, reason string, err error)
-}
 
 // Auth is the full-access port's authentication and authorization, as the
 // kubelet's: the authenticators in order (client certificate, bearer
 // token), then anonymous if allowed; then the authorizer (nil: every
 // authenticated request is allowed).
 type Auth struct {
-	Authenticators []Authenticator
+	Authenticators []auth.Authenticator
 	Anonymous      bool
-	Authorizer     Authorizer
+	Authorizer     auth.Authorizer
 }
-
-// Anonymous is the user of a request without credentials.
-var Anonymous = User{Name: "system:anonymous", Groups: []string{"system:unauthenticated"}}
 
 // verbs maps HTTP methods to the verbs the API server authorizes.
 var verbs = map[string]string{
@@ -77,7 +49,7 @@ func subresources(path string) []string {
 }
 
 // authenticate returns the request's user, or answers 401.
-func (a *Auth) authenticate(w http.ResponseWriter, r *http.Request) (*User, bool) {
+func (a *Auth) authenticate(w http.ResponseWriter, r *http.Request) (*auth.User, bool) {
 	for _, au := range a.Authenticators {
 		u, ok, err := au.Authenticate(r)
 		if err != nil {
@@ -89,7 +61,7 @@ func (a *Auth) authenticate(w http.ResponseWriter, r *http.Request) (*User, bool
 		}
 	}
 	if a.Anonymous {
-		u := Anonymous
+		u := auth.Anonymous
 		return &u, true
 	}
 	writeError(w, http.StatusUnauthorized, "Unauthorized")
@@ -112,7 +84,7 @@ func (a *Auth) filter(node string, next http.Handler) http.Handler {
 			allowed := false
 			subs := subresources(r.URL.Path)
 			for _, sub := range subs {
-				ok, why, err := a.Authorizer.Authorize(r.Context(), u, Attributes{Verb: verb, Node: node, Subresource: sub, Path: r.URL.Path})
+				ok, why, err := a.Authorizer.Authorize(r.Context(), u, auth.Attributes{Verb: verb, Node: node, Subresource: sub, Path: r.URL.Path})
 				if err != nil {
 					writeError(w, http.StatusInternalServerError, fmt.Sprintf("Authorization error (user=%s, verb=%s, resource=nodes, subresource=%s)", u.Name, verb, sub))
 					return

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"testing"
+
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/server/auth"
 )
 
 func TestSubresources(t *testing.T) {
@@ -23,20 +25,22 @@ func TestSubresources(t *testing.T) {
 }
 
 type fakeAuthn struct {
-	u   *User
+	u   *auth.User
 	err error
 }
 
-func (f fakeAuthn) Authenticate(*http.Request) (*User, bool, error) { return f.u, f.u != nil, f.err }
+func (f fakeAuthn) Authenticate(*http.Request) (*auth.User, bool, error) {
+	return f.u, f.u != nil, f.err
+}
 
 type fakeAuthz struct{ allow map[string]bool }
 
-func (f fakeAuthz) Authorize(_ context.Context, u *User, a Attributes) (bool, string, error) {
+func (f fakeAuthz) Authorize(_ context.Context, u *auth.User, a auth.Attributes) (bool, string, error) {
 	return f.allow[u.Name+" "+a.Verb+" "+a.Subresource], "no rule", nil
 }
 
 func TestAuthFilter(t *testing.T) {
-	alice := &User{Name: "alice"}
+	alice := &auth.User{Name: "alice"}
 	authz := fakeAuthz{allow: map[string]bool{"alice get proxy": true, "system:anonymous get healthz": true}}
 	for _, tc := range []struct {
 		name   string
@@ -45,13 +49,13 @@ func TestAuthFilter(t *testing.T) {
 		path   string
 		want   int
 	}{
-		{"authenticated and allowed (fine-grained falls back to proxy)", Auth{Authenticators: []Authenticator{fakeAuthn{u: alice}}, Authorizer: authz}, "GET", "/pods", 200},
-		{"verb from the method", Auth{Authenticators: []Authenticator{fakeAuthn{u: alice}}, Authorizer: authz}, "POST", "/exec/ns/p/c", 403},
+		{"authenticated and allowed (fine-grained falls back to proxy)", Auth{Authenticators: []auth.Authenticator{fakeAuthn{u: alice}}, Authorizer: authz}, "GET", "/pods", 200},
+		{"verb from the method", Auth{Authenticators: []auth.Authenticator{fakeAuthn{u: alice}}, Authorizer: authz}, "POST", "/exec/ns/p/c", 403},
 		{"no credentials", Auth{Authorizer: authz}, "GET", "/pods", 401},
-		{"bad credentials", Auth{Authenticators: []Authenticator{fakeAuthn{err: errors.New("bad")}}, Anonymous: true, Authorizer: authz}, "GET", "/pods", 401},
+		{"bad credentials", Auth{Authenticators: []auth.Authenticator{fakeAuthn{err: errors.New("bad")}}, Anonymous: true, Authorizer: authz}, "GET", "/pods", 401},
 		{"anonymous, authorized as such", Auth{Anonymous: true, Authorizer: authz}, "GET", "/healthz", 200},
 		{"anonymous, refused", Auth{Anonymous: true, Authorizer: authz}, "GET", "/pods", 403},
-		{"no authorizer: authenticated is enough", Auth{Authenticators: []Authenticator{fakeAuthn{u: alice}}}, "DELETE", "/pods/ns/p", 200},
+		{"no authorizer: authenticated is enough", Auth{Authenticators: []auth.Authenticator{fakeAuthn{u: alice}}}, "DELETE", "/pods/ns/p", 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := tc.auth.filter("n1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
