@@ -55,6 +55,8 @@ type cniNetwork struct {
 	podCIDRs  []string                  // the Node's (node mode), for the ipRanges capability
 	sandboxes map[string]*sandboxRecord // by sandbox ID: attached, or being attached
 	ips       map[string]string         // by sandbox ID: its IP, once known
+
+	detaching sync.Map // sandbox ID → *sync.Mutex held by its detachment
 }
 
 // sandboxRecord is what the agent keeps of a sandbox it attaches: whose it
@@ -315,14 +317,24 @@ func resultIP(res cnitypes.Result) (string, error) {
 }
 
 // tearDown detaches a sandbox the agent attached (see Manager.TearDown).
+// Two detachments of one sandbox (the start's and its pod's new sandbox's,
+// say) take turns: the second finds it detached.
 func (c *cniNetwork) tearDown(ctx context.Context, id string) error {
+	l, _ := c.detaching.LoadOrStore(id, &sync.Mutex{})
+	l.(*sync.Mutex).Lock()
+	defer l.(*sync.Mutex).Unlock()
 	c.mu.Lock()
 	rec := c.sandboxes[id]
 	c.mu.Unlock()
 	if rec == nil {
+		c.detaching.Delete(id)
 		return nil
 	}
-	return c.del(ctx, id, rec)
+	err := c.del(ctx, id, rec)
+	if err == nil {
+		c.detaching.Delete(id)
+	}
+	return err
 }
 
 // tearDownPod detaches the pod's sandboxes other than keep.
