@@ -3,6 +3,7 @@ module github.com/classic-kubelet/kubelet
 go 1.26.8
 
 require (
+	github.com/containernetworking/cni v1.3.1
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/fsouza/go-dockerclient v1.13.3
 	github.com/golang/glog v1.2.5
