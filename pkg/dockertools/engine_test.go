@@ -563,7 +563,7 @@ func TestUnavailableEngine(t *testing.T) {
 		"inspect": func() error { _, err := c.Inspect(ctx, "x"); return err },
 		"start":   func() error { return c.Start(ctx, "x") },
 		"image":   func() error { _, err := c.ImagePresent(ctx, "img:1"); return err },
-		"events":  func() error { _, err := c.Events(ctx, kubecontainer.LabelOwner, "n"); return err },
+		"events":  func() error { _, err := c.Events(ctx); return err },
 	} {
 		if err := call(); !errors.Is(err, kubecontainer.ErrRuntimeUnavailable) {
 			t.Errorf("%s against a closed daemon: %v, want ErrRuntimeUnavailable", name, err)

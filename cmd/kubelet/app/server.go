@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/clock"
 
 	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/credentialprovider"
@@ -35,6 +36,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/nodestatus"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/runtimeevents"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/server"
 	"github.com/classic-kubelet/kubelet/pkg/systemd"
 )
@@ -154,6 +156,11 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 		cfg.Services, cfg.Objects = nm.services, nm.objects
 	}
 	cfg.Sysctls, _ = kuberuntime.NewSysctlAllowlist(o.AllowedUnsafeSysctls) // validated
+	// One subscription to Docker's events, for the relist, the image
+	// manager and cAdvisor's inspect cache (counted as the runtime's
+	// get_container_events).
+	runtimeEvents := runtimeevents.NewHub(kuberuntime.NewInstrumentedRuntime(docker, m), clock.RealClock{})
+	cfg.RuntimeEvents = runtimeEvents
 	k := kubelet.New(cfg, docker, merger)
 
 	glog.Infof("Classic Kubelet starting: node %q, root dir %s, docker %s, sources %v", o.HostnameOverride, o.RootDir, o.DockerEndpoint, sources)
@@ -169,6 +176,7 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 			f()
 		}()
 	}
+	goRun(func() { runtimeEvents.Run(ctx) })
 	goRun(func() { k.Run(ctx, merger.Updates()) })
 	goRun(func() { merger.Run(ctx) }) // retries checkpoints that failed
 
@@ -184,7 +192,7 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 	// busy node (it reads every container's cgroups): the stats endpoints
 	// answer 503 until it runs, and for good if it cannot (no cgroups).
 	// Pods, sources, the API and node registration do not wait for it.
-	stats := cadvisor.New(o.DockerEndpoint, o.HousekeepingInterval)
+	stats := cadvisor.New(o.DockerEndpoint, o.HousekeepingInterval, runtimeEvents)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(stats.Collectors(o.HostnameOverride)...)
 	defer stats.Stop()

@@ -48,7 +48,7 @@ func TestCAdvisorHousekeepsEachContainerOnce(t *testing.T) {
 	}
 	defer flag.Set("global_housekeeping_interval", old)
 
-	c := New(endpoint, 10*time.Second)
+	c := New(endpoint, 10*time.Second, nil)
 	if c.Err() != ErrStarting {
 		t.Fatalf("a new client answers %v before cAdvisor has started, want ErrStarting", c.Err())
 	}
