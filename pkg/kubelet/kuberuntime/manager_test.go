@@ -3,7 +3,6 @@ package kuberuntime
 import (
 	"context"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -48,14 +47,3 @@ func newTestManager(t *testing.T, cfg Config, rt kubecontainer.Runtime) *Manager
 	return m
 }
 
-// waitUntil waits up to 3 s for cond.
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
