@@ -35,7 +35,8 @@ var reconnect = backoff.Policy{Initial: 500 * time.Millisecond, Max: 30 * time.S
 
 // ReaderBuffer is how many events a reader may fall behind by before it
 // loses events (and is told to resync). A burst of 100 pods makes some
-// 600 events; a reader's own work per event is a map update.
+// 400 (a create and a start of two containers each); a reader's own work
+// per event is a map update.
 const ReaderBuffer = 1024
 
 // Hub keeps one subscription to a Source and hands each event to every
