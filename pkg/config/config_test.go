@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/classic-kubelet/kubelet/pkg/await"
 	"github.com/classic-kubelet/kubelet/pkg/api"
+	"github.com/classic-kubelet/kubelet/pkg/await"
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
 

@@ -302,4 +302,3 @@ func TestNodeWriter(t *testing.T) {
 		t.Errorf("condition %+v", cond)
 	}
 }
-

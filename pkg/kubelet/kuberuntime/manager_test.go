@@ -46,4 +46,3 @@ func newTestManager(t *testing.T, cfg Config, rt kubecontainer.Runtime) *Manager
 	vols.Downward = m.Downward()
 	return m
 }
-

@@ -189,7 +189,6 @@ func since(t0 time.Time, ts []time.Time) []time.Duration {
 	return out
 }
 
-
 func TestManagerReadiness(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	m, _ := testManager(clk, &scripted{})
