@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
+	"github.com/classic-kubelet/kubelet/pkg/backoff"
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
 
@@ -120,17 +121,16 @@ type Merger struct {
 	// Run's goroutine when retry fires; whoever finds a write failing arms
 	// it (under mu), so a failure costs nothing between attempts.
 	write            func(path string, data []byte) error
+	clock            clock.Clock
 	retry            clock.Timer
 	retryArmed       bool
-	retryDelay       time.Duration
+	retryBackoff     *backoff.Backoff[backoff.One]
 	admissionsBehind bool
 }
 
-// Back-off of checkpoint write retries.
-const (
-	checkpointRetryInitial = time.Second
-	checkpointRetryMax     = time.Minute
-)
+// checkpointRetry is the back-off of checkpoint write retries: 1 s, doubling
+// while any write fails, started over once all are written.
+var checkpointRetry = backoff.Policy{Initial: time.Second, Max: time.Minute}
 
 // NewMerger returns a merger for the named sources (the ones configured on
 // this agent). Admission order and each source's last good snapshot are
@@ -143,12 +143,13 @@ func NewMerger(checkpointDir string, sources ...string) (*Merger, error) {
 // newMerger is NewMerger with the clock of checkpoint retries and the
 // writer of checkpoint files (atomic: it replaces path or fails) given.
 func newMerger(checkpointDir string, clk clock.Clock, write func(path string, data []byte) error, sources ...string) (*Merger, error) {
-	retry := clk.NewTimer(checkpointRetryInitial)
+	retry := clk.NewTimer(checkpointRetry.Initial)
 	retry.Stop()
 	m := &Merger{
 		write:          write,
+		clock:          clk,
 		retry:          retry,
-		retryDelay:     checkpointRetryInitial,
+		retryBackoff:   backoff.New[backoff.One](checkpointRetry, clk),
 		out:            make(chan api.PodUpdate),
 		configured:     map[string]bool{},
 		sources:        map[string]*sourceState{},
@@ -518,7 +519,7 @@ func (m *Merger) scheduleRetry() {
 		return
 	}
 	m.retryArmed = true
-	m.retry.Reset(m.retryDelay)
+	m.retry.Reset(m.retryBackoff.Next(backoff.One{}, m.clock.Now()))
 }
 
 // Run retries the checkpoints that could not be written until ctx ends:
@@ -541,16 +542,15 @@ func (m *Merger) retryCheckpoints() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.retryArmed = false
-	m.retryDelay = min(2*m.retryDelay, checkpointRetryMax)
 	for _, name := range m.sourceNames() {
 		s := m.sources[name]
 		if s.behind == "" || !m.configured[name] {
 			continue
 		}
 		if err := m.saveSnapshot(name, s.pods); err != nil {
-			glog.Errorf("%v (retried in %v)", err, m.retryDelay)
+			m.scheduleRetry() // the first failure of the round doubles the delay
+			glog.Errorf("%v (retried in %v)", err, m.retryBackoff.Get(backoff.One{}))
 			s.behind = err.Error()
-			m.scheduleRetry()
 			continue
 		}
 		glog.Infof("Source %s: checkpoint written after failing", name)
@@ -560,7 +560,7 @@ func (m *Merger) retryCheckpoints() {
 		m.saveAdmissions()
 	}
 	if !m.retryArmed {
-		m.retryDelay = checkpointRetryInitial
+		m.retryBackoff.Reset(backoff.One{})
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
+	"github.com/classic-kubelet/kubelet/pkg/await"
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
 
@@ -232,14 +233,11 @@ func TestMergerCheckpointsSnapshots(t *testing.T) {
 	}()
 	// Until the consumer has the restored pods, the sources do not count
 	// as seen: their silence must not remove what is about to be kept.
-	// Evidence that the load got as far as sending: the snapshot is in
-	// force (and no one receives yet).
-	deadline := time.Now().Add(5 * time.Second)
-	for len(m2.Snapshot("etcd")) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the checkpoint was not loaded")
-		}
-		time.Sleep(time.Millisecond)
+	// Evidence that the load got as far as sending: it is parked, and no
+	// one receives yet.
+	await.Parked(t, 1, "config.(*Merger).LoadCheckpoints(")
+	if len(m2.Snapshot("etcd")) == 0 {
+		t.Fatal("the checkpoint was not loaded before its pods were sent")
 	}
 	if m2.Seen("etcd") {
 		t.Error("source seen before its restored pods were consumed")

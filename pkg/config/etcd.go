@@ -13,9 +13,11 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
+	grpcbackoff "google.golang.org/grpc/backoff"
+	"k8s.io/utils/clock"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
+	"github.com/classic-kubelet/kubelet/pkg/backoff"
 )
 
 const (
@@ -24,15 +26,15 @@ const (
 	DefaultEtcdPrefix = "/registry/hosts"
 	// etcdTimeout bounds one read.
 	etcdTimeout = 5 * time.Second
-	// etcdRetryMin and etcdRetryMax bound the back-off between failed
-	// reads: a change made during an outage applies within etcdRetryMax of
-	// etcd answering again.
-	etcdRetryMin = 250 * time.Millisecond
-	etcdRetryMax = 2 * time.Second
 	// keepAliveTime and keepAliveTimeout: gRPC pings on an idle link.
 	keepAliveTime    = 5 * time.Second
 	keepAliveTimeout = 3 * time.Second
 )
+
+// etcdRetry is the back-off between failed reads (started over by a read
+// that succeeds): a change made during an outage applies within its Max of
+// etcd answering again.
+var etcdRetry = backoff.Policy{Initial: 250 * time.Millisecond, Max: 2 * time.Second}
 
 // EtcdKey is the key holding a node's pods.
 func EtcdKey(prefix, node string) string { return prefix + "/" + node + "/kubelet" }
@@ -57,7 +59,7 @@ func NewEtcdClient(endpoints []string, t EtcdTLS) (*clientv3.Client, error) {
 		// start takes most of that on a busy node), for a dial every half
 		// second while it is down.
 		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
-			Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 500 * time.Millisecond},
+			Backoff: grpcbackoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 500 * time.Millisecond},
 		})},
 	}
 	if t != (EtcdTLS{}) {
@@ -110,11 +112,12 @@ func NewEtcdSource(client *clientv3.Client, key, node string, resync time.Durati
 
 // Run reads and watches until ctx is cancelled.
 func (s *EtcdSource) Run(ctx context.Context) {
-	backoff := etcdRetryMin
+	clk := clock.RealClock{}
+	retry := backoff.New[backoff.One](etcdRetry, clk)
 	for ctx.Err() == nil {
 		rev, err := s.read(ctx)
 		if err == nil {
-			backoff = etcdRetryMin
+			retry.Reset(backoff.One{})
 			err = s.watch(ctx, rev)
 		}
 		if ctx.Err() != nil {
@@ -125,9 +128,8 @@ func (s *EtcdSource) Run(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(backoff):
+			case <-clk.After(retry.Next(backoff.One{}, clk.Now())):
 			}
-			backoff = min(2*backoff, etcdRetryMax)
 		}
 	}
 }

@@ -266,55 +266,30 @@ func (c *Client) ImageUser(ctx context.Context, image string) (string, error) {
 	return img.Config.User, nil
 }
 
-// stateEvents are the container events that change what a list or an
-// inspect shows; exec_* (every exec probe), kill, attach and the like are not
-// subscribed to.
-var stateEvents = []string{"create", "start", "die", "destroy", "oom", "pause", "unpause", "rename", "update"}
+// eventActions are the actions the agent subscribes to: the container
+// actions that change what a list or an inspect shows
+// (kubecontainer.StateActions), health_status (cAdvisor's inspects show a
+// container's health), and the image actions after which an image may be
+// present that was not: a pull, a load, a tag or an import (a load names no
+// reference, only the image's ID). exec_* (every exec probe makes three),
+// kill, attach and the like are left to Docker. Docker matches an action
+// by prefix once health_status is asked for ("health_status: healthy");
+// no action of one type is the prefix of another's.
+var eventActions = append(append([]string{"health_status"}, kubecontainer.StateActions...), "pull", "load", "tag", "import")
 
-// Events streams container events for containers carrying label=value until
-// ctx is cancelled or the stream breaks; the returned channel is closed then.
-// The caller relists after reconnecting: events lost in between are covered.
+// Events streams the daemon's container and image events (eventActions)
+// until ctx is cancelled or the stream breaks; the returned channel is
+// closed then. The caller holds one subscription for the agent
+// (pkg/kubelet/runtimeevents) and has its readers resync after it
+// reconnects: events lost in between are covered.
 //
 // The stream is read here rather than through go-dockerclient's event
 // listeners: those are shared by every caller of one client, never close a
 // removed listener's channel, and removing the last one blocks until Docker
 // sends another event. Here cancelling ctx ends the request, and with it
 // the one goroutine reading it.
-func (c *Client) Events(ctx context.Context, label, value string) (<-chan kubecontainer.Event, error) {
-	return subscribe(ctx, c, map[string][]string{"type": {"container"}, "label": {label + "=" + value}, "event": stateEvents},
-		func(ev engineEvent) kubecontainer.Event {
-			code, _ := strconv.Atoi(ev.Actor.Attributes["exitCode"]) // a die's
-			return kubecontainer.Event{ContainerID: ev.Actor.ID, Action: ev.Action, Time: time.Unix(0, ev.TimeNano), ExitCode: code}
-		})
-}
-
-// imageEvents are the image events after which an image may be present
-// that was not: a pull, a load, a tag or an import (a load names no
-// reference, only the image's ID).
-var imageEvents = []string{"pull", "load", "tag", "import"}
-
-// ImageEvents streams the daemon's image events that may make an image
-// present, as their action names, until ctx ends or the stream breaks
-// (the channel is then closed).
-func (c *Client) ImageEvents(ctx context.Context) (<-chan string, error) {
-	return subscribe(ctx, c, map[string][]string{"type": {"image"}, "event": imageEvents},
-		func(ev engineEvent) string { return ev.Action })
-}
-
-// engineEvent is an event as the Engine API streams it.
-type engineEvent struct {
-	Action   string
-	TimeNano int64 `json:"timeNano"`
-	Actor    struct {
-		ID         string
-		Attributes map[string]string
-	}
-}
-
-// subscribe streams the daemon's events matching filters, each made into a
-// T, until ctx ends or the stream breaks (the channel is then closed).
-func subscribe[T any](ctx context.Context, c *Client, filters map[string][]string, conv func(engineEvent) T) (<-chan T, error) {
-	data, err := json.Marshal(filters)
+func (c *Client) Events(ctx context.Context) (<-chan kubecontainer.Event, error) {
+	data, err := json.Marshal(map[string][]string{"type": {"container", "image"}, "event": eventActions})
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +305,7 @@ func subscribe[T any](ctx context.Context, c *Client, filters map[string][]strin
 		resp.Body.Close()
 		return nil, fmt.Errorf("subscribe to docker events: %w", translate(&docker.Error{Status: resp.StatusCode, Message: resp.Status}))
 	}
-	out := make(chan T)
+	out := make(chan kubecontainer.Event)
 	go func() {
 		defer close(out)
 		defer resp.Body.Close()
@@ -341,13 +316,39 @@ func subscribe[T any](ctx context.Context, c *Client, filters map[string][]strin
 				return // cancelled, or the stream broke: the caller resubscribes
 			}
 			select {
-			case out <- conv(ev):
+			case out <- ev.event():
 			case <-ctx.Done():
 				return
 			}
 		}
 	}()
 	return out, nil
+}
+
+// engineEvent is an event as the Engine API streams it.
+type engineEvent struct {
+	Type     string
+	Action   string
+	TimeNano int64 `json:"timeNano"`
+	Actor    struct {
+		ID         string
+		Attributes map[string]string
+	}
+}
+
+// event is the runtime's event for e. An image event's actor is the
+// image's reference, or its ID for a load.
+func (e engineEvent) event() kubecontainer.Event {
+	ev := kubecontainer.Event{Action: e.Action, Time: time.Unix(0, e.TimeNano)}
+	if e.Type == "image" {
+		ev.Type, ev.Image = kubecontainer.ImageEvent, e.Actor.ID
+		return ev
+	}
+	ev.Type, ev.ContainerID, ev.Labels = kubecontainer.ContainerEvent, e.Actor.ID, e.Actor.Attributes
+	if e.Action == "die" {
+		ev.ExitCode, _ = strconv.Atoi(e.Actor.Attributes["exitCode"])
+	}
+	return ev
 }
 
 // rawURL is the URL of an Engine API path for requests made with the

@@ -2,12 +2,17 @@ package dockertools
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
@@ -30,10 +35,10 @@ func TestEventsCancelLeaksNoGoroutine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := runtime.NumGoroutine()
+	before := goleak.IgnoreCurrent() // the server's own
 	for range 5 {
 		ctx, cancel := context.WithCancel(context.Background())
-		events, err := c.Events(ctx, kubecontainer.LabelOwner, "n")
+		events, err := c.Events(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,12 +46,57 @@ func TestEventsCancelLeaksNoGoroutine(t *testing.T) {
 		for range events {
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before+1 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+	c.c.HTTPClient.CloseIdleConnections()
+	goleak.VerifyNone(t, before, goleak.IgnoreTopFunction("github.com/golang/glog.(*fileSink).flushDaemon"))
+}
+
+// One subscription asks Docker for the container actions that change state
+// or health and the image actions that may make an image present, and
+// turns each into the runtime's event.
+func TestEventsOneSubscriptionOfContainersAndImages(t *testing.T) {
+	filters := make(chan map[string][]string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var f map[string][]string
+		_ = json.Unmarshal([]byte(r.URL.Query().Get("filters")), &f)
+		filters <- f
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, `{"Type":"container","Action":"die","timeNano":1700000000000000001,"Actor":{"ID":"c1","Attributes":{"exitCode":"3","io.classic-kubelet.node":"n"}}}
+{"Type":"image","Action":"load","timeNano":1700000000000000002,"Actor":{"ID":"sha256:abc"}}
+`)
+	}))
+	defer srv.Close()
+	c, err := NewClient("tcp://" + strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n := runtime.NumGoroutine(); n > before+1 {
-		buf := make([]byte, 1<<16)
-		t.Fatalf("%d goroutines after 5 cancelled subscriptions, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	events, err := c.Events(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []kubecontainer.Event
+	for ev := range events { // closed when the stream ends
+		got = append(got, ev)
+	}
+	want := []kubecontainer.Event{
+		{Type: kubecontainer.ContainerEvent, ContainerID: "c1", Action: "die", ExitCode: 3, Time: time.Unix(0, 1700000000000000001),
+			Labels: map[string]string{"exitCode": "3", "io.classic-kubelet.node": "n"}},
+		{Type: kubecontainer.ImageEvent, Image: "sha256:abc", Action: "load", Time: time.Unix(0, 1700000000000000002)},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("events\n%+v\nwant\n%+v", got, want)
+	}
+	f := <-filters
+	if !slices.Equal(f["type"], []string{"container", "image"}) {
+		t.Errorf("types subscribed %v", f["type"])
+	}
+	for _, action := range []string{"die", "destroy", "oom", "health_status", "pull", "load", "tag", "import"} {
+		if !slices.Contains(f["event"], action) {
+			t.Errorf("action %s not subscribed: %v", action, f["event"])
+		}
+	}
+	for _, action := range []string{"exec_create", "exec_start", "exec_die", "kill", "attach"} {
+		if slices.Contains(f["event"], action) {
+			t.Errorf("action %s subscribed: every exec probe would cost events", action)
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	docker "github.com/fsouza/go-dockerclient"
 
+	"github.com/classic-kubelet/kubelet/pkg/await"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
@@ -40,16 +41,20 @@ type engine struct {
 	resizes     []string        // "HxW" of each resize asked for
 	interactive map[string]bool // exec IDs created with stdin
 	hanging     map[string]bool // exec IDs of "hang": output until the client goes
-	sessions    int             // echo sessions (attach, interactive exec) begun
 	nextID      int
+	stopped     chan struct{} // closed at the test's end
+	resized     chan struct{} // a resize was asked for (cap 16: a test takes them)
+	begun       chan struct{} // an echo session began (cap 16)
 }
 
 func newEngine(t *testing.T) (*engine, *Client) {
 	t.Helper()
-	e := &engine{t: t, containers: map[string]*docker.Container{}, images: map[string]*docker.Image{}, execs: map[string]int{}, interactive: map[string]bool{}, hanging: map[string]bool{}}
+	e := &engine{t: t, containers: map[string]*docker.Container{}, images: map[string]*docker.Image{}, execs: map[string]int{}, interactive: map[string]bool{},
+		hanging: map[string]bool{}, stopped: make(chan struct{}), resized: make(chan struct{}, 16), begun: make(chan struct{}, 16)}
 	e.addImage("img:1", "sha256:img1", "app")
 	e.srv = httptest.NewServer(http.HandlerFunc(e.serve))
 	t.Cleanup(e.srv.Close)
+	t.Cleanup(func() { close(e.stopped) }) // before the server closes
 	c, err := NewClient("tcp://" + strings.TrimPrefix(e.srv.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -102,6 +107,7 @@ func (e *engine) serve(w http.ResponseWriter, r *http.Request) {
 		}})
 	case strings.HasSuffix(path, "/resize"):
 		e.resizes = append(e.resizes, r.URL.Query().Get("h")+"x"+r.URL.Query().Get("w"))
+		e.resized <- struct{}{}
 		w.WriteHeader(200)
 	case path == "/version":
 		e.reply(w, 200, map[string]string{"ApiVersion": "1.41", "Version": "20.10.24"})
@@ -285,8 +291,8 @@ func (e *engine) isHanging(id string) bool {
 }
 
 // hangSession is the output of a command that never ends, whatever its
-// client does to its stdin: a frame every 10 ms until the client closes
-// the connection.
+// client does to its stdin: a frame, then nothing for as long as the
+// stand-in runs (the test's end closes the session).
 func (e *engine) hangSession(w http.ResponseWriter) {
 	conn, buf, ok := e.upgrade(w)
 	if !ok {
@@ -294,12 +300,8 @@ func (e *engine) hangSession(w http.ResponseWriter) {
 	}
 	defer conn.Close()
 	_ = buf.Flush()
-	for {
-		if _, err := conn.Write(rawFrame(1, []byte("."))); err != nil {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	_, _ = conn.Write(rawFrame(1, []byte(".")))
+	<-e.stopped
 }
 
 // echoSession is a hijacked attach or exec session without a TTY: each read
@@ -313,9 +315,7 @@ func (e *engine) echoSession(w http.ResponseWriter, r *http.Request) {
 	}
 	defer conn.Close()
 	_ = buf.Flush()
-	e.mu.Lock()
-	e.sessions++
-	e.mu.Unlock()
+	e.begun <- struct{}{}
 	p := make([]byte, 512)
 	for {
 		n, err := buf.Read(p)
@@ -563,7 +563,7 @@ func TestUnavailableEngine(t *testing.T) {
 		"inspect": func() error { _, err := c.Inspect(ctx, "x"); return err },
 		"start":   func() error { return c.Start(ctx, "x") },
 		"image":   func() error { _, err := c.ImagePresent(ctx, "img:1"); return err },
-		"events":  func() error { _, err := c.Events(ctx, kubecontainer.LabelOwner, "n"); return err },
+		"events":  func() error { _, err := c.Events(ctx); return err },
 	} {
 		if err := call(); !errors.Is(err, kubecontainer.ErrRuntimeUnavailable) {
 			t.Errorf("%s against a closed daemon: %v, want ErrRuntimeUnavailable", name, err)
@@ -649,13 +649,9 @@ func TestStreamsAgainstEngine(t *testing.T) {
 		// stdin ends only once the size went through, so the session is
 		// still running when it is forwarded.
 		_, _ = feed.Write([]byte("hello\n"))
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			e.mu.Lock()
-			n := len(e.resizes)
-			e.mu.Unlock()
-			if n > 0 {
-				break
-			}
+		select {
+		case <-e.resized:
+		case <-time.After(await.Timeout): // the check below fails
 		}
 		feed.Close()
 	}()
@@ -685,23 +681,17 @@ func TestStreamsAgainstEngine(t *testing.T) {
 	// A session whose client is gone (ctx ended) returns without error;
 	// the context ends once the session is under way, not some time after
 	// the call.
-	e.mu.Lock()
-	begun := e.sessions
-	e.mu.Unlock()
+	for len(e.begun) > 0 {
+		<-e.begun // the sessions above, each ended
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	blocked, _ := io.Pipe()
 	done := make(chan error, 1)
 	go func() { done <- c.Attach(ctx, id, kubecontainer.Streams{Stdin: blocked, Stdout: io.Discard}) }()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		e.mu.Lock()
-		n := e.sessions
-		e.mu.Unlock()
-		if n > begun {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the attach session never began")
-		}
+	select {
+	case <-e.begun:
+	case <-time.After(await.Timeout):
+		t.Fatal("the attach session never began")
 	}
 	cancel()
 	select {

@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/classic-kubelet/kubelet/pkg/await"
 )
 
 func freeURL(t *testing.T) url.URL {
@@ -121,7 +123,8 @@ func TestLeaseRunReclaims(t *testing.T) {
 	if _, err := c.Revoke(ctx, clientv3.LeaseID(first)); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, func() bool { _, id := get(t, c, "/hosts/n1/lease"); return id != 0 && id != first })
+	// Run renews on the real clock, against a real etcd: only etcd can tell.
+	await.True(t, "the lease claimed again", func() bool { _, id := get(t, c, "/hosts/n1/lease"); return id != 0 && id != first })
 
 	// Now someone else takes it while this agent's lease is gone.
 	_, cur := get(t, c, "/hosts/n1/lease")
@@ -130,7 +133,7 @@ func TestLeaseRunReclaims(t *testing.T) {
 	if _, err := c.Put(ctx, "/hosts/n1/lease", string(other)); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, func() bool { held, taken := l.Held(); return !held && taken != nil && taken.Holder.InstanceID == "b" })
+	await.True(t, "the name seen taken", func() bool { held, taken := l.Held(); return !held && taken != nil && taken.Holder.InstanceID == "b" })
 	if val, _ := get(t, c, "/hosts/n1/lease"); !strings.Contains(val, `"instanceID":"b"`) {
 		t.Errorf("the agent overwrote the new holder's key: %s", val)
 	}
@@ -297,16 +300,5 @@ func TestNodeWriter(t *testing.T) {
 	cond := n.Status.Conditions[0]
 	if cond.Status != v1.ConditionFalse || cond.LastTransitionTime.IsZero() || cond.LastHeartbeatTime.Before(&cond.LastTransitionTime) {
 		t.Errorf("condition %+v", cond)
-	}
-}
-
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10 s")
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -21,6 +21,8 @@ import (
 	"k8s.io/component-helpers/apimachinery/lease"
 	nodeutil "k8s.io/component-helpers/node/util"
 	"k8s.io/utils/clock"
+
+	"github.com/classic-kubelet/kubelet/pkg/backoff"
 )
 
 // NodeConfig says how the Node is registered and reported.
@@ -50,11 +52,9 @@ type NodeConfig struct {
 	PodCIDRs func([]string)
 }
 
-// Registration back-off, as the kubelet's: 100 ms doubling to 7 s.
-const (
-	registerRetryInitial = 100 * time.Millisecond
-	registerRetryMax     = 7 * time.Second
-)
+// registerRetry is the registration back-off, as the kubelet's: 100 ms
+// doubling to 7 s, started over once a sync succeeds.
+var registerRetry = backoff.Policy{Initial: 100 * time.Millisecond, Max: 7 * time.Second}
 
 // NodeReporter registers the Node and keeps its status: computed every
 // update period by build (one computation for every place the Node is
@@ -127,16 +127,16 @@ func (r *NodeReporter) Run(ctx context.Context) {
 	go func() { defer close(watchDone); nodes.RunWithContext(ctx) }()
 	defer func() { <-watchDone }()
 
-	retry := registerRetryInitial
+	retry := backoff.New[backoff.One](registerRetry, r.clock)
 	for {
 		wait := r.cfg.UpdateFrequency
 		if err := r.sync(ctx); err != nil {
 			r.logError(err)
 			if r.last == nil { // not registered: back off
-				wait, retry = retry, min(retry*2, registerRetryMax)
+				wait = retry.Next(backoff.One{}, r.clock.Now())
 			}
 		} else {
-			retry = registerRetryInitial
+			retry.Reset(backoff.One{})
 			if r.lastErr != "" {
 				glog.Infof("Node %q: reported to %s again", r.cfg.Name, r.cfg.Server)
 				r.lastErr = ""

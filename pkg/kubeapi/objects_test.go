@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/classic-kubelet/kubelet/pkg/await"
 )
 
 // One object named by many pods costs one GET per TTL, even when all the
@@ -42,7 +44,8 @@ func TestObjectsOneReadPerTTL(t *testing.T) {
 				}
 			}()
 		}
-		time.Sleep(50 * time.Millisecond)
+		// Every read is in flight: waiting for the one GET, or making it.
+		await.Parked(t, 50, "kubeapi.(*Objects).ConfigMap(", "singleflight.")
 		close(release)
 		wg.Wait()
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/pleg"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/podstatus"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/prober"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/runtimeevents"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/server"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/status"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
@@ -120,6 +121,10 @@ type Config struct {
 	// Clock times the sync loop, the relist, retries, probes and the
 	// status manager; nil: the real clock (tests move a fake one).
 	Clock clock.WithTicker
+	// RuntimeEvents is the agent's one subscription to the runtime's
+	// events, which the relist and the image manager read (its owner runs
+	// it); nil: the Kubelet makes one on its runtime and runs it itself.
+	RuntimeEvents *runtimeevents.Hub
 }
 
 // housekeepingPeriod is how often pods left on the node without a desired
@@ -172,6 +177,8 @@ type Kubelet struct {
 	meter *diskusage.Meter // measures disk usage in the background
 
 	eviction *eviction.Evictor
+
+	ownEvents *runtimeevents.Hub // made by New when Config had none; Run runs it
 }
 
 // New returns a Kubelet; Run starts it.
@@ -199,7 +206,11 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 	k.volumes = &volumes.Manager{RootDir: cfg.RootDir, NodeMemory: memory, Objects: cfg.Objects}
 	k.meter = &diskusage.Meter{Runtime: k.docker, Pods: k.cache, Node: cfg.NodeName, PodDir: k.volumes.PodDir, Period: cfg.DiskUsagePeriod}
 	k.metrics.TrackPodState(k.podStateSizes)
-	k.relist = pleg.NewRelister(k.docker, cfg.NodeName, cfg.RelistPeriod, k.cache, k.dirty.mark)
+	if cfg.RuntimeEvents == nil {
+		k.ownEvents = runtimeevents.NewHub(k.docker, cfg.Clock)
+		cfg.RuntimeEvents = k.ownEvents
+	}
+	k.relist = pleg.NewRelister(k.docker, cfg.RuntimeEvents, cfg.NodeName, cfg.RelistPeriod, k.cache, k.dirty.mark)
 	k.relist.Metrics = k.metrics
 	k.relist.Clock = cfg.Clock
 	k.relist.OnLogPath = func(c *kubecontainer.ContainerState) { k.runtime.LinkLog(c) }
@@ -207,7 +218,7 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		cfg.Images.BackoffInitial, cfg.Images.BackoffMax = kuberuntime.BackoffBounds(cfg.BackoffInitial, cfg.BackoffMax)
 	}
 	k.cfg.Images = cfg.Images
-	k.images = images.NewManager(docker, cfg.Images, cfg.InfraImage, filepath.Join(cfg.RootDir, "images.json"))
+	k.images = images.NewManager(docker, cfg.RuntimeEvents, cfg.Images, cfg.InfraImage, filepath.Join(cfg.RootDir, "images.json"))
 	k.images.Events = func(pod *v1.Pod, container, reason, msg string, warning bool) {
 		cfg.Events.Event(events.PodRef(pod, container), warning, reason, "%s", msg)
 	}
@@ -265,6 +276,9 @@ func (k *Kubelet) Run(ctx context.Context, updates <-chan api.PodUpdate) {
 	k.life.Store(&ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	if k.ownEvents != nil {
+		wg.Go(func() { k.ownEvents.Run(ctx) })
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/classic-kubelet/kubelet/pkg/await"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/probe"
 	probeexec "github.com/classic-kubelet/kubelet/pkg/probe/exec"
@@ -33,8 +34,11 @@ func TestHTTPProbe(t *testing.T) {
 			http.Redirect(w, r, "/ok", http.StatusFound)
 		case "/away":
 			http.Redirect(w, r, "http://192.0.2.1/", http.StatusFound) // another host: not followed
-		case "/slow":
-			time.Sleep(500 * time.Millisecond)
+		case "/slow": // answers once the prober gave up (or, if it never does, much later)
+			select {
+			case <-r.Context().Done():
+			case <-time.After(await.Timeout):
+			}
 		case "/fail":
 			w.WriteHeader(500)
 		case "/teapot":

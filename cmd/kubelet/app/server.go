@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/clock"
 
 	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/credentialprovider"
@@ -37,6 +38,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/network"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/network/dns"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/nodestatus"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/runtimeevents"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/server"
 	"github.com/classic-kubelet/kubelet/pkg/systemd"
 )
@@ -168,6 +170,11 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 		return err
 	}
 	cfg.Network = podNetwork
+	// One subscription to Docker's events, for the relist, the image
+	// manager and cAdvisor's inspect cache (counted as the runtime's
+	// get_container_events).
+	runtimeEvents := runtimeevents.NewHub(kuberuntime.NewInstrumentedRuntime(docker, m), clock.RealClock{})
+	cfg.RuntimeEvents = runtimeEvents
 	// The runtime as the agent sees it: a CNI sandbox's IP is its plugin's.
 	k := kubelet.New(cfg, podNetwork.Runtime(docker), merger)
 
@@ -184,6 +191,7 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 			f()
 		}()
 	}
+	goRun(func() { runtimeEvents.Run(ctx) })
 	goRun(func() { k.Run(ctx, merger.Updates()) })
 	goRun(func() { podNetwork.Run(ctx, docker) }) // detaches CNI sandboxes gone while the agent was down
 	goRun(func() { merger.Run(ctx) })             // retries checkpoints that failed
@@ -200,7 +208,7 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 	// busy node (it reads every container's cgroups): the stats endpoints
 	// answer 503 until it runs, and for good if it cannot (no cgroups).
 	// Pods, sources, the API and node registration do not wait for it.
-	stats := cadvisor.New(o.DockerEndpoint, o.HousekeepingInterval)
+	stats := cadvisor.New(o.DockerEndpoint, o.HousekeepingInterval, runtimeEvents)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(stats.Collectors(o.HostnameOverride)...)
 	defer stats.Stop()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/cgroups"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/runtimeevents"
 	"github.com/golang/glog"
 	"github.com/google/cadvisor/cache/memory"
 	"github.com/google/cadvisor/container"
@@ -95,14 +96,16 @@ var _ Interface = (*Client)(nil)
 
 // New starts cAdvisor in the background watching Docker containers at
 // dockerEndpoint, the root cgroup and the pods' cgroups (not every raw
-// cgroup), housekeeping every interval. Until it runs every call answers
+// cgroup), housekeeping every interval. Its Docker inspects are cached
+// while the hub events (the agent's runtime events; nil: none, nothing
+// cached) follows the containers' changes. Until it runs every call answers
 // ErrStarting; if it cannot start (no cgroups, say), ErrUnavailable and the
 // reason, and the agent runs on.
-func New(dockerEndpoint string, interval time.Duration) *Client {
+func New(dockerEndpoint string, interval time.Duration, events *runtimeevents.Hub) *Client {
 	c := &Client{ready: make(chan struct{})}
 	go func() {
 		defer close(c.ready)
-		if c.err = c.start(dockerEndpoint, interval); c.err != nil {
+		if c.err = c.start(dockerEndpoint, interval, events); c.err != nil {
 			glog.Errorf("Container stats are unavailable; pods run regardless: %v", c.err)
 			return
 		}
@@ -111,13 +114,13 @@ func New(dockerEndpoint string, interval time.Duration) *Client {
 	return c
 }
 
-func (c *Client) start(dockerEndpoint string, interval time.Duration) error {
+func (c *Client) start(dockerEndpoint string, interval time.Duration, events *runtimeevents.Hub) error {
 	if err := registerDockerPlugin(); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	*docker.ArgDockerEndpoint = dockerEndpoint
 	if strings.HasPrefix(dockerEndpoint, "unix://") {
-		cache, err := newInspectCache(dockerEndpoint)
+		cache, err := newInspectCache(dockerEndpoint, events)
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}

@@ -48,7 +48,7 @@ func TestCAdvisorHousekeepsEachContainerOnce(t *testing.T) {
 	}
 	defer flag.Set("global_housekeeping_interval", old)
 
-	c := New(endpoint, 10*time.Second)
+	c := New(endpoint, 10*time.Second, nil)
 	if c.Err() != ErrStarting {
 		t.Fatalf("a new client answers %v before cAdvisor has started, want ErrStarting", c.Err())
 	}
@@ -65,7 +65,7 @@ func TestCAdvisorHousekeepsEachContainerOnce(t *testing.T) {
 	if !cg.Exists(cgroups.Top) {
 		topMade = 1
 	}
-	before := settledHousekeepers()
+	before := settledHousekeepers(t)
 
 	const n = 12
 	pods := make([]cgroups.Name, n)
@@ -119,7 +119,7 @@ func TestCAdvisorHousekeepsEachContainerOnce(t *testing.T) {
 		return
 	}
 	req := &cadvisorapi.ContainerInfoRequest{NumStats: 1}
-	waitFor(t, 30*time.Second, "cAdvisor to track every pod cgroup and container", func() bool {
+	tracked := poll(30*time.Second, func() bool {
 		for i, id := range ids {
 			if _, err := c.DockerContainer(id, req); err != nil {
 				return false
@@ -130,6 +130,9 @@ func TestCAdvisorHousekeepsEachContainerOnce(t *testing.T) {
 		}
 		return true
 	})
+	if !tracked {
+		t.Fatal("timed out waiting for cAdvisor to track every pod cgroup and container")
+	}
 	during := housekeepers()
 	for i, id := range ids {
 		if err := client.RemoveContainer(docker.RemoveContainerOptions{ID: id, Force: true}); err != nil {
@@ -139,11 +142,8 @@ func TestCAdvisorHousekeepsEachContainerOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
 	want := before + topMade
-	for housekeepers() > want && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	poll(30*time.Second, func() bool { return housekeepers() <= want })
 	if after := housekeepers(); after != want {
 		t.Fatalf("cAdvisor housekeeping goroutines: %d before (kubepods made by the test: %d), %d with %d pods, %d after their removal; want %d after",
 			before, topMade, during, n, after, want)
@@ -154,15 +154,17 @@ func TestCAdvisorHousekeepsEachContainerOnce(t *testing.T) {
 // settledHousekeepers waits for cAdvisor's start-up creations to end (the
 // count unchanged for a second; on a loaded machine they took longer than
 // a second, and the count taken early was one short) and returns the count.
-func settledHousekeepers() int {
+func settledHousekeepers(t *testing.T) int {
 	n, same := housekeepers(), 0
-	for deadline := time.Now().Add(20 * time.Second); same < 10 && time.Now().Before(deadline); {
-		time.Sleep(100 * time.Millisecond)
+	if !poll(20*time.Second, func() bool {
 		if m := housekeepers(); m == n {
 			same++
 		} else {
 			n, same = m, 0
 		}
+		return same > 10 // a second of samples after the first
+	}) {
+		t.Logf("cAdvisor's housekeeping goroutines still change after 20 s: %d", n)
 	}
 	return n
 }
@@ -186,13 +188,15 @@ func cgroupManager(t *testing.T, client *docker.Client) *cgroups.Manager {
 	return m
 }
 
-func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
+// poll checks ok every 100 ms until it holds (true) or d has passed
+// (false). cAdvisor's goroutines follow the real daemon's containers and
+// the host's cgroups, on its own timers: only looking again can tell, and
+// a quiet second (settledHousekeepers) is measured in time.
+func poll(d time.Duration, ok func() bool) bool {
+	for deadline := time.Now().Add(d); !ok(); time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
+			return false
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
+	return true
 }

@@ -10,13 +10,15 @@ import (
 )
 
 // fakeFactory answers CanHandleAndAccept from answer, after gate (if set)
-// is closed, and counts the calls that reach it.
+// is closed, and counts the calls that reach it; each call that waits at
+// the gate is announced on atGate (if set).
 type fakeFactory struct {
 	name      string
 	mu        sync.Mutex
 	checks    map[string]int
 	answer    func(name string) (bool, bool, error)
 	gate      chan struct{}
+	atGate    chan string
 	handleErr error
 }
 
@@ -26,6 +28,9 @@ func (f *fakeFactory) CanHandleAndAccept(name string) (bool, bool, error) {
 	gate := f.gate
 	f.mu.Unlock()
 	if gate != nil {
+		if f.atGate != nil {
+			f.atGate <- name
+		}
 		<-gate
 	}
 	return f.answer(name)
@@ -85,15 +90,13 @@ func create(t *testing.T, f *createOnce, name string) container.ContainerHandler
 }
 
 func TestCreateOnceIgnoresASecondCreationInProgress(t *testing.T) {
-	inner := &fakeFactory{name: "docker", checks: map[string]int{}, answer: accepted, gate: make(chan struct{})}
+	inner := &fakeFactory{name: "docker", checks: map[string]int{}, answer: accepted, gate: make(chan struct{}), atGate: make(chan string, 2)}
 	f := guard(inner)
 	const name = "/docker/aaaa"
 
 	first := make(chan container.ContainerHandler)
 	go func() { first <- create(t, f, name) }()
-	for inner.calls(name) == 0 {
-		time.Sleep(time.Millisecond) // the first creation waits in its inspect
-	}
+	<-inner.atGate // the first creation waits in its inspect
 	if handle, accept, err := f.CanHandleAndAccept(name); !handle || accept || err != nil {
 		t.Fatalf("second creation during the first = %v, %v, %v; want handled but ignored", handle, accept, err)
 	}

@@ -14,11 +14,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/golang/glog"
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/runtimeevents"
 )
 
 // inspectCache is the Docker socket cAdvisor is given: a proxy to the real
@@ -28,7 +28,9 @@ import (
 // second. A container's inspect changes only with an event about it
 // (start, die, health_status, update, rename, destroy, ...), so an answer
 // is kept until Docker's event stream names the container; while that
-// stream is down nothing is kept.
+// stream is down nothing is kept. The events come from the agent's one
+// subscription (pkg/kubelet/runtimeevents): the cache makes no /events
+// request of its own.
 //
 // cAdvisor was also seen to go on housekeeping some containers removed
 // during bursts (it drops one only once it finds none of its cgroups),
@@ -68,9 +70,10 @@ type cached struct {
 	body   []byte
 }
 
-// newInspectCache starts a cache in front of the unix socket endpoint and
-// returns it; Endpoint is what cAdvisor is to use.
-func newInspectCache(endpoint string) (*inspectCache, error) {
+// newInspectCache starts a cache in front of the unix socket endpoint that
+// follows every container's events on events (nil: none, and nothing is
+// kept), and returns it; Endpoint is what cAdvisor is to use.
+func newInspectCache(endpoint string, events *runtimeevents.Hub) (*inspectCache, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil || u.Scheme != "unix" {
 		return nil, fmt.Errorf("inspect cache: %q is not a unix socket endpoint", endpoint)
@@ -97,7 +100,12 @@ func newInspectCache(endpoint string) (*inspectCache, error) {
 	c.proxy.ErrorLog = log.New(io.Discard, "", 0) // cAdvisor's own stream ending is not news
 	c.srv = &http.Server{Handler: http.HandlerFunc(c.serve)}
 	go c.srv.Serve(ln)
-	go c.watch(ctx)
+	if events == nil {
+		close(c.done)
+		return c, nil
+	}
+	sub := events.Subscribe("cadvisor", func(ev kubecontainer.Event) bool { return ev.Type == kubecontainer.ContainerEvent })
+	go c.watch(ctx, sub)
 	return c, nil
 }
 
@@ -255,52 +263,20 @@ func (c *inspectCache) reset(live bool) {
 	c.destroyed = map[string]time.Time{}
 }
 
-// watch follows Docker's container events until ctx ends, reconnecting
-// after a second when the stream breaks.
-func (c *inspectCache) watch(ctx context.Context) {
+// watch follows the containers' events until ctx ends: each drops what it
+// names; the stream connecting, breaking or losing events for this reader
+// drops everything.
+func (c *inspectCache) watch(ctx context.Context, sub *runtimeevents.Reader) {
 	defer close(c.done)
-	for ctx.Err() == nil {
-		if err := c.follow(ctx); err != nil && ctx.Err() == nil {
-			glog.V(2).Infof("cAdvisor's inspect cache: Docker events: %v", err)
-		}
-		c.reset(false)
+	defer sub.Close()
+	for {
 		select {
 		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
-}
-
-func (c *inspectCache) follow(ctx context.Context) error {
-	filters := url.QueryEscape(`{"type":["container"]}`)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://docker/events?filters="+filters, nil)
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET /events: %s", resp.Status)
-	}
-	c.reset(true) // from here on no change goes unseen
-	dec := json.NewDecoder(resp.Body)
-	for {
-		var ev struct {
-			ID     string `json:"id"`
-			Action string `json:"Action"`
-			Actor  struct {
-				ID string `json:"ID"`
-			} `json:"Actor"`
-		}
-		if err := dec.Decode(&ev); err != nil {
-			return err
-		}
-		id := ev.Actor.ID
-		if id == "" {
-			id = ev.ID
-		}
-		if id = strings.TrimSpace(id); id != "" {
-			c.forget(id, ev.Action)
+			return
+		case <-sub.Resync():
+			c.reset(sub.Live()) // while live, from here on no change goes unseen
+		case ev := <-sub.Events():
+			c.forget(ev.ContainerID, ev.Action)
 		}
 	}
 }

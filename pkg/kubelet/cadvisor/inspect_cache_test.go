@@ -17,21 +17,50 @@ import (
 	"time"
 
 	"github.com/moby/moby/api/types/container"
+
+	"github.com/classic-kubelet/kubelet/pkg/await"
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/runtimeevents"
 )
 
-// fakeDocker is a stand-in Engine API on a unix socket: it counts inspects
-// and streams the events the test sends.
+// fakeDocker is a stand-in Engine API on a unix socket that counts
+// inspects, and the runtime's event stream, fed by the test: each
+// subscription's stream is handed to events.
 type fakeDocker struct {
 	inspects atomic.Int32
 	lists    atomic.Int32
-	events   chan string // JSON lines; closing the stream: ""
-	removed  sync.Map    // IDs whose inspect answers 404
-	mu       sync.Mutex
-	streams  int
+	removed  sync.Map // IDs whose inspect answers 404
+	streams  chan chan kubecontainer.Event
+	stream   chan kubecontainer.Event // the current one
+}
+
+func (f *fakeDocker) Events(ctx context.Context) (<-chan kubecontainer.Event, error) {
+	ch := make(chan kubecontainer.Event)
+	f.streams <- ch
+	return ch, nil
+}
+
+// send hands the cache an event about container id and waits until the
+// cache has taken it: its goroutine is parked again.
+func (f *fakeDocker) send(t *testing.T, id, action string) {
+	t.Helper()
+	f.stream <- kubecontainer.Event{Type: kubecontainer.ContainerEvent, ContainerID: id, Action: action}
+	settle(t)
+}
+
+// settle waits until what the test did to the stream has reached the
+// cache: the hub is parked (it handed the event on, or heard the stream
+// end), then the cache's goroutine (it applied what it was handed). A
+// goroutine handed something is runnable until it runs: parked, it has
+// nothing left to do.
+func settle(t *testing.T) {
+	t.Helper()
+	await.Parked(t, 1, "runtimeevents.(*Hub).Run(")
+	await.Parked(t, 1, "cadvisor.(*inspectCache).watch(")
 }
 
 func startFakeDocker(t *testing.T) (*fakeDocker, string) {
-	f := &fakeDocker{events: make(chan string)}
+	f := &fakeDocker{streams: make(chan chan kubecontainer.Event, 1)}
 	sock := filepath.Join(t.TempDir(), "docker.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -40,23 +69,8 @@ func startFakeDocker(t *testing.T) (*fakeDocker, string) {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Path == "/events":
-			f.mu.Lock()
-			f.streams++
-			f.mu.Unlock()
-			w.WriteHeader(http.StatusOK)
-			w.(http.Flusher).Flush()
-			for {
-				select {
-				case ev := <-f.events:
-					if ev == "" {
-						return // the stream breaks
-					}
-					io.WriteString(w, ev+"\n")
-					w.(http.Flusher).Flush()
-				case <-r.Context().Done():
-					return
-				}
-			}
+			t.Error("the cache subscribed to Docker's events itself")
+			http.NotFound(w, r)
 		case strings.HasSuffix(r.URL.Path, "/containers/json"):
 			f.lists.Add(1)
 			io.WriteString(w, "[]")
@@ -76,17 +90,18 @@ func startFakeDocker(t *testing.T) (*fakeDocker, string) {
 	return f, "unix://" + sock
 }
 
-func (f *fakeDocker) streamCount() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.streams
-}
-
-// startCache puts an inspect cache in front of f and returns a GET of a
-// path through it (status and body) once it follows f's events.
-func startCache(t *testing.T, f *fakeDocker, endpoint string) (*inspectCache, func(path string) (int, string)) {
+// startCache puts an inspect cache in front of f, following f's events
+// through a hub, and returns a GET of a path through it (status and body)
+// once it follows them.
+func startCache(t *testing.T, f *fakeDocker, endpoint string) (*inspectCache, func(path string) (int, string), *await.FakeClock) {
 	t.Helper()
-	c, err := newInspectCache(endpoint)
+	clk := await.NewFakeClock(time.Now())
+	hub := runtimeevents.NewHub(f, clk)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); hub.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	c, err := newInspectCache(endpoint, hub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,29 +120,25 @@ func startCache(t *testing.T, f *fakeDocker, endpoint string) (*inspectCache, fu
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
-	waitLive(t, c, f, 1)
-	return c, get
+	f.stream = <-f.streams
+	waitLive(t, c)
+	return c, get, clk
 }
 
-// waitLive waits until c follows f's event stream number streams.
-func waitLive(t *testing.T, c *inspectCache, f *fakeDocker, streams int) {
+// waitLive waits until c follows the event stream the hub subscribed to.
+func waitLive(t *testing.T, c *inspectCache) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		c.mu.Lock()
-		live := c.live
-		c.mu.Unlock()
-		if live && f.streamCount() >= streams {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the cache never followed Docker's events")
-		}
+	settle(t)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.live {
+		t.Fatal("the cache does not follow the stream the hub subscribed to")
 	}
 }
 
 func TestInspectCache(t *testing.T) {
 	f, endpoint := startFakeDocker(t)
-	c, getStatus := startCache(t, f, endpoint)
+	c, getStatus, clk := startCache(t, f, endpoint)
 	get := func(path string) string {
 		t.Helper()
 		_, body := getStatus(path)
@@ -144,27 +155,29 @@ func TestInspectCache(t *testing.T) {
 	}{
 		{"first inspect reaches Docker", func() { get(inspect) }, 1, `"n":1`},
 		{"second is answered from memory", func() {}, 1, `"n":1`},
-		{"an event about another container changes nothing", func() {
-			f.events <- `{"Type":"container","Action":"start","Actor":{"ID":"` + strings.Repeat("cd", 32) + `"}}`
-		}, 1, `"n":1`},
-		{"an event about it drops its answer", func() {
-			f.events <- `{"Type":"container","Action":"die","Actor":{"ID":"` + id + `"}}`
-		}, 2, `"n":2`},
+		{"an event about another container changes nothing", func() { f.send(t, strings.Repeat("cd", 32), "start") }, 1, `"n":1`},
+		{"an event about it drops its answer", func() { f.send(t, id, "die") }, 2, `"n":2`},
 		{"a broken event stream drops everything", func() {
-			f.events <- ""
-			waitLive(t, c, f, 2)
+			close(f.stream)
+			settle(t)
+			c.mu.Lock()
+			live, n := c.live, len(c.entries)
+			c.mu.Unlock()
+			if live || n != 0 {
+				t.Fatalf("with the stream broken the cache is live %v with %d answers", live, n)
+			}
 		}, 3, `"n":3`},
+		{"nothing is kept while it is down", func() {}, 4, `"n":4`},
+		{"the stream is back", func() {
+			clk.Step(clk.AwaitWait(t, 1)) // the hub's back-off
+			f.stream = <-f.streams
+			waitLive(t, c)
+		}, 5, `"n":5`},
+		{"answers are kept again", func() {}, 5, `"n":5`},
 	}
 	for _, s := range steps {
 		s.do()
-		var body string
-		// An event is applied asynchronously: look until the count settles.
-		for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			body = get(inspect)
-			if f.inspects.Load() >= s.wantInspects || time.Now().After(deadline) {
-				break
-			}
-		}
+		body := get(inspect)
 		if got := f.inspects.Load(); got != s.wantInspects || !strings.Contains(body, s.wantBody) {
 			t.Fatalf("%s: Docker saw %d inspects (want %d), answer %s (want %s)", s.name, got, s.wantInspects, body, s.wantBody)
 		}
@@ -177,7 +190,7 @@ func TestInspectCache(t *testing.T) {
 	}
 	// An inspect with a query (size=1) is not cached.
 	get(inspect + "?size=1")
-	if f.inspects.Load() != 4 {
+	if f.inspects.Load() != 6 {
 		t.Errorf("an inspect with a query was answered from memory")
 	}
 }
@@ -188,7 +201,7 @@ func TestInspectCache(t *testing.T) {
 // asked for goneTTL.
 func TestInspectCacheKeepsTheNotFoundOfADestroyedContainer(t *testing.T) {
 	f, endpoint := startFakeDocker(t)
-	c, get := startCache(t, f, endpoint)
+	c, get, _ := startCache(t, f, endpoint)
 	id := strings.Repeat("ef", 32)
 	inspect := "/v1.41/containers/" + id + "/json"
 	f.removed.Store(id, true)
@@ -204,17 +217,12 @@ func TestInspectCacheKeepsTheNotFoundOfADestroyedContainer(t *testing.T) {
 	expect("before its destroy event", 1)
 	expect("before its destroy event, again", 2)
 
-	f.events <- `{"Type":"container","Action":"destroy","Actor":{"ID":"` + id + `"}}`
-	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		c.mu.Lock()
-		_, seen := c.destroyed[id]
-		c.mu.Unlock()
-		if seen {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the destroy event was never applied")
-		}
+	f.send(t, id, "destroy")
+	c.mu.Lock()
+	_, seen := c.destroyed[id]
+	c.mu.Unlock()
+	if !seen {
+		t.Fatal("the destroy event was not applied")
 	}
 	expect("first inspect after its destroy", 3)
 	expect("later inspects", 3)

@@ -40,13 +40,36 @@ type ContainerDetail struct {
 	CPUShares, CPUQuota, CPUPeriod, Memory int64
 }
 
-// Event is a container event from the runtime's event stream.
+// EventType says what an Event is about.
+type EventType string
+
+const (
+	// ContainerEvent: a container's state or health changed.
+	ContainerEvent EventType = "container"
+	// ImageEvent: an image may be present that was not (pull, load, tag,
+	// import).
+	ImageEvent EventType = "image"
+)
+
+// Event is one event of the runtime's event stream.
 type Event struct {
+	Type EventType
+	// ContainerID and Labels are a container event's: its ID and its
+	// labels (Docker mixes in its own attributes: name, image, exitCode).
 	ContainerID string
-	Action      string
-	Time        time.Time // when the runtime says it happened
-	ExitCode    int       // of a "die"
+	Labels      map[string]string
+	// Image is an image event's reference (a load names only the ID).
+	Image    string
+	Action   string
+	Time     time.Time // when the runtime says it happened
+	ExitCode int       // of a "die"
 }
+
+// StateActions are the container event actions after which a list or an
+// inspect shows the container differently (what the relist follows): not
+// exec_* (every exec probe makes three), nor health_status, which only
+// cAdvisor's inspects show.
+var StateActions = []string{"create", "start", "die", "destroy", "oom", "pause", "unpause", "rename", "update"}
 
 // CreateSpec is everything the agent sets on a container it creates.
 type CreateSpec struct {
@@ -158,10 +181,12 @@ type Auth struct {
 type Runtime interface {
 	List(ctx context.Context, label, value string) ([]Container, error)
 	Inspect(ctx context.Context, id string) (*ContainerDetail, error)
-	Events(ctx context.Context, label, value string) (<-chan Event, error)
-	// ImageEvents streams the actions of image events that may make an
-	// image present (pull, load, tag, import).
-	ImageEvents(ctx context.Context) (<-chan string, error)
+	// Events streams the runtime's events, every container's (its
+	// StateActions and its health) and the image events that may make an
+	// image present, until ctx ends or the stream breaks (the channel is
+	// then closed). The agent holds one such subscription
+	// (pkg/kubelet/runtimeevents), which its readers share.
+	Events(ctx context.Context) (<-chan Event, error)
 	Create(ctx context.Context, spec *CreateSpec) (string, error)
 	Start(ctx context.Context, id string) error
 	Stop(ctx context.Context, id string, grace time.Duration) error

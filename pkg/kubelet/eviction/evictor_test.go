@@ -12,8 +12,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
-	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/classic-kubelet/kubelet/pkg/await"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/container/containertest"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/diskusage"
@@ -111,7 +111,7 @@ type evictorTest struct {
 	images  *fakeImages
 	volumes fakeVolumes
 	events  *fakeEvents
-	clock   *clocktesting.FakeClock
+	clock   *await.FakeClock
 }
 
 func newEvictorTest(t *testing.T, cfg EvictorConfig) *evictorTest {
@@ -123,7 +123,7 @@ func newEvictorTest(t *testing.T, cfg EvictorConfig) *evictorTest {
 		images:  &fakeImages{},
 		volumes: fakeVolumes{root: t.TempDir()},
 		events:  &fakeEvents{},
-		clock:   clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+		clock:   await.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 	}
 	et.Evictor = NewEvictor(cfg, Deps{Pods: et.pods, States: et.states, Runtime: et.runtime, Images: et.images,
 		Volumes: et.volumes, Disk: fakeDisk{}, Events: et.events,
@@ -247,23 +247,24 @@ func TestIteration(t *testing.T) {
 				cancel()
 			}
 			start := et.clock.Now()
-			stepped := make(chan struct{})
-			go func() {
-				defer close(stepped)
-				if tc.wantWait == 0 {
-					return
-				}
-				// The wait is on the clock: it has a waiter soon (else
-				// the iteration ends on its own and the test fails).
-				for deadline := time.Now().Add(5 * time.Second); !et.clock.HasWaiters(); time.Sleep(time.Millisecond) {
-					if time.Now().After(deadline) {
-						return
-					}
+			result := make(chan bool, 1)
+			go func() { result <- et.iteration(ctx, tick, crossed, rearm, &last) }()
+			if tc.wantWait > 0 {
+				// The wait is on the clock, and only the test moves it.
+				if d := et.clock.AwaitWait(t, 1); d != tc.wantWait {
+					t.Errorf("the round waits %v on the clock, want %v", d, tc.wantWait)
 				}
 				et.clock.Step(tc.wantWait)
-			}()
-			more := et.iteration(ctx, tick, crossed, rearm, &last)
-			<-stepped
+			}
+			var more bool
+			select {
+			case more = <-result:
+			case <-time.After(await.Timeout):
+				t.Fatal("the iteration still waits after the clock was stepped past its wait")
+			}
+			if n := et.clock.Waits(); tc.wantWait == 0 && n != 0 {
+				t.Errorf("the iteration waited on the clock %d times, want none", n)
+			}
 			if more != tc.wantMore {
 				t.Errorf("iteration returned %v, want %v", more, tc.wantMore)
 			}

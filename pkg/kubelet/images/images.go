@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -25,9 +26,12 @@ import (
 	"golang.org/x/time/rate"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
+	"github.com/classic-kubelet/kubelet/pkg/backoff"
 	"github.com/classic-kubelet/kubelet/pkg/credentialprovider"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/runtimeevents"
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
 
@@ -42,21 +46,27 @@ type Runtime interface {
 	RemoveImage(ctx context.Context, id string) error
 	ImagesInUse(ctx context.Context) (map[string]bool, error)
 	ImageFsUsage(ctx context.Context) (int, error)
-	ImageEvents(ctx context.Context) (<-chan string, error)
 }
 
 // Policy configures pulls and image garbage collection.
 type Policy struct {
 	// Keyring is the node's registry credentials (its Docker config),
 	// tried after a pod's own.
-	Keyring        *credentialprovider.Keyring
-	QPS            float64 // pulls per second; 0: unlimited
-	Burst          int
-	HighThreshold  int           // percent of the image file system: collect above it
-	LowThreshold   int           // percent: collect down to it
-	MinAge         time.Duration // an image pulled more recently is never collected
+	Keyring       *credentialprovider.Keyring
+	QPS           float64 // pulls per second; 0: unlimited
+	Burst         int
+	HighThreshold int           // percent of the image file system: collect above it
+	LowThreshold  int           // percent: collect down to it
+	MinAge        time.Duration // an image pulled more recently is never collected
+	// BackoffInitial and BackoffMax bound the pull back-off of a pod's
+	// container: the first failure waits BackoffInitial, each one after it
+	// twice as long as the one before, up to BackoffMax, until a pull of
+	// it works (or its image appears, or the pod goes).
 	BackoffInitial time.Duration
 	BackoffMax     time.Duration
+	// Clock times the pull back-off and dates the pulls (MinAge); nil: the
+	// real clock.
+	Clock clock.PassiveClock
 }
 
 // pulledImage records an image this agent pulled: only those may be
@@ -67,14 +77,24 @@ type pulledImage struct {
 	PulledAt time.Time `json:"pulledAt"`
 }
 
+// failureKey names the pulls of one container's image in one pod, which
+// back off together.
+type failureKey struct {
+	uid       types.UID
+	container string
+	image     string
+}
+
+func keyOf(pod *v1.Pod, c *v1.Container) failureKey {
+	return failureKey{uid: pod.UID, container: c.Name, image: c.Image}
+}
+
+// pullFailure is what is shown of a container's pull in back-off; the
+// back-off itself is in Manager.backoff, under the same key.
 type pullFailure struct {
-	until time.Time
-	delay time.Duration
-	msg   string
-	// Of the container that failed: a pod under a policy other than
-	// Always waits no longer once its image is present.
-	uid    types.UID
-	image  string
+	msg string
+	// always: its policy is Always, so it waits for its back-off even once
+	// its image is present.
 	always bool
 }
 
@@ -97,21 +117,32 @@ type Manager struct {
 	// start latency can be reported without it.
 	Pulled func(uid types.UID, d time.Duration)
 
-	mu       sync.Mutex // guards pulled and failures
+	events *runtimeevents.Hub // nil: no image events followed
+	clock  clock.PassiveClock
+
+	mu       sync.Mutex // guards pulled, failures, and backoff's keys being those of failures
 	pulled   map[string]pulledImage
-	failures map[string]*pullFailure
+	failures map[failureKey]*pullFailure
+	backoff  *backoff.Backoff[failureKey]
 }
 
 // NewManager returns a manager that records the images it pulls in
-// recordPath (loaded now if there) and never collects infraImage.
-func NewManager(d Runtime, p Policy, infraImage, recordPath string) *Manager {
+// recordPath (loaded now if there), never collects infraImage, and wakes
+// the pods waiting for an image that appears on the image events of the hub
+// events (Run; nil: none).
+func NewManager(d Runtime, events *runtimeevents.Hub, p Policy, infraImage, recordPath string) *Manager {
 	limit := rate.Inf
 	if p.QPS > 0 {
 		limit = rate.Limit(p.QPS)
 	}
-	m := &Manager{docker: d, policy: p, infraImage: infraImage, limiter: rate.NewLimiter(limit, max(p.Burst, 1)),
-		recordPath: recordPath, pulled: map[string]pulledImage{}, failures: map[string]*pullFailure{},
-		Retry: func(types.UID, time.Time) {}, Events: func(*v1.Pod, string, string, string, bool) {}}
+	clk := p.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	m := &Manager{docker: d, events: events, clock: clk, policy: p, infraImage: infraImage, limiter: rate.NewLimiter(limit, max(p.Burst, 1)),
+		recordPath: recordPath, pulled: map[string]pulledImage{}, failures: map[failureKey]*pullFailure{},
+		backoff: backoff.New[failureKey](backoff.Policy{Initial: p.BackoffInitial, Max: p.BackoffMax}, clk),
+		Retry:   func(types.UID, time.Time) {}, Events: func(*v1.Pod, string, string, string, bool) {}}
 	if data, err := os.ReadFile(recordPath); err == nil {
 		if err := json.Unmarshal(data, &m.pulled); err != nil {
 			glog.Errorf("Ignoring corrupt record of pulled images %s: %v", recordPath, err)
@@ -124,12 +155,9 @@ func NewManager(d Runtime, p Policy, infraImage, recordPath string) *Manager {
 func (m *Manager) ForgetPod(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	prefix := string(uid) + "/"
-	for key := range m.failures {
-		if strings.HasPrefix(key, prefix) {
-			delete(m.failures, key)
-		}
-	}
+	ofPod := func(k failureKey) bool { return k.uid == uid }
+	maps.DeleteFunc(m.failures, func(k failureKey, _ *pullFailure) bool { return ofPod(k) })
+	m.backoff.ResetFunc(ofPod)
 }
 
 // Ensure makes a container's image present as its pull policy says:
@@ -156,11 +184,11 @@ func (m *Manager) Ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, podC
 			return &kubecontainer.StartError{Reason: kubecontainer.ReasonErrImageNeverPull, Message: fmt.Sprintf("image %s is not present and imagePullPolicy is Never", c.Image)}
 		}
 	}
-	if until, why := m.BackOff(pod, c); why != nil && time.Now().Before(until) {
+	if until, why := m.BackOff(pod, c); why != nil && m.clock.Now().Before(until) {
 		m.Events(pod, c.Name, "BackOff", fmt.Sprintf("Back-off pulling image %q", c.Image), false)
 		return why
 	}
-	key := failureKey(pod, c)
+	key := keyOf(pod, c)
 	m.Events(pod, c.Name, "Pulling", fmt.Sprintf("Pulling image %q", c.Image), false)
 	start := time.Now()
 	var fromPod []kubecontainer.Auth
@@ -173,13 +201,12 @@ func (m *Manager) Ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, podC
 		m.mu.Lock()
 		f := m.failures[key]
 		if f == nil {
-			f = &pullFailure{delay: m.policy.BackoffInitial, uid: pod.UID, image: c.Image, always: policy == v1.PullAlways}
+			f = &pullFailure{always: policy == v1.PullAlways}
 			m.failures[key] = f
-		} else {
-			f.delay = min(2*f.delay, m.policy.BackoffMax)
 		}
-		f.until, f.msg = time.Now().Add(f.delay), msg
-		until := f.until
+		f.msg = msg
+		now := m.clock.Now()
+		until := now.Add(m.backoff.Next(key, now))
 		m.mu.Unlock()
 		m.Retry(pod.UID, until)
 		m.Events(pod, c.Name, "Failed", msg, true)
@@ -187,6 +214,7 @@ func (m *Manager) Ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, podC
 	}
 	m.mu.Lock()
 	delete(m.failures, key)
+	m.backoff.Reset(key)
 	m.mu.Unlock()
 	took := time.Since(start)
 	if m.Pulled != nil {
@@ -204,53 +232,46 @@ func (m *Manager) Ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, podC
 func (m *Manager) BackOff(pod *v1.Pod, c *v1.Container) (until time.Time, why *kubecontainer.StartError) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	f := m.failures[failureKey(pod, c)]
+	key := keyOf(pod, c)
+	f := m.failures[key]
 	if f == nil {
 		return time.Time{}, nil
 	}
-	return f.until, backOffError(c, f)
+	until, _ = m.backoff.Until(key)
+	return until, backOffError(c, f)
 }
 
-// imageEventsRetryMax bounds the wait before resubscribing to the image
-// events.
-const imageEventsRetryMax = 30 * time.Second
-
-// Run watches the runtime's image events until ctx ends: after a pull, a
+// Run follows the runtime's image events until ctx ends: after a pull, a
 // load, a tag or an import, a pod waiting in pull back-off for an image
 // that is now present (under IfNotPresent) is woken at once, as the
 // kubelet, which checks presence before the back-off, would start it. A
 // waiting pod costs no Docker call meanwhile; only such an event does.
 func (m *Manager) Run(ctx context.Context) {
-	retry := time.Second
-	for ctx.Err() == nil {
-		events, err := m.docker.ImageEvents(ctx)
-		if err == nil {
-			retry = time.Second
-			m.wakePresent(ctx) // an image may have come while unsubscribed
-			for range events {
-				drain(events) // a load of many images is one check
-				m.wakePresent(ctx)
-			}
-		} else {
-			glog.V(2).Infof("Subscribe to image events: %v (retry in %v)", err, retry)
-		}
+	if m.events == nil {
+		return
+	}
+	sub := m.events.Subscribe("images", func(ev kubecontainer.Event) bool { return ev.Type == kubecontainer.ImageEvent })
+	defer sub.Close()
+	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(retry):
+		case <-sub.Resync():
+			if sub.Live() {
+				m.wakePresent(ctx) // an image may have come while no event could tell
+			}
+		case <-sub.Events():
+			drain(sub.Events()) // a load of many images is one check
+			m.wakePresent(ctx)
 		}
-		retry = min(2*retry, imageEventsRetryMax)
 	}
 }
 
 // drain takes what is already waiting on ch.
-func drain(ch <-chan string) {
+func drain(ch <-chan kubecontainer.Event) {
 	for {
 		select {
-		case _, ok := <-ch:
-			if !ok {
-				return
-			}
+		case <-ch:
 		default:
 			return
 		}
@@ -261,10 +282,10 @@ func drain(ch <-chan string) {
 // pulls only an absent image and whose image is present now.
 func (m *Manager) wakePresent(ctx context.Context) {
 	m.mu.Lock()
-	waiting := map[string][]string{} // image → failure keys
+	waiting := map[string][]failureKey{} // image → failure keys
 	for key, f := range m.failures {
 		if !f.always {
-			waiting[f.image] = append(waiting[f.image], key)
+			waiting[key.image] = append(waiting[key.image], key)
 		}
 	}
 	m.mu.Unlock()
@@ -275,21 +296,18 @@ func (m *Manager) wakePresent(ctx context.Context) {
 		m.mu.Lock()
 		var woken []types.UID
 		for _, key := range keys {
-			if f := m.failures[key]; f != nil {
-				woken = append(woken, f.uid)
+			if m.failures[key] != nil {
+				woken = append(woken, key.uid)
 				delete(m.failures, key)
+				m.backoff.Reset(key)
 			}
 		}
 		m.mu.Unlock()
 		for _, uid := range woken {
 			glog.Infof("Image %s is present now: pod %s no longer waits for its pull back-off", image, uid)
-			m.Retry(uid, time.Now())
+			m.Retry(uid, m.clock.Now())
 		}
 	}
-}
-
-func failureKey(pod *v1.Pod, c *v1.Container) string {
-	return string(pod.UID) + "/" + c.Name + "/" + c.Image
 }
 
 // backOffError is the waiting reason of a container whose image pull is in
@@ -378,7 +396,7 @@ func (m *Manager) record(ctx context.Context, image string) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.pulled[image] = pulledImage{ID: id, PulledAt: time.Now()}
+	m.pulled[image] = pulledImage{ID: id, PulledAt: m.clock.Now()}
 	m.saveLocked()
 }
 
@@ -422,7 +440,7 @@ func (m *Manager) collect(ctx context.Context, all bool) {
 	}
 	var cands []cand
 	for ref, img := range m.pulled {
-		if ref == m.infraImage || inUse[ref] || inUse[img.ID] || time.Since(img.PulledAt) < m.policy.MinAge {
+		if ref == m.infraImage || inUse[ref] || inUse[img.ID] || m.clock.Since(img.PulledAt) < m.policy.MinAge {
 			continue
 		}
 		cands = append(cands, cand{ref, img})

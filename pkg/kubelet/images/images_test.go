@@ -6,19 +6,22 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/classic-kubelet/kubelet/pkg/await"
 	"github.com/classic-kubelet/kubelet/pkg/credentialprovider"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/container/containertest"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/runtimeevents"
 )
 
 func podWith(image string, policy v1.PullPolicy) (*v1.Pod, *v1.Container) {
@@ -40,7 +43,7 @@ func reason(err error) string {
 func TestEnsure(t *testing.T) {
 	fake := containertest.NewFakeClient("present:1")
 	fake.SetPullable("pullable:1")
-	m := NewManager(fake, Policy{Keyring: &credentialprovider.Keyring{}, BackoffInitial: time.Hour, BackoffMax: time.Hour}, "pause:1",
+	m := NewManager(fake, nil, Policy{Keyring: &credentialprovider.Keyring{}, BackoffInitial: time.Hour, BackoffMax: time.Hour}, "pause:1",
 		filepath.Join(t.TempDir(), "images.json"))
 	var retries []types.UID
 	m.Retry = func(uid types.UID, _ time.Time) { retries = append(retries, uid) }
@@ -83,12 +86,66 @@ func TestEnsure(t *testing.T) {
 	}
 }
 
+// A container's failed pulls back off per pod, container and image: the
+// first failure waits BackoffInitial, each one after it twice as long up
+// to BackoffMax, whatever the time between them; a pull that works starts
+// it over, as does the pod's going away.
+func TestPullBackOffDoubles(t *testing.T) {
+	fake := containertest.NewFakeClient()
+	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
+	m := NewManager(fake, nil, Policy{Keyring: &credentialprovider.Keyring{}, BackoffInitial: 10 * time.Second, BackoffMax: 25 * time.Second, Clock: clk},
+		"pause:1", filepath.Join(t.TempDir(), "images.json"))
+	ctx := context.Background()
+	pod, c := podWith("later:1", v1.PullIfNotPresent)
+	other, oc := podWith("later:1", v1.PullIfNotPresent)
+	other.UID = "u2"
+	attempt := func(step string, wantReason string, wantWait time.Duration) {
+		t.Helper()
+		err := m.Ensure(ctx, pod, c, nil)
+		if got := reason(err); got != wantReason || (wantReason == "" && err != nil) {
+			t.Fatalf("%s: %v, want reason %q", step, err, wantReason)
+		}
+		until, why := m.BackOff(pod, c)
+		if wantWait == 0 {
+			if why != nil {
+				t.Fatalf("%s: still in back-off: %v", step, why)
+			}
+			return
+		}
+		if why == nil || why.Reason != kubecontainer.ReasonImagePullBackOff || until.Sub(clk.Now()) != wantWait {
+			t.Fatalf("%s: back-off until %v (%v), want %v from now", step, until.Sub(clk.Now()), why, wantWait)
+		}
+	}
+	attempt("first failure", kubecontainer.ReasonErrImagePull, 10*time.Second)
+	clk.Step(10*time.Second - time.Nanosecond)
+	attempt("within the back-off", kubecontainer.ReasonImagePullBackOff, 1)
+	clk.Step(time.Nanosecond)
+	attempt("second failure", kubecontainer.ReasonErrImagePull, 20*time.Second)
+	clk.Step(time.Hour) // however long after
+	attempt("third failure", kubecontainer.ReasonErrImagePull, 25*time.Second)
+	if err := m.Ensure(ctx, other, oc, nil); reason(err) != kubecontainer.ReasonErrImagePull {
+		t.Fatalf("another pod's pull of the image: %v, want its own first failure", err)
+	}
+	m.ForgetPod(pod.UID)
+	if _, why := m.BackOff(other, oc); why == nil {
+		t.Error("forgetting a pod ended another pod's back-off")
+	}
+	attempt("after the pod was forgotten", kubecontainer.ReasonErrImagePull, 10*time.Second)
+	clk.Step(10 * time.Second)
+	fake.SetPullable("later:1")
+	attempt("a pull that works", "", 0)
+	_ = fake.RemoveImage(ctx, "later:1")
+	fake.InjectError("pull", errors.New("registry down"))
+	attempt("a failure after it", kubecontainer.ReasonErrImagePull, 10*time.Second)
+}
+
 // Image GC removes only unused images this agent pulled, oldest first,
 // from above the high threshold down to the low one; never the infra image.
 func TestCollect(t *testing.T) {
 	fake := containertest.NewFakeClient("built-by-hand:1")
 	fake.SetPullable("old:1", "new:1", "used:1", "pause:1")
-	m := NewManager(fake, Policy{Keyring: &credentialprovider.Keyring{}, HighThreshold: 85, LowThreshold: 80}, "pause:1",
+	clk := testingclock.NewFakeClock(time.Now())
+	m := NewManager(fake, nil, Policy{Keyring: &credentialprovider.Keyring{}, HighThreshold: 85, LowThreshold: 80, Clock: clk}, "pause:1",
 		filepath.Join(t.TempDir(), "images.json"))
 	ctx := context.Background()
 	for _, img := range []string{"pause:1", "old:1", "used:1", "new:1"} {
@@ -96,7 +153,7 @@ func TestCollect(t *testing.T) {
 		if err := m.Ensure(ctx, pod, c, nil); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(2 * time.Millisecond) // distinct pull times
+		clk.Step(time.Second) // distinct pull times
 	}
 	fake.AddContainer(kubecontainer.ContainerDetail{ID: "c1", Name: "k8s_c.1_p_ns_u_0001", Image: "used:1"})
 
@@ -123,7 +180,7 @@ func TestCollect(t *testing.T) {
 func TestDeleteUnused(t *testing.T) {
 	fake := containertest.NewFakeClient()
 	fake.SetPullable("old:1", "new:1", "used:1", "pause:1")
-	m := NewManager(fake, Policy{Keyring: &credentialprovider.Keyring{}, HighThreshold: 85, LowThreshold: 80}, "pause:1",
+	m := NewManager(fake, nil, Policy{Keyring: &credentialprovider.Keyring{}, HighThreshold: 85, LowThreshold: 80}, "pause:1",
 		filepath.Join(t.TempDir(), "images.json"))
 	ctx := context.Background()
 	for _, img := range []string{"pause:1", "old:1", "used:1", "new:1"} {
@@ -167,27 +224,13 @@ func (s *slowPulls) PullAuth(ctx context.Context, image string, auth *kubecontai
 	return s.FakeClient.PullAuth(ctx, image, auth, inactivity)
 }
 
-// waitingOnAPull counts the goroutines waiting in the pull group for
-// another caller's pull to end.
-func waitingOnAPull() int {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	n := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "singleflight.(*Group).Do(") && strings.Contains(g, "sync.(*WaitGroup).Wait(") {
-			n++
-		}
-	}
-	return n
-}
-
 // A pull shared by two pods goes on for the second when the first one's
 // context ends (its pod was removed): it is pulled again under the second's.
 func TestSharedPullOutlivesTheFirstCaller(t *testing.T) {
 	fake := containertest.NewFakeClient("pause:1")
 	fake.SetPullable("img:1")
 	d := &slowPulls{FakeClient: fake, first: make(chan struct{})}
-	m := NewManager(d, Policy{Keyring: &credentialprovider.Keyring{}}, "pause:1", filepath.Join(t.TempDir(), "pulled.json"))
+	m := NewManager(d, nil, Policy{Keyring: &credentialprovider.Keyring{}}, "pause:1", filepath.Join(t.TempDir(), "pulled.json"))
 	ctxA, cancelA := context.WithCancel(context.Background())
 	errA := make(chan error, 1)
 	go func() { errA <- m.pull(ctxA, "img:1", nil) }()
@@ -195,11 +238,7 @@ func TestSharedPullOutlivesTheFirstCaller(t *testing.T) {
 	errB := make(chan error, 1)
 	go func() { errB <- m.pull(context.Background(), "img:1", nil) }()
 	// B has joined A's pull: it waits in the group for A's to end.
-	for deadline := time.Now().Add(5 * time.Second); waitingOnAPull() == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the second caller never joined the first one's pull")
-		}
-	}
+	await.Parked(t, 1, "singleflight.(*Group).Do(", "sync.(*WaitGroup).Wait(")
 	cancelA()
 	if err := <-errA; !errors.Is(err, context.Canceled) {
 		t.Errorf("first caller: %v, want context.Canceled", err)
@@ -219,7 +258,8 @@ func TestSharedPullOutlivesTheFirstCaller(t *testing.T) {
 // between events nothing is asked of the runtime.
 func TestImageEventsWakePodsInPullBackOff(t *testing.T) {
 	fake := containertest.NewFakeClient()
-	m := NewManager(fake, Policy{Keyring: &credentialprovider.Keyring{}, BackoffInitial: time.Hour, BackoffMax: time.Hour}, "pause:1",
+	hub := runtimeevents.NewHub(fake, testingclock.NewFakeClock(time.Now()))
+	m := NewManager(fake, hub, Policy{Keyring: &credentialprovider.Keyring{}, BackoffInitial: time.Hour, BackoffMax: time.Hour}, "pause:1",
 		filepath.Join(t.TempDir(), "images.json"))
 	woken := make(chan types.UID, 10)
 	m.Retry = func(uid types.UID, _ time.Time) { woken <- uid }
@@ -243,10 +283,11 @@ func TestImageEventsWakePodsInPullBackOff(t *testing.T) {
 	// Subscribed, Run checks once for what may have come meanwhile (the
 	// image is still absent).
 	checks := fake.CountCalls("image")
-	done := make(chan struct{})
-	go func() { defer close(done); m.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	waitUntil(t, func() bool { return fake.CountCalls("image") == checks+1 })
+	var wg sync.WaitGroup
+	wg.Go(func() { hub.Run(ctx) })
+	wg.Go(func() { m.Run(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+	await.True(t, "the check after subscribing", func() bool { return fake.CountCalls("image") == checks+1 })
 	select {
 	case uid := <-woken:
 		t.Fatalf("woke %s while its image is absent", uid)
@@ -261,7 +302,7 @@ func TestImageEventsWakePodsInPullBackOff(t *testing.T) {
 		if uid != ifNotPresent.UID {
 			t.Errorf("woke %s, want the IfNotPresent pod %s", uid, ifNotPresent.UID)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(await.Timeout):
 		t.Fatal("the IfNotPresent pod was not woken when its image came")
 	}
 	if _, why := m.BackOff(ifNotPresent, c1); why != nil {
@@ -272,17 +313,6 @@ func TestImageEventsWakePodsInPullBackOff(t *testing.T) {
 	}
 	if n := fake.CountCalls("image") - before; n != 1 {
 		t.Errorf("%d image checks for one event, want one", n)
-	}
-}
-
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -337,7 +367,7 @@ func TestEnsureUsesPodCredentials(t *testing.T) {
 			} else {
 				fake.RequireAuth(tc.image, tc.registry)
 			}
-			m := NewManager(fake, Policy{Keyring: node, BackoffInitial: time.Hour, BackoffMax: time.Hour}, "pause:1",
+			m := NewManager(fake, nil, Policy{Keyring: node, BackoffInitial: time.Hour, BackoffMax: time.Hour}, "pause:1",
 				filepath.Join(t.TempDir(), "images.json"))
 			pod, c := podWith(tc.image, v1.PullAlways)
 			err := m.Ensure(context.Background(), pod, c, func() *credentialprovider.Keyring { return tc.pod })
@@ -376,7 +406,7 @@ func TestPullsSharedOnlyWithSameCredentials(t *testing.T) {
 	fake := containertest.NewFakeClient()
 	fake.SetPullable("reg.test/app:1")
 	g := &gatedPulls{FakeClient: fake, anonymous: make(chan struct{}, 1), release: make(chan struct{})}
-	m := NewManager(g, Policy{Keyring: &credentialprovider.Keyring{}}, "pause:1", filepath.Join(t.TempDir(), "images.json"))
+	m := NewManager(g, nil, Policy{Keyring: &credentialprovider.Keyring{}}, "pause:1", filepath.Join(t.TempDir(), "images.json"))
 	ctx := context.Background()
 	anon := make(chan error, 1)
 	go func() { anon <- m.pull(ctx, "reg.test/app:1", nil) }()

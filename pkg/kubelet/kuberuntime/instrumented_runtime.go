@@ -55,17 +55,10 @@ func (i instrumentedRuntime) Inspect(ctx context.Context, id string) (*kubeconta
 	return out, err
 }
 
-func (i instrumentedRuntime) Events(ctx context.Context, label, value string) (<-chan kubecontainer.Event, error) {
+func (i instrumentedRuntime) Events(ctx context.Context) (<-chan kubecontainer.Event, error) {
 	start := time.Now()
-	out, err := i.r.Events(ctx, label, value)
+	out, err := i.r.Events(ctx)
 	i.observe("get_container_events", start, err)
-	return out, err
-}
-
-func (i instrumentedRuntime) ImageEvents(ctx context.Context) (<-chan string, error) {
-	start := time.Now()
-	out, err := i.r.ImageEvents(ctx)
-	i.observe("get_image_events", start, err)
 	return out, err
 }
 

@@ -51,8 +51,7 @@ func TestInstrumentedRuntimeCountsEachCallOnce(t *testing.T) {
 	}{
 		{"list", "list_containers", func(r kubecontainer.Runtime) error { _, err := r.List(ctx, "l", "v"); return err }},
 		{"inspect", "container_status", func(r kubecontainer.Runtime) error { _, err := r.Inspect(ctx, "c1"); return err }},
-		{"events", "get_container_events", func(r kubecontainer.Runtime) error { _, err := r.Events(ctx, "l", "v"); return err }},
-		{"image_events", "get_image_events", func(r kubecontainer.Runtime) error { _, err := r.ImageEvents(ctx); return err }},
+		{"events", "get_container_events", func(r kubecontainer.Runtime) error { _, err := r.Events(ctx); return err }},
 		{"create", "create_container", func(r kubecontainer.Runtime) error {
 			_, err := r.Create(ctx, &kubecontainer.CreateSpec{Name: "new", Image: "img:1"})
 			return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -36,18 +35,6 @@ func newTestManager(t *testing.T, cfg Config, rt kubecontainer.Runtime) *Manager
 	m := NewManager(cfg, Deps{Runtime: rt, Volumes: vols, Host: host})
 	vols.Downward = m.Downward()
 	return m
-}
-
-// waitUntil waits up to 3 s for cond.
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // testRecords keeps each pod's record across a test's syncs, as the pod's

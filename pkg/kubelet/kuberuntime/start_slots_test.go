@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/classic-kubelet/kubelet/pkg/await"
 )
 
 // Freed slots go to waiting pods' own containers before waiting infra
@@ -28,7 +30,7 @@ func TestStartSlotsOrder(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got := make(chan int, len(tc.waiters))
+			got, left := make(chan int, len(tc.waiters)), make(chan int, len(tc.waiters))
 			cancels := make([]context.CancelFunc, len(tc.waiters))
 			for i, infra := range tc.waiters {
 				ctx, cancel := context.WithCancel(context.Background())
@@ -36,17 +38,18 @@ func TestStartSlotsOrder(t *testing.T) {
 				go func() {
 					if _, err := s.acquire(ctx, infra); err == nil {
 						got <- i // and keeps the slot
+					} else {
+						left <- i
 					}
 				}()
-				waitUntil(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.waiting[0])+len(s.waiting[1]) == i+1 })
+				// Queued (a waiter parks once it is), after the ones before.
+				await.Parked(t, i+1, "kuberuntime.(*startSlots).acquire(")
 			}
 			if tc.cancel >= 0 {
 				cancels[tc.cancel]()
-				waitUntil(t, func() bool {
-					s.mu.Lock()
-					defer s.mu.Unlock()
-					return len(s.waiting[0])+len(s.waiting[1]) == len(tc.waiters)-1
-				})
+				if i := <-left; i != tc.cancel {
+					t.Fatalf("waiter %d left the queue, want %d", i, tc.cancel)
+				}
 			}
 			for _, want := range tc.want {
 				s.release()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,23 +13,19 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/classic-kubelet/kubelet/pkg/backoff"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/runtimeevents"
 )
 
 // Lister is what the relist needs from the runtime.
 type Lister interface {
 	List(ctx context.Context, label, value string) ([]kubecontainer.Container, error)
 	Inspect(ctx context.Context, id string) (*kubecontainer.ContainerDetail, error)
-	Events(ctx context.Context, label, value string) (<-chan kubecontainer.Event, error)
 }
 
 const (
-	// eventsRetryMin and eventsRetryMax bound the back-off between attempts
-	// to re-subscribe to Docker's event stream; the periodic relist covers
-	// the gap.
-	eventsRetryMin = 500 * time.Millisecond
-	eventsRetryMax = 30 * time.Second
 	// relistRetryMax caps the back-off between relists while Docker fails.
 	relistRetryMax = 5 * time.Second
 	// eventedPeriodFactor stretches the relist period while Docker's event
@@ -57,6 +54,7 @@ const (
 // reports "die" before its list stops showing the container running.
 type Relister struct {
 	docker  Lister
+	events  *runtimeevents.Hub // nil: no events followed
 	node    string
 	period  time.Duration
 	cache   *Cache
@@ -72,7 +70,11 @@ type Relister struct {
 
 	known    map[string]*kubecontainer.ContainerState // by container ID; owned by Run
 	failures int                                      // consecutive failed relists; owned by Run
-	last     time.Time                                // start of the previous relist; owned by Run
+	// failing spaces the relists while Docker fails: the period doubling
+	// per failure in a row up to relistRetryMax (or the period, if longer);
+	// reset by a relist that works. Used by Run.
+	failing *backoff.Backoff[backoff.One]
+	last    time.Time // start of the previous relist; owned by Run
 	// oomed holds the running containers an oom event named: Docker tells
 	// OOMKilled only in the inspect after their exit. Owned by Run.
 	oomed map[string]bool
@@ -80,7 +82,7 @@ type Relister struct {
 	trigger chan struct{} // cap 1: "relist now"
 	named   chan struct{} // cap 1: "containers were named by events"
 	podsDue chan struct{} // cap 1: "pods were asked for" (RelistPod)
-	live    atomic.Bool   // the event stream is connected
+	live    atomic.Bool   // the event stream is connected, as the relist last heard
 
 	mu       sync.Mutex         // guards evented, starting and asked
 	evented  map[string]pending // containers named by events (or Refresh), not yet inspected
@@ -100,8 +102,10 @@ type pending struct {
 	finished time.Time
 }
 
-func NewRelister(docker Lister, node string, period time.Duration, cache *Cache, onDirty func([]types.UID)) *Relister {
-	return &Relister{docker: docker, node: node, period: period, cache: cache, onDirty: onDirty, Clock: clock.RealClock{},
+// NewRelister returns a relister of node's containers that follows the
+// events of the hub events (nil: none; the periodic relist alone).
+func NewRelister(docker Lister, events *runtimeevents.Hub, node string, period time.Duration, cache *Cache, onDirty func([]types.UID)) *Relister {
+	return &Relister{docker: docker, events: events, node: node, period: period, cache: cache, onDirty: onDirty, Clock: clock.RealClock{},
 		known: map[string]*kubecontainer.ContainerState{}, oomed: map[string]bool{}, trigger: make(chan struct{}, 1), named: make(chan struct{}, 1), podsDue: make(chan struct{}, 1)}
 }
 
@@ -175,13 +179,18 @@ func signal(ch chan struct{}) {
 
 // Run relists until ctx is cancelled.
 func (r *Relister) Run(ctx context.Context) {
-	trigger, poke := r.trigger, r.poke
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		r.watchEvents(ctx, poke)
-	}()
-	defer func() { <-done }()
+	trigger := r.trigger
+	r.failing = r.newFailing()
+	if r.events != nil {
+		sub := r.events.Subscribe("relist", r.follows)
+		defer sub.Close()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			r.followEvents(ctx, sub)
+		}()
+		defer func() { <-done }()
+	}
 
 	timer := r.Clock.NewTimer(0)
 	defer timer.Stop()
@@ -204,18 +213,25 @@ func (r *Relister) Run(ctx context.Context) {
 	}
 }
 
+// newFailing is the back-off of relists while Docker fails.
+func (r *Relister) newFailing() *backoff.Backoff[backoff.One] {
+	return backoff.New[backoff.One](backoff.Policy{Initial: r.period, Max: max(r.period, relistRetryMax)}, r.Clock)
+}
+
 // nextDelay is the relist period, stretched while the event stream is
 // connected and backed off while Docker keeps failing (a recovered daemon's
-// event stream still triggers a relist at once).
+// event stream still triggers a relist at once). The back-off starts at the
+// period; while the stream is connected each of its delays is stretched as
+// the period is, up to the same cap.
 func (r *Relister) nextDelay() time.Duration {
-	d := r.Period()
-	if r.failures == 0 {
-		return d
+	d := r.failing.Get(backoff.One{})
+	if d == 0 {
+		return r.Period()
 	}
-	for i := 1; i < r.failures && d < relistRetryMax; i++ {
-		d *= 2
+	if r.live.Load() {
+		d *= eventedPeriodFactor
 	}
-	return min(d, max(r.period, relistRetryMax))
+	return min(d, r.failing.Policy().Max)
 }
 
 func (r *Relister) relistOnce(ctx context.Context) {
@@ -225,45 +241,43 @@ func (r *Relister) relistOnce(ctx context.Context) {
 			glog.Infof("Docker answers again after %d failed relists", r.failures)
 		}
 		r.failures = 0
+		r.failing.Reset(backoff.One{})
 		return
 	}
 	if ctx.Err() != nil {
 		return
 	}
 	r.failures++
+	r.failing.Next(backoff.One{}, r.Clock.Now())
 	// Log the first failure and then sparsely: Docker may be down for long.
 	if r.failures == 1 || r.failures%60 == 0 {
 		glog.Errorf("Relist failed (%d in a row): %v", r.failures, err)
 	}
 }
 
-// watchEvents keeps a subscription to Docker's events for this node's
-// containers, poking a relist for each one and after every reconnection.
-func (r *Relister) watchEvents(ctx context.Context, poke func()) {
-	backoff := eventsRetryMin
-	for ctx.Err() == nil {
-		events, err := r.docker.Events(ctx, kubecontainer.LabelOwner, r.node)
-		if err == nil {
-			backoff = eventsRetryMin
-			r.live.Store(true)
-			poke() // events may have been missed while unsubscribed
-			for ev := range events {
-				glog.V(5).Infof("Docker event %s %s", ev.Action, kubecontainer.ShortID(ev.ContainerID))
-				r.markEvented(ev)
-				signal(r.named)
-			}
-			r.live.Store(false)
-			poke() // the stream may have ended on a change it never sent
-			glog.V(2).Infof("Docker event stream ended; re-subscribing")
-		} else {
-			glog.V(2).Infof("Subscribe to Docker events: %v (retry in %v)", err, backoff)
-		}
+// follows says which of the runtime's events the relist acts on: the state
+// changes of this node's containers.
+func (r *Relister) follows(ev kubecontainer.Event) bool {
+	return ev.Type == kubecontainer.ContainerEvent && ev.Labels[kubecontainer.LabelOwner] == r.node &&
+		slices.Contains(kubecontainer.StateActions, ev.Action)
+}
+
+// followEvents has the containers events name inspected, and relists when
+// the event stream connects (events were missed meanwhile), breaks (it may
+// have ended on a change it never sent) or lost events for this reader.
+func (r *Relister) followEvents(ctx context.Context, sub *runtimeevents.Reader) {
+	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-r.Clock.After(backoff):
+		case <-sub.Resync():
+			r.live.Store(sub.Live())
+			r.poke()
+		case ev := <-sub.Events():
+			glog.V(5).Infof("Docker event %s %s", ev.Action, kubecontainer.ShortID(ev.ContainerID))
+			r.markEvented(ev)
+			signal(r.named)
 		}
-		backoff = min(backoff*2, eventsRetryMax)
 	}
 }
 

@@ -3,7 +3,9 @@ package pleg
 import (
 	"context"
 	"flag"
+	"fmt"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,8 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/classic-kubelet/kubelet/pkg/await"
+	"github.com/classic-kubelet/kubelet/pkg/backoff"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/container/containertest"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/runtimeevents"
 )
 
 func TestMain(m *testing.M) {
@@ -33,7 +38,7 @@ func TestRelistInspectsOnlyWhatChanged(t *testing.T) {
 
 	var dirty []types.UID
 	cache := NewCache()
-	r := NewRelister(fake, "n", time.Second, cache, func(uids []types.UID) { dirty = append(dirty, uids...) })
+	r := NewRelister(fake, nil, "n", time.Second, cache, func(uids []types.UID) { dirty = append(dirty, uids...) })
 	var seen []string
 	r.OnLogPath = func(c *kubecontainer.ContainerState) { seen = append(seen, c.ID) }
 	steps := []struct {
@@ -104,33 +109,39 @@ func TestEventsUpdateTheirPodsWithoutAList(t *testing.T) {
 	fake.AddContainer(kubecontainer.ContainerDetail{ID: "x", Name: "k8s_b.h_q_default_u3_00000003", Labels: labels("another-node", "u3"), Running: true})
 	fake.AddContainer(kubecontainer.ContainerDetail{ID: "c4", Name: "k8s_c.h_r_default_u4_00000004", Labels: labels("n", "u4"), Running: true})
 
-	dirty := make(chan types.UID, 16)
-	cache := NewCache()
-	const period = 200 * time.Millisecond // stretched to 1 s by the stream
-	r := NewRelister(fake, "n", period, cache, func(uids []types.UID) {
-		for _, u := range uids {
-			dirty <- u
-		}
-	})
-	r.Clock = testingclock.NewFakeClock(time.Now())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-
-	waitFor := func(what string, cond func() bool) {
+	// Each round of the relister (a relist that found changes, or the
+	// inspect of what events named) ends with the pods it dirtied.
+	rounds := make(chan []types.UID, 16)
+	round := func(what string) []types.UID {
 		t.Helper()
-		for deadline := time.Now().Add(time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
+		select {
+		case uids := <-rounds:
+			sort.Slice(uids, func(i, j int) bool { return uids[i] < uids[j] })
+			return uids
+		case <-time.After(await.Timeout):
+			t.Fatalf("timed out waiting for %s", what)
+			return nil
 		}
 	}
+	cache := NewCache()
+	const period = 200 * time.Millisecond // stretched to 1 s by the stream
+	clk := testingclock.NewFakeClock(time.Now())
+	hub := runtimeevents.NewHub(fake, clk)
+	r := NewRelister(fake, hub, "n", period, cache, func(uids []types.UID) { rounds <- uids })
+	r.Clock = clk
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { hub.Run(ctx) })
+	wg.Go(func() { r.Run(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+
 	// The relist the subscription asked for finds this node's three pods,
 	// all new.
-	waitFor("the first relist and the stream", func() bool { return len(dirty) == 3 && r.Period() == 5*period })
-	for len(dirty) > 0 {
-		<-dirty
+	if got := round("the first relist"); fmt.Sprint(got) != "[u1 u2 u4]" {
+		t.Fatalf("the first relist dirtied %v, want this node's three pods", got)
+	}
+	if r.Period() != 5*period {
+		t.Errorf("relist period %v with the stream connected, want %v", r.Period(), 5*period)
 	}
 	stamp := cache.LastUpdate()
 	fake.Calls()
@@ -140,40 +151,38 @@ func TestEventsUpdateTheirPodsWithoutAList(t *testing.T) {
 		name     string
 		change   func()
 		check    func() bool
-		dirty    types.UID
+		dirty    string
 		inspects int
 	}{
-		{"a container dies", func() { fake.Exit("c1", 3) }, func() bool {
+		// The other node's container first: the hub hands the relist
+		// only this node's events, or it would inspect it.
+		{"a container dies", func() { fake.Exit("x", 1); fake.Exit("c1", 3) }, func() bool {
 			p := cache.Get("u1")
 			return p != nil && !p.Containers[0].Running && p.Containers[0].ExitCode == 3 && p.Containers[0].Status == "exited" &&
 				!p.Containers[0].FinishedAt.IsZero()
-		}, "u1", 0},
-		{"a container is removed", func() { _ = fake.Remove(context.Background(), "c2") }, func() bool { return cache.Get("u2") == nil }, "u2", 1},
-		{"another node's container is refreshed", func() { r.Refresh("x") }, func() bool { return fake.CountCalls("inspect") == 1 }, "", 1},
+		}, "[u1]", 0},
+		{"a container is removed", func() { _ = fake.Remove(context.Background(), "c2") }, func() bool { return cache.Get("u2") == nil }, "[u2]", 1},
+		{"another node's container is refreshed", func() { r.Refresh("x") }, func() bool { return true }, "[]", 1},
 		// Docker tells OOMKilled only in the inspect after the exit.
 		{"an OOM kill, then the exit", func() {
 			fake.OOM("c4")
-			waitFor("the oom's inspect", func() bool { return fake.CountCalls("inspect") == 1 })
-			<-dirty
+			if got := round("the oom's inspect"); fmt.Sprint(got) != "[u4]" || fake.CountCalls("inspect") != 1 {
+				t.Errorf("the oom event dirtied %v with %d inspects, want [u4] and one", got, fake.CountCalls("inspect"))
+			}
 			fake.Exit("c4", 137)
 		}, func() bool {
 			p := cache.Get("u4")
 			return p != nil && !p.Containers[0].Running && p.Containers[0].OOMKilled
-		}, "u4", 2},
+		}, "[u4]", 2},
 	}
 	for _, s := range steps {
 		fake.Calls()
 		s.change()
-		waitFor(s.name, s.check)
-		if s.dirty != "" {
-			select {
-			case u := <-dirty:
-				if u != s.dirty {
-					t.Errorf("%s: dirty %s, want %s", s.name, u, s.dirty)
-				}
-			case <-time.After(time.Second):
-				t.Errorf("%s: no pod marked dirty", s.name)
-			}
+		if got := round(s.name); fmt.Sprint(got) != s.dirty {
+			t.Errorf("%s: dirty %v, want %s", s.name, got, s.dirty)
+		}
+		if !s.check() {
+			t.Errorf("%s: the cache does not show it", s.name)
 		}
 		if n := fake.CountCalls("inspect"); n != s.inspects {
 			t.Errorf("%s: %d inspects, want %d", s.name, n, s.inspects)
@@ -197,7 +206,7 @@ func TestRelistLeavesOutContainersBeingStarted(t *testing.T) {
 	ctx := context.Background()
 	fake := containertest.NewFakeClient()
 	cache := NewCache()
-	r := NewRelister(fake, "n", time.Second, cache, func([]types.UID) {})
+	r := NewRelister(fake, nil, "n", time.Second, cache, func([]types.UID) {})
 	fake.AddContainer(kubecontainer.ContainerDetail{ID: "c1", Name: "k8s_a.h_p_default_u1_00000001", Status: "created",
 		Labels: map[string]string{kubecontainer.LabelOwner: "n", kubecontainer.LabelPodUID: "u1"}})
 	started := r.Starting("c1")
@@ -252,7 +261,7 @@ func TestRelistPodListsThatPodAlone(t *testing.T) {
 	fake.AddContainer(kubecontainer.ContainerDetail{ID: "b1", Name: "k8s_b.h_q_default_u2_00000002", Labels: labels("n", "u2"), Running: true})
 	var dirty []types.UID
 	cache := NewCache()
-	r := NewRelister(fake, "n", time.Second, cache, func(uids []types.UID) { dirty = append(dirty, uids...) })
+	r := NewRelister(fake, nil, "n", time.Second, cache, func(uids []types.UID) { dirty = append(dirty, uids...) })
 	if err := r.relist(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +328,7 @@ func TestRelistPodListsThatPodAlone(t *testing.T) {
 // The wait between two relists: the period, stretched while the event
 // stream is connected, doubled per failure in a row up to relistRetryMax.
 func TestRelistDelay(t *testing.T) {
-	r := NewRelister(containertest.NewFakeClient(), "n", time.Second, NewCache(), func([]types.UID) {})
+	r := NewRelister(containertest.NewFakeClient(), nil, "n", time.Second, NewCache(), func([]types.UID) {})
 	for _, tc := range []struct {
 		name     string
 		live     bool
@@ -332,10 +341,14 @@ func TestRelistDelay(t *testing.T) {
 		{"two failures in a row", false, 2, 2 * time.Second},
 		{"three failures in a row", false, 3, 4 * time.Second},
 		{"many failures", false, 10, relistRetryMax},
+		{"a failure while connected", true, 1, relistRetryMax},
 		{"failures while connected", true, 3, relistRetryMax},
 	} {
 		r.live.Store(tc.live)
-		r.failures = tc.failures
+		r.failing = r.newFailing()
+		for range tc.failures {
+			r.failing.Next(backoff.One{}, r.Clock.Now())
+		}
 		if got := r.nextDelay(); got != tc.want {
 			t.Errorf("%s: next relist in %v, want %v", tc.name, got, tc.want)
 		}

@@ -2,8 +2,6 @@ package prober
 
 import (
 	"context"
-	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/classic-kubelet/kubelet/pkg/await"
 	"github.com/classic-kubelet/kubelet/pkg/probe"
 )
 
@@ -47,7 +46,7 @@ func (s *scripted) count() int {
 	return s.calls
 }
 
-func testManager(clk *clocktesting.FakeClock, s *scripted) (*Manager, *[]types.UID) {
+func testManager(clk clock.WithTicker, s *scripted) (*Manager, *[]types.UID) {
 	var changes []types.UID
 	m := &Manager{clock: clk, run: s.run, workers: map[key]*worker{}, results: map[key]probe.Result{},
 		onChange: func(uid types.UID) { changes = append(changes, uid) }}
@@ -127,7 +126,7 @@ func TestWorkerInitialDelayAndStartupGate(t *testing.T) {
 // manual trigger), instead of up to a period later; its next periodic probe
 // is a period after the asked one.
 func TestReadinessProbedWhenStarted(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Now())
+	clk := await.NewFakeClock(time.Now())
 	s := &scripted{}
 	m, _ := testManager(clk, s)
 	c := v1.Container{Name: "c", StartupProbe: &v1.Probe{PeriodSeconds: 5}, ReadinessProbe: &v1.Probe{PeriodSeconds: 30}}
@@ -143,22 +142,35 @@ func TestReadinessProbedWhenStarted(t *testing.T) {
 	defer cancel()
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); ready.loop(ctx) }()
-	waitUntil(t, func() bool { return clk.HasWaiters() }) // the start jitter
+	// parked: the worker has done what it was woken for (a goroutine a
+	// channel send woke is runnable until it runs).
+	parked := func() { t.Helper(); await.Parked(t, 1, "prober.(*worker).loop(") }
+	clk.AwaitWait(t, 1) // the start jitter
 	clk.Step(maxJitter)
-	waitUntil(t, func() bool { return s.count() == 2 }) // the startup probe, then this one
+	if d := clk.AwaitWait(t, 2); d != 30*time.Second {
+		t.Fatalf("a ticker of %v, want the period", d)
+	}
+	parked()
+	if s.count() != 2 { // the startup probe, then this one
+		t.Fatalf("%d probes after the jitter, want 2", s.count())
+	}
 	first := clk.Now()
 	clk.Step(10 * time.Second)
 	s.mu.Lock()
 	s.clock = clk
 	s.mu.Unlock()
 	m.probeNow("c1", Readiness)
-	waitUntil(t, func() bool { return s.count() == 3 }) // the clock not moved
+	clk.AwaitWait(t, 3) // the ticker started over
+	parked()
+	if s.count() != 3 { // the clock not moved
+		t.Fatalf("%d probes after one was asked for, want 3", s.count())
+	}
 	// The next periodic probe is a period after the asked one (first+40 s),
 	// not at the tick before it (first+30 s).
 	clk.Step(20 * time.Second)
-	waitUntil(t, workerParked) // a probe of the tick (if one fired) is done
+	parked() // a probe of the tick (if one fired) is done
 	clk.Step(10 * time.Second)
-	waitUntil(t, func() bool { return s.count() == 4 })
+	parked()
 	s.mu.Lock()
 	at := s.at
 	s.mu.Unlock()
@@ -169,35 +181,12 @@ func TestReadinessProbedWhenStarted(t *testing.T) {
 	<-stopped
 }
 
-// workerParked reports whether a worker's loop waits in its select: not
-// woken by a tick or a request it has yet to act on (a goroutine a channel
-// send woke is runnable until it runs).
-func workerParked() bool {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "prober.(*worker).loop(") {
-			return strings.Contains(strings.SplitN(g, "\n", 2)[0], "[select")
-		}
-	}
-	return false
-}
-
 func since(t0 time.Time, ts []time.Time) []time.Duration {
 	var out []time.Duration
 	for _, t := range ts {
 		out = append(out, t.Sub(t0))
 	}
 	return out
-}
-
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 5 s")
-		}
-	}
 }
 
 func TestManagerReadiness(t *testing.T) {

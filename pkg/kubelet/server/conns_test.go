@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/classic-kubelet/kubelet/pkg/await"
 )
 
 // At the cap, a new connection closes the longest-idle one; a busy one is
@@ -19,6 +21,7 @@ func TestConnLimiterClosesIdleFirst(t *testing.T) {
 	}
 	limit := newConnLimiter(2)
 	release := make(chan struct{})
+	idled := make(chan struct{}, 4) // the limiter has seen a connection go idle
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/busy" {
@@ -26,7 +29,12 @@ func TestConnLimiterClosesIdleFirst(t *testing.T) {
 			}
 			fmt.Fprint(w, "ok")
 		}),
-		ConnState: limit.connState,
+		ConnState: func(c net.Conn, st http.ConnState) {
+			limit.connState(c, st)
+			if st == http.StateIdle {
+				idled <- struct{}{}
+			}
+		},
 	}
 	go func() { _ = srv.Serve(limit.listener(ln)) }()
 	defer srv.Close()
@@ -60,16 +68,10 @@ func TestConnLimiterClosesIdleFirst(t *testing.T) {
 	}
 	// The server marks the connection idle after it has written the answer,
 	// which the client may read first: wait for that, not for some time.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		limit.mu.Lock()
-		idles := limit.idle.Len()
-		limit.mu.Unlock()
-		if idles == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the answered connection never went idle")
-		}
+	select {
+	case <-idled:
+	case <-time.After(await.Timeout):
+		t.Fatal("the answered connection never went idle")
 	}
 	fresh, freshR := dial("/")
 	defer fresh.Close()

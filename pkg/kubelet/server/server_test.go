@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/classic-kubelet/kubelet/pkg/await"
 	"github.com/classic-kubelet/kubelet/pkg/config"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/diskusage"
@@ -409,7 +410,7 @@ func TestHealthzNodeName(t *testing.T) {
 func TestServeEndsHijackedStreams(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	inStream, ended := make(chan struct{}), make(chan struct{})
+	inStream, release, ended := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, _, err := w.(http.Hijacker).Hijack()
 		if err != nil {
@@ -418,8 +419,8 @@ func TestServeEndsHijackedStreams(t *testing.T) {
 		}
 		defer conn.Close()
 		close(inStream)
-		<-r.Context().Done()              // a session's streams run until this
-		time.Sleep(50 * time.Millisecond) // a session winding down: the server waits for it
+		<-r.Context().Done() // a session's streams run until this
+		<-release            // a session winding down: the server waits for it
 		close(ended)
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -442,10 +443,19 @@ func TestServeEndsHijackedStreams(t *testing.T) {
 	fmt.Fprintf(conn, "GET /exec HTTP/1.1\r\nHost: x\r\n\r\n")
 	<-inStream
 	cancel()
+	// The server waits for the session's handler, and has nothing else
+	// left to do.
+	await.Parked(t, 1, "server.Serve.", "sync.(*WaitGroup).Wait(")
 	select {
 	case <-served:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the server did not return after its context ended, with a stream open")
+		t.Fatal("the server returned while its hijacked stream was winding down")
+	default:
+	}
+	close(release)
+	select {
+	case <-served:
+	case <-time.After(await.Timeout):
+		t.Fatal("the server did not return after its context ended and its stream did")
 	}
 	select {
 	case <-ended:

@@ -11,13 +11,16 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/classic-kubelet/kubelet/pkg/await"
 )
 
 // Stamping never writes the checkpoint itself; Run does, in the background,
 // and once more when it stops, so a new manager reads the same times.
 func TestStampSavesInTheBackground(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conditions.json")
-	m := NewManager(path, nil)
+	clk := await.NewFakeClock(time.Now())
+	m := NewManager(path, clk)
 	conds := m.Stamp("u1", []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}})
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("Stamp wrote the checkpoint itself (%v)", err)
@@ -29,15 +32,9 @@ func TestStampSavesInTheBackground(t *testing.T) {
 		defer wg.Done()
 		m.Run(ctx)
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("Run did not checkpoint the stamped condition")
-		}
-		time.Sleep(10 * time.Millisecond)
+	clk.AwaitWait(t, 1) // the spacing after a checkpoint
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("Run did not checkpoint the stamped condition: %v", err)
 	}
 	m.Forget("u1")
 	stamped := m.Stamp("u2", []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse}})[0].LastTransitionTime
@@ -60,7 +57,7 @@ func TestStampSavesInTheBackground(t *testing.T) {
 // of it, not in how fast this machine writes a file.
 func TestCheckpointsAreSpaced(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conditions.json")
-	clk := testingclock.NewFakeClock(time.Now())
+	clk := await.NewFakeClock(time.Now())
 	m := NewManager(path, clk)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -70,19 +67,19 @@ func TestCheckpointsAreSpaced(t *testing.T) {
 		data, _ := os.ReadFile(path)
 		return strings.Contains(string(data), uid)
 	}
-	// waitFor polls for evidence of the background write (real file I/O).
-	waitFor := func(what string, cond func() bool) {
+	// A checkpoint is followed by a wait of saveSpacing on the clock, which
+	// only this test moves: evidence that the background write is done.
+	checkpointed := func(n int) {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal(what)
-			}
+		if d := clk.AwaitWait(t, n); d != saveSpacing {
+			t.Fatalf("Run waits %v after checkpoint %d, want saveSpacing", d, n)
 		}
 	}
 	m.Stamp("first", []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}})
-	waitFor("the first change was not checkpointed", func() bool { return holds("first") })
-	// Run now waits out the spacing on the clock, which only this test moves.
-	waitFor("Run did not wait for the spacing after a checkpoint", clk.HasWaiters)
+	checkpointed(1)
+	if !holds("first") {
+		t.Fatal("the first change was not checkpointed")
+	}
 	m.Stamp("second", []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}})
 	m.Stamp("third", []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}})
 	clk.Step(saveSpacing - time.Nanosecond)
@@ -93,5 +90,8 @@ func TestCheckpointsAreSpaced(t *testing.T) {
 		t.Fatal("a change right after a checkpoint was written before saveSpacing had passed")
 	}
 	clk.Step(time.Nanosecond)
-	waitFor("the changes after the first checkpoint were never written", func() bool { return holds("second") && holds("third") })
+	checkpointed(2)
+	if !holds("second") || !holds("third") {
+		t.Fatal("the changes after the first checkpoint were not written together")
+	}
 }

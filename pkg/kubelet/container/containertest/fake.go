@@ -29,8 +29,7 @@ type FakeClient struct {
 	nextPid    int
 	specs      map[string]*kubecontainer.CreateSpec // by container ID: what it was created with
 	now        func() time.Time
-	events     []*subscriber
-	imageSubs  []chan string
+	events     []chan kubecontainer.Event
 	oomed      map[string]bool // containers the kernel OOM-killed in, not exited yet
 	execCode   int
 	execOut    string
@@ -393,76 +392,51 @@ func (f *FakeClient) ImageFsUsage(context.Context) (int, error) {
 	return f.imageFsUsage, nil
 }
 
-// Events implements the runtime's Events: the stream stays open, silent,
+// Events implements the runtime's Events: every container's events (as
+// the fake's calls change them) and the image events sent by ImageEvent,
 // until ctx ends.
-func (f *FakeClient) Events(ctx context.Context, label, value string) (<-chan kubecontainer.Event, error) {
+func (f *FakeClient) Events(ctx context.Context) (<-chan kubecontainer.Event, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("events", ""); err != nil {
 		return nil, err
 	}
-	sub := &subscriber{label: label, value: value, ch: make(chan kubecontainer.Event, 256)}
-	f.events = append(f.events, sub)
+	ch := make(chan kubecontainer.Event, 256)
+	f.events = append(f.events, ch)
 	go func() {
 		<-ctx.Done()
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		f.events = slices.DeleteFunc(f.events, func(s *subscriber) bool { return s == sub })
-		close(sub.ch)
-	}()
-	return sub.ch, nil
-}
-
-// ImageEvents implements the runtime's ImageEvents: a stream fed by
-// ImageEvent until ctx ends.
-func (f *FakeClient) ImageEvents(ctx context.Context) (<-chan string, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.record("image_events", ""); err != nil {
-		return nil, err
-	}
-	ch := make(chan string, 16)
-	f.imageSubs = append(f.imageSubs, ch)
-	go func() {
-		<-ctx.Done()
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.imageSubs = slices.DeleteFunc(f.imageSubs, func(c chan string) bool { return c == ch })
+		f.events = slices.DeleteFunc(f.events, func(c chan kubecontainer.Event) bool { return c == ch })
 		close(ch)
 	}()
 	return ch, nil
 }
 
-// ImageEvent sends an image event (pull, load, tag, ...) to every
-// ImageEvents stream.
+// ImageEvent sends an image event (pull, load, tag, ...) to every Events
+// stream.
 func (f *FakeClient) ImageEvent(action string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, ch := range f.imageSubs {
-		ch <- action
-	}
+	f.send(kubecontainer.Event{Type: kubecontainer.ImageEvent, Action: action, Time: f.now()})
 }
 
-// subscriber is one Events stream: the containers whose label matches.
-type subscriber struct {
-	label, value string
-	ch           chan kubecontainer.Event
-}
-
-// emit sends an event about the container to every matching stream, as
-// Docker does on each change of a container; f.mu is held. A stream whose
-// reader lags loses the event (Docker would block it).
+// emit sends an event about the container to every stream, as Docker does
+// on each change of a container; f.mu is held.
 func (f *FakeClient) emit(c *kubecontainer.ContainerDetail, action string) {
-	ev := kubecontainer.Event{ContainerID: c.ID, Action: action, Time: f.now()}
+	ev := kubecontainer.Event{Type: kubecontainer.ContainerEvent, ContainerID: c.ID, Labels: c.Labels, Action: action, Time: f.now()}
 	if action == "die" {
 		ev.Time, ev.ExitCode = c.FinishedAt, c.ExitCode
 	}
-	for _, s := range f.events {
-		if c.Labels[s.label] != s.value {
-			continue
-		}
+	f.send(ev)
+}
+
+// send hands ev to every stream; f.mu is held. A stream whose reader lags
+// loses the event (Docker would block it).
+func (f *FakeClient) send(ev kubecontainer.Event) {
+	for _, ch := range f.events {
 		select {
-		case s.ch <- ev:
+		case ch <- ev:
 		default:
 		}
 	}
