@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
+	"github.com/classic-kubelet/kubelet/pkg/await"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/container/containertest"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
@@ -187,15 +187,10 @@ func TestKubeletKeepsPodsOfUnseenSources(t *testing.T) {
 	// Evidence, not a sleep: the pod was weighed for removal twice (once
 	// when the relist found it, once by housekeeping, which each step of
 	// the clock makes due).
-	deadline := time.Now().Add(10 * time.Second)
-	for sources.asked.Load() < 2 {
-		if time.Now().After(deadline) {
-			stop()
-			t.Fatalf("the kubelet asked about the pod's source %d times in 10 s, want 2", sources.asked.Load())
-		}
+	await.True(t, "the kubelet to weigh the pod's source twice", func() bool {
 		clk.Step(housekeepingPeriod)
-		runtime.Gosched()
-	}
+		return sources.asked.Load() >= 2
+	})
 	stop()
 	if n := fake.CountCalls("stop") + fake.CountCalls("remove"); n != 0 {
 		t.Errorf("%d stop/remove calls on a pod whose source never spoke", n)

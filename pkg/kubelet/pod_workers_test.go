@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/classic-kubelet/kubelet/pkg/await"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 )
@@ -131,17 +131,10 @@ func startWorkers(t *testing.T, f *fakeSyncer) *podWorkers {
 }
 
 // waitUntil waits for cond, which the code under test makes true without
-// the test's help (no clock to step): a bounded poll that yields the
-// processor rather than sleeping.
+// the test's help (no clock to step).
 func waitUntil(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 10 s")
-		}
-		runtime.Gosched()
-	}
+	await.True(t, "the condition", cond)
 }
 
 func namedPod(uid types.UID, name string) *v1.Pod {

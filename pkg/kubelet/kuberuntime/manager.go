@@ -292,5 +292,5 @@ type PodRecord struct {
 
 // NewPodRecord returns the record of a pod the Manager has not synced yet.
 func (m *Manager) NewPodRecord() *PodRecord {
-	return &PodRecord{backoff: newBackoff(m.cfg.BackoffInitial, m.cfg.BackoffMax)}
+	return &PodRecord{backoff: newBackoff(m.cfg.BackoffInitial, m.cfg.BackoffMax, m.cfg.Clock)}
 }

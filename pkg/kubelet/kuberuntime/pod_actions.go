@@ -17,7 +17,7 @@ type podActions struct {
 	start       []int                                // indexes into spec.containers, in order
 	ephemeral   []int                                // indexes into spec.ephemeralContainers to start (once)
 	restarts    map[string]int                       // restart count of each container to start, by name
-	crashed     map[string]string                    // back-off key of each start that retries a failure, by name ("POD": the sandbox)
+	crashed     map[string]containerKey                    // back-off key of each start that retries a failure, by name ("POD": the sandbox)
 	waiting     []string                             // containers held back by back-off ("POD": the sandbox)
 	pullWaits   map[string]*kubecontainer.StartError // of those, the ones whose image is in pull back-off, and why
 	retryAt     time.Time                            // when the first of them may restart
@@ -61,7 +61,7 @@ func (checks podChecks) withDefaults() podChecks {
 // in the spec, and last whether anything is left to run and whether the
 // sandbox may be made now. bo is only asked (waiting, pending).
 func computePodActions(pod *v1.Pod, state *kubecontainer.PodState, now time.Time, bo *backoff, checks podChecks) podActions {
-	a := podActions{startInit: -1, restarts: map[string]int{}, crashed: map[string]string{},
+	a := podActions{startInit: -1, restarts: map[string]int{}, crashed: map[string]containerKey{},
 		pullWaits: map[string]*kubecontainer.StartError{}}
 	if state == nil {
 		state = &kubecontainer.PodState{}
@@ -137,7 +137,7 @@ func (p *planner) restartDecision(c *specContainer, last *kubecontainer.Containe
 	if last != nil && !kubecontainer.Restarts(p.v.pod, c.spec, last.ExitCode) {
 		return decideDone
 	}
-	key := backoffKey(p.v.pod.UID, name, c.hash)
+	key := backoffKey(name, c.hash)
 	if until, wait := p.bo.waiting(key, last, p.now); wait {
 		p.a.wait(name, until)
 		return decideWait
@@ -204,7 +204,7 @@ func (p *planner) sandboxBackOff() {
 	if !p.a.createInfra {
 		return
 	}
-	key := backoffKey(p.v.pod.UID, infraName, p.v.infraHash)
+	key := backoffKey(infraName, p.v.infraHash)
 	if until, wait := p.bo.waiting(key, nil, p.now); wait {
 		p.a.createInfra, p.a.startInit, p.a.start = false, -1, nil
 		p.a.wait(infraName, until)

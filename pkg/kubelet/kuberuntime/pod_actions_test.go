@@ -12,6 +12,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/yaml"
 
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
@@ -74,14 +75,14 @@ func (c *actionCase) run(t *testing.T) {
 	t0 := time.Now().Add(-24 * time.Hour)
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "uid1", Annotations: c.Annotations}, Spec: c.Pod}
 	state, checks := c.state(t, pod, t0)
-	bo := newBackoff(10*time.Second, 40*time.Second)
+	bo := newBackoff(10*time.Second, 40*time.Second, clock.RealClock{})
 	for _, op := range c.BackOff {
 		f := strings.Fields(op)
 		at := t0
 		if len(f) == 3 {
 			at = t0.Add(offset(t, strings.TrimPrefix(f[2], "@")))
 		}
-		key := backoffKey(pod.UID, f[0], specHash(t, pod, f[0]))
+		key := backoffKey(f[0], specHash(t, pod, f[0]))
 		switch f[1] {
 		case "restarted":
 			bo.restarted(key, at)

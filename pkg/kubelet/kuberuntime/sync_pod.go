@@ -181,7 +181,7 @@ func (m *Manager) startContainers(ctx context.Context, pod *v1.Pod, sb sandbox, 
 // it, a failure before the container was made asks for a retry when it
 // ends.
 func (m *Manager) startBackedOff(ctx context.Context, pod *v1.Pod, c *v1.Container, sb sandbox, a podActions, r *Result) error {
-	bkey := backoffKey(pod.UID, c.Name, kubecontainer.HashContainer(pod, c))
+	bkey := backoffKey(c.Name, kubecontainer.HashContainer(pod, c))
 	if _, ok := a.crashed[c.Name]; ok {
 		sb.record.backoff.restarted(bkey, m.cfg.Clock.Now())
 		m.cfg.Metrics.ContainerRestarts.Inc()
@@ -215,7 +215,7 @@ type sandbox struct {
 // off.
 func (m *Manager) prepareSandbox(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, a podActions, rec *PodRecord, r *Result) (sandbox, error) {
 	sb := sandbox{state: state, record: rec}
-	bkey := backoffKey(pod.UID, infraName, kubecontainer.HashInfra(pod))
+	bkey := backoffKey(infraName, kubecontainer.HashInfra(pod))
 	if _, ok := a.crashed[infraName]; ok {
 		rec.backoff.restarted(bkey, m.cfg.Clock.Now())
 	}

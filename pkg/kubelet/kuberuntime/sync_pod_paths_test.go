@@ -309,7 +309,7 @@ func TestSyncPodCrashBackOff(t *testing.T) {
 		t.Errorf("%v restarts counted, want 2", n)
 	}
 	// The back-off is the pod's record's, which goes with its worker.
-	if len(recordOf(m, pod.UID).backoff.entries) == 0 {
+	if recordOf(m, pod.UID).backoff.len() == 0 {
 		t.Error("no back-off kept in the pod's record")
 	}
 }
@@ -342,16 +342,17 @@ func TestSyncPodSandboxGoneKillsWithoutHooks(t *testing.T) {
 
 // A pod's back-off forgets entries idle for long (each sync collects them).
 func TestCollectBackoff(t *testing.T) {
-	m := newTestManager(t, Config{}, nil)
-	bo := m.NewPodRecord().backoff
-	now := time.Now()
-	bo.restarted(backoffKey("u", "a", "h"), now)
-	bo.gc(now)
-	if n := len(bo.entries); n != 1 {
-		t.Fatalf("%d entries, want the fresh one kept", n)
+	clk := clocktesting.NewFakeClock(time.Now())
+	bo := newBackoff(0, 0, clk)
+	bo.restarted(backoffKey("a", "h"), clk.Now())
+	bo.failed(backoffKey("b", "h"), clk.Now())
+	bo.gc(clk.Now())
+	if n := bo.len(); n != 2 {
+		t.Fatalf("%d entries, want the fresh ones kept", n)
 	}
-	bo.gc(now.Add(time.Hour))
-	if n := len(bo.entries); n != 0 {
+	clk.Step(time.Hour)
+	bo.gc(clk.Now())
+	if n := bo.len(); n != 0 {
 		t.Errorf("%d entries, want the stale one collected", n)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/container/containertest"
@@ -189,7 +191,7 @@ func TestComputePodActions(t *testing.T) {
 			if c.want == "finished" {
 				return
 			}
-			a := computePodActions(c.pod, state, time.Now(), newBackoff(0, 0), podChecks{unhealthy: unhealthy, started: started})
+			a := computePodActions(c.pod, state, time.Now(), newBackoff(0, 0, clock.RealClock{}), podChecks{unhealthy: unhealthy, started: started})
 			if got := summarize(c.pod, a); got != c.want {
 				t.Errorf("actions %q, want %q", got, c.want)
 			}
@@ -199,11 +201,11 @@ func TestComputePodActions(t *testing.T) {
 
 func TestComputePodActionsBackoff(t *testing.T) {
 	pod := containertest.Pod(v1.RestartPolicyAlways, "a")
-	bo := newBackoff(10*time.Second, 40*time.Second)
+	bo := newBackoff(10*time.Second, 40*time.Second, clock.RealClock{})
 	b := &containertest.Builder{T0: time.Now()}
 	infra := b.C(pod, infraName, true, 0, "")
 	crashed := b.C(pod, "a", false, 1, "")
-	key := backoffKey(pod.UID, "a", crashed.Hash)
+	key := backoffKey("a", crashed.Hash)
 	now := crashed.FinishedAt
 
 	// The first restart is immediate.
@@ -231,14 +233,16 @@ func TestComputePodActionsBackoff(t *testing.T) {
 }
 
 func TestBackoffDefaults(t *testing.T) {
-	bo := newBackoff(0, 0)
-	if bo.initial != 10*time.Second || bo.max != 300*time.Second {
-		t.Errorf("defaults %v/%v, want 10s/300s", bo.initial, bo.max)
+	clk := clocktesting.NewFakeClock(time.Now())
+	bo := newBackoff(0, 0, clk)
+	if p := bo.delays.Policy(); p.Initial != 10*time.Second || p.Max != 300*time.Second {
+		t.Errorf("defaults %v/%v, want 10s/300s", p.Initial, p.Max)
 	}
+	key := backoffKey("a", "h")
 	var delays []time.Duration
 	for i := 0; i < 8; i++ {
-		bo.restarted("k", time.Now())
-		delays = append(delays, bo.entries["k"].delay)
+		bo.restarted(key, clk.Now())
+		delays = append(delays, bo.delays.Get(key))
 	}
 	want := []time.Duration{10, 20, 40, 80, 160, 300, 300, 300}
 	for i := range want {
@@ -247,8 +251,9 @@ func TestBackoffDefaults(t *testing.T) {
 			break
 		}
 	}
-	bo.gc(time.Now().Add(11 * time.Minute))
-	if len(bo.entries) != 0 {
+	clk.Step(11 * time.Minute)
+	bo.gc(clk.Now())
+	if bo.len() != 0 {
 		t.Error("gc kept a stale entry")
 	}
 }
@@ -266,7 +271,7 @@ func TestComputePodActionsFailureBackoff(t *testing.T) {
 	infra := b.C(pod, infraName, true, 0, "")
 
 	t.Run("start failed", func(t *testing.T) {
-		bo := newBackoff(10*time.Second, 40*time.Second)
+		bo := newBackoff(10*time.Second, 40*time.Second, clock.RealClock{})
 		failed := b.C(pod, "a", false, 127, "")
 		failed.Status, failed.Error = "created", "exec: \"/no/such\": not found"
 		failed.StartedAt, failed.FinishedAt = time.Time{}, time.Time{}
@@ -274,7 +279,7 @@ func TestComputePodActionsFailureBackoff(t *testing.T) {
 		if got := summarize(pod, computePodActions(pod, containertest.State(infra, failed), now, bo, podChecks{})); got != "start:a#1" {
 			t.Fatalf("first failure: %q, want an immediate retry", got)
 		}
-		bo.restarted(backoffKey(pod.UID, "a", hash), now)
+		bo.restarted(backoffKey("a", hash), now)
 		retry := *failed
 		retry.ID, retry.CreatedAt, retry.RestartCount = "a-retry", now.Add(time.Millisecond), 1
 		st := containertest.State(infra, &retry, failed)
@@ -290,8 +295,8 @@ func TestComputePodActionsFailureBackoff(t *testing.T) {
 	})
 
 	t.Run("create failed", func(t *testing.T) {
-		bo := newBackoff(10*time.Second, 40*time.Second)
-		key := backoffKey(pod.UID, "a", hash)
+		bo := newBackoff(10*time.Second, 40*time.Second, clock.RealClock{})
+		key := backoffKey("a", hash)
 		now := t0
 		bo.failed(key, now)
 		a := computePodActions(pod, containertest.State(infra), now, bo, podChecks{})
@@ -315,8 +320,8 @@ func TestComputePodActionsFailureBackoff(t *testing.T) {
 	})
 
 	t.Run("sandbox failed", func(t *testing.T) {
-		bo := newBackoff(10*time.Second, 40*time.Second)
-		key := backoffKey(pod.UID, infraName, kubecontainer.HashInfra(pod))
+		bo := newBackoff(10*time.Second, 40*time.Second, clock.RealClock{})
+		key := backoffKey(infraName, kubecontainer.HashInfra(pod))
 		now := t0
 		bo.failed(key, now)
 		a := computePodActions(pod, nil, now, bo, podChecks{})
@@ -382,7 +387,7 @@ func TestKillReasonsAsTheKubelet(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b := &containertest.Builder{T0: time.Now().Add(-time.Hour)}
-			a := computePodActions(c.pod, c.state(b, c.pod), time.Now(), newBackoff(0, 0), podChecks{unhealthy: unhealthy})
+			a := computePodActions(c.pod, c.state(b, c.pod), time.Now(), newBackoff(0, 0, clock.RealClock{}), podChecks{unhealthy: unhealthy})
 			k, killed := killOf(a, c.id)
 			if !killed || k.reason != c.reason {
 				t.Fatalf("killed %v for %v, want %v", killed, k.reason, c.reason)
@@ -425,7 +430,7 @@ func TestComputePodActionsPullBackOff(t *testing.T) {
 		{"init container in back-off: the app waits", initPod, containertest.State(b.C(initPod, infraName, true, 0, "")), now, "backoff:a", until},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := computePodActions(tc.pod, tc.state, tc.at, newBackoff(0, 0), podChecks{pullBackOff: pullBackOff})
+			a := computePodActions(tc.pod, tc.state, tc.at, newBackoff(0, 0, clock.RealClock{}), podChecks{pullBackOff: pullBackOff})
 			if got := summarize(tc.pod, a); got != tc.want {
 				t.Errorf("actions %q, want %q", got, tc.want)
 			}
@@ -442,14 +447,14 @@ func TestComputePodActionsPullBackOff(t *testing.T) {
 // failed says when the next attempt may be made: at once after a first
 // failure, then as the back-off grows.
 func TestBackoffFailedReturnsNextAttempt(t *testing.T) {
-	bo := newBackoff(10*time.Second, 40*time.Second)
+	bo := newBackoff(10*time.Second, 40*time.Second, clock.RealClock{})
 	now := time.Now()
-	if next := bo.failed("k", now); !next.Equal(now) {
+	if next := bo.failed(backoffKey("k", "h"), now); !next.Equal(now) {
 		t.Fatalf("first failure: next attempt at %v, want at once", next.Sub(now))
 	}
 	for _, want := range []time.Duration{10, 20, 40, 40} {
-		bo.restarted("k", now)
-		if next := bo.failed("k", now); !next.Equal(now.Add(want * time.Second)) {
+		bo.restarted(backoffKey("k", "h"), now)
+		if next := bo.failed(backoffKey("k", "h"), now); !next.Equal(now.Add(want * time.Second)) {
 			t.Fatalf("next attempt at +%v, want +%v s", next.Sub(now), want)
 		}
 	}
@@ -520,7 +525,7 @@ func TestKillGraceOfProbes(t *testing.T) {
 			b := &containertest.Builder{T0: time.Now().Add(-time.Hour)}
 			c := b.C(pod, "a", true, 0, "")
 			c.ID = tc.id
-			a := computePodActions(pod, containertest.State(b.C(pod, infraName, true, 0, ""), c), time.Now(), newBackoff(0, 0), podChecks{unhealthy: unhealthy})
+			a := computePodActions(pod, containertest.State(b.C(pod, infraName, true, 0, ""), c), time.Now(), newBackoff(0, 0, clock.RealClock{}), podChecks{unhealthy: unhealthy})
 			k, _ := killOf(a, tc.id)
 			if len(a.kill) != 1 || k.grace != tc.want || k.ownGrace != (tc.want != 0) {
 				t.Errorf("killed %d, grace %v (own %v), want %v", len(a.kill), k.grace, k.ownGrace, tc.want)
