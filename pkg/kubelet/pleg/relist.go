@@ -453,13 +453,49 @@ func (r *Relister) relistPods(ctx context.Context) {
 	asked := r.asked
 	r.asked = nil
 	r.mu.Unlock()
-	type listed struct {
-		start time.Time
-		list  []kubecontainer.Container
+	lists, failed := r.listPods(ctx, asked)
+	if failed {
+		r.poke()
 	}
-	lists := make(map[types.UID]listed, len(asked))
+	if len(lists) == 0 {
+		return
+	}
+	var all []kubecontainer.Container
+	for _, l := range lists {
+		all = append(all, l.list...)
+	}
+	evented := r.takeEvented(all)
+	r.noteOOM(evented)
+	fresh, err := r.inspectChanged(ctx, all, evented)
+	if err != nil {
+		r.requeue(evented)
+		r.poke()
+		return
+	}
+	r.pruneOOM(fresh, false)
+	dirty := r.setListedPods(lists, fresh)
+	if r.Metrics != nil {
+		r.count(r.cache.All())
+	}
+	glog.V(4).Infof("Relisted %d pods by themselves: %d containers, %d inspected, %d changed", len(lists), len(all), len(fresh), len(dirty))
+	if len(dirty) > 0 {
+		r.onDirty(keys(dirty))
+	}
+}
+
+// podList is one pod's containers as a list of its own found them.
+type podList struct {
+	start time.Time // when the list started
+	list  []kubecontainer.Container
+}
+
+// listPods lists the containers of each pod asked for, by the pod UID
+// label, a few at a time, keeping this node's. failed reports that Docker
+// did not answer for some.
+func (r *Relister) listPods(ctx context.Context, asked map[types.UID]bool) (lists map[types.UID]podList, failed bool) {
+	lists = make(map[types.UID]podList, len(asked))
 	var mu sync.Mutex
-	var failed atomic.Bool
+	var failures atomic.Bool
 	sem := make(chan struct{}, maxParallelInspects)
 	var wg sync.WaitGroup
 	for uid := range asked {
@@ -471,7 +507,7 @@ func (r *Relister) relistPods(ctx context.Context) {
 			start := r.Clock.Now()
 			list, err := r.docker.List(ctx, kubecontainer.LabelPodUID, string(uid))
 			if err != nil {
-				failed.Store(true)
+				failures.Store(true)
 				return
 			}
 			own := list[:0]
@@ -482,21 +518,18 @@ func (r *Relister) relistPods(ctx context.Context) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			lists[uid] = listed{start, own}
+			lists[uid] = podList{start, own}
 		}()
 	}
 	wg.Wait()
-	if failed.Load() {
-		r.poke()
-	}
-	if len(lists) == 0 {
-		return
-	}
-	var all []kubecontainer.Container
-	for _, l := range lists {
-		all = append(all, l.list...)
-	}
+	return lists, failures.Load()
+}
+
+// takeEvented takes the events pending on the listed containers: their
+// inspect is this relist's.
+func (r *Relister) takeEvented(all []kubecontainer.Container) map[string]pending {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	evented := map[string]pending{}
 	for _, c := range all {
 		if p, ok := r.evented[c.ID]; ok {
@@ -504,19 +537,17 @@ func (r *Relister) relistPods(ctx context.Context) {
 			delete(r.evented, c.ID)
 		}
 	}
-	r.mu.Unlock()
-	r.noteOOM(evented)
-	fresh, err := r.inspectChanged(ctx, all, evented)
-	if err != nil {
-		r.requeue(evented)
-		r.poke()
-		return
-	}
-	r.pruneOOM(fresh, false)
+	return evented
+}
+
+// setListedPods replaces the listed pods' entries in the cache, each as of
+// the start of its own list, and returns the pods whose containers changed
+// (one listed anew or changed, or one known and no longer listed).
+func (r *Relister) setListedPods(lists map[types.UID]podList, fresh map[string]*kubecontainer.ContainerState) map[types.UID]bool {
 	dirty := map[types.UID]bool{}
 	pods := make(map[types.UID]*kubecontainer.PodState, len(lists))
 	started := make(map[types.UID]time.Time, len(lists))
-	listedIDs := make(map[string]bool, len(all))
+	listedIDs := map[string]bool{}
 	for uid, l := range lists {
 		started[uid] = l.start
 		pods[uid] = nil // no containers left, unless listed
@@ -545,13 +576,7 @@ func (r *Relister) relistPods(ctx context.Context) {
 		}
 	}
 	r.cache.SetPods(pods, started)
-	if r.Metrics != nil {
-		r.count(r.cache.All())
-	}
-	glog.V(4).Infof("Relisted %d pods by themselves: %d containers, %d inspected, %d changed", len(lists), len(all), len(fresh), len(dirty))
-	if len(dirty) > 0 {
-		r.onDirty(keys(dirty))
-	}
+	return dirty
 }
 
 // listedState is a listed container's state: as fresh has it if it was
