@@ -6,7 +6,8 @@
 # catatonit, from which it builds its pause image) and docker-compose; gcc
 # for the -race build; Prometheus; etcd's server and etcdctl. Last, the real
 # Kubernetes control plane of the node-mode tests: built once per machine
-# (about 10 minutes cold), at once when cached.
+# (about 10 minutes cold), at once when cached; and the reference CNI plugins
+# of the CNI-mode tests (about a minute cold).
 set -euo pipefail
 missing=()
 command -v docker-registry >/dev/null 2>&1 || missing+=(docker-registry)
@@ -31,3 +32,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 "$(dirname "$0")/ensure-control-plane.sh" >/dev/null
+"$(dirname "$0")/ensure-cni-plugins.sh" >/dev/null

@@ -17,6 +17,8 @@ go build -race -o /dev/null ./cmd/kubelet
 # Kubernetes' e2e.test, for the conformance smoke at the end: built once per
 # machine (about 20 minutes cold), beside the control plane.
 E2E=1 hack/ensure-control-plane.sh >/dev/null
+# The reference CNI plugins of the CNI-mode tests (about a minute cold).
+hack/ensure-cni-plugins.sh >/dev/null
 # The unit tests first, their packages built and run side by side: they
 # drive fake clocks and assert no timing. Then the packages under test/ one
 # at a time: the end-to-end tests, the benchmark and scale smokes measure

@@ -43,6 +43,11 @@ type NodeConfig struct {
 	Port int32
 	// Server names the API server in errors.
 	Server string
+	// PodCIDRs, if set, is given the Node's spec.podCIDRs (allocated by
+	// kube-controller-manager --allocate-node-cidrs) each time the Node is
+	// read or seen to change: at registration, after each status update,
+	// and from the watch. It may be called from two goroutines at once.
+	PodCIDRs func([]string)
 }
 
 // Registration back-off, as the kubelet's: 100 ms doubling to 7 s.
@@ -109,6 +114,14 @@ func (r *NodeReporter) Run(ctx context.Context) {
 		case deleted <- struct{}{}:
 		default:
 		}
+	}, AddFunc: func(obj any) {
+		if n, ok := obj.(*v1.Node); ok {
+			r.sawNode(n)
+		}
+	}, UpdateFunc: func(_, obj any) {
+		if n, ok := obj.(*v1.Node); ok {
+			r.sawNode(n)
+		}
 	}})
 	watchDone := make(chan struct{})
 	go func() { defer close(watchDone); nodes.RunWithContext(ctx) }()
@@ -168,6 +181,22 @@ func (r *NodeReporter) sync(ctx context.Context) error {
 func (r *NodeReporter) registered(n *v1.Node) {
 	r.last = n
 	r.uid.Store(n.UID)
+	r.sawNode(n)
+}
+
+// sawNode hands the Node's pod CIDRs to cfg.PodCIDRs (spec.podCIDR alone on
+// a Node written before podCIDRs existed).
+func (r *NodeReporter) sawNode(n *v1.Node) {
+	if r.cfg.PodCIDRs == nil {
+		return
+	}
+	cidrs := n.Spec.PodCIDRs
+	if len(cidrs) == 0 && n.Spec.PodCIDR != "" {
+		cidrs = []string{n.Spec.PodCIDR}
+	}
+	if len(cidrs) > 0 {
+		r.cfg.PodCIDRs(cidrs)
+	}
 }
 
 // register creates the Node; one that exists already (the agent restarted)
@@ -249,6 +278,7 @@ func (r *NodeReporter) update(ctx context.Context) error {
 	}
 	r.recordTransitions(r.last, updated)
 	r.last, r.lastReport = updated, now
+	r.sawNode(updated)
 	return nil
 }
 

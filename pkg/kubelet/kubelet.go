@@ -80,6 +80,9 @@ type Config struct {
 	ClusterDomain string
 	// ResolvConf is the resolver configuration of dnsPolicy Default.
 	ResolvConf string
+	// Network is the pod network (cluster DNS, CNI); nil: Docker's bridge
+	// without cluster DNS.
+	Network kuberuntime.Network
 	// GC bounds the dead containers kept.
 	GC gc.Policy
 	// ContainerLogDir holds the containers' log symlinks ("" for none).
@@ -226,7 +229,7 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		Sysctls: cfg.Sysctls, Services: cfg.Services, Objects: cfg.Objects, Cgroups: cfg.Cgroups,
 		PodMaxPids: cfg.PodMaxPids, PodsLimits: cfg.PodsLimits, Events: cfg.Events, Metrics: k.metrics,
 		BackoffInitial: cfg.BackoffInitial, BackoffMax: cfg.BackoffMax, Clock: cfg.Clock,
-	}, kuberuntime.Deps{Runtime: docker, Volumes: k.volumes, Images: k.images, Probes: k.probes, Relist: k.relist, Host: runtimeHost{k}})
+	}, kuberuntime.Deps{Runtime: docker, Volumes: k.volumes, Images: k.images, Probes: k.probes, Relist: k.relist, Host: runtimeHost{k}, Network: cfg.Network})
 	k.volumes.Downward = k.runtime.Downward()
 	k.producer = podstatus.New(podstatus.Config{HostIP: cfg.NodeIP, PodDir: k.volumes.PodDir, Records: statusRecords{k.records},
 		Statuses: k.status, Probes: k.probes, Logs: k.runtime, Metrics: k.metrics, Clock: cfg.Clock})

@@ -15,6 +15,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/kubeapi"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/network"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/nodestatus"
 )
 
@@ -44,13 +45,14 @@ func newNodeMode(o *Options) (*nodeMode, error) {
 // a source, the Node and its Lease, pod statuses and deletions, events.
 // None of them waits for the API server: it may be down at start.
 func (n *nodeMode) start(ctx context.Context, o *Options, merger *config.Merger, pods kubeapi.LocalPods,
-	recorder *events.Recorder, node *nodestatus.Builder, goRun func(func())) {
+	recorder *events.Recorder, node *nodestatus.Builder, podNetwork *network.Manager, goRun func(func())) {
 	taints, _ := ParseTaints(o.RegisterWithTaints) // validated
 	src := config.NewAPIServerSource(n.client, o.HostnameOverride, merger)
 	reporter := kubeapi.NewNodeReporter(n.client, kubeapi.NodeConfig{
 		Name: o.HostnameOverride, Register: o.RegisterNode, Labels: o.NodeLabels, Taints: taints,
 		UpdateFrequency: o.NodeStatusUpdateFrequency, ReportFrequency: o.NodeStatusReportFrequency,
 		LeaseDuration: o.NodeLeaseDurationSeconds, Port: int32(o.Port), Server: n.server,
+		PodCIDRs: podNetwork.SetPodCIDRs,
 	}, node.Build)
 	writer := kubeapi.NewStatusWriter(n.client, pods, src, &kubeapi.Mirrors{
 		NodeUID: reporter.NodeUID,

@@ -26,6 +26,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/dockertools"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/eviction"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/network"
 )
 
 // DefaultInfraImage is the pause image `make images` builds.
@@ -83,6 +84,14 @@ type Options struct {
 	CgroupsPerQOS        bool          `yaml:"cgroups-per-qos"`
 	ClusterDomain        string        `yaml:"cluster-domain"`
 	ResolvConf           string        `yaml:"resolv-conf"`
+	// ClusterDNS are the cluster's DNS servers of ClusterFirst pods.
+	ClusterDNS []string `yaml:"cluster-dns"`
+	// NetworkPlugin is "" (Docker's bridge) or "cni"; the CNI directories
+	// are the kubelet's and libcni's (CNIBinDir a comma-separated list).
+	NetworkPlugin string `yaml:"network-plugin"`
+	CNIConfDir    string `yaml:"cni-conf-dir"`
+	CNIBinDir     string `yaml:"cni-bin-dir"`
+	CNICacheDir   string `yaml:"cni-cache-dir"`
 
 	PodMaxPids int64 `yaml:"pod-max-pids"`
 	// AllowedUnsafeSysctls are sysctls (or prefixes ending in *) pods may
@@ -174,6 +183,9 @@ func NewOptions() *Options {
 		DiskUsagePeriod:                        5 * time.Minute,
 		ClusterDomain:                          "cluster.local",
 		ResolvConf:                             "/etc/resolv.conf",
+		CNIConfDir:                             network.DefaultCNIConfDir,
+		CNIBinDir:                              network.DefaultCNIBinDir,
+		CNICacheDir:                            network.DefaultCNICacheDir,
 		RegistryQPS:                            5,
 		RegistryBurst:                          10,
 		MaximumDeadContainersPerContainer:      1,
@@ -252,7 +264,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.SystemReserved, "system-reserved", o.SystemReserved, "Resources kept for the rest of the system, not for pods (as --kube-reserved).")
 	fs.StringSliceVar(&o.EnforceNodeAllocatable, "enforce-node-allocatable", o.EnforceNodeAllocatable, "'pods': bound the cgroup of all pods (kubepods) to capacity less --kube-reserved and --system-reserved; 'none': to capacity.")
 	fs.BoolVar(&o.SeccompDefault, "seccomp-default", o.SeccompDefault, "Give containers without a seccompProfile Docker's default profile (false: unconfined, the kubelet's default).")
-	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "Domain of pods with a subdomain: <subdomain>.<namespace>.svc.<cluster-domain>.")
+	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "The cluster's domain: ClusterFirst pods search <namespace>.svc.<domain>, svc.<domain> and <domain>; pods with a subdomain are <subdomain>.<namespace>.svc.<domain>.")
+	fs.StringSliceVar(&o.ClusterDNS, "cluster-dns", o.ClusterDNS, "Comma-separated IPs of the cluster's DNS servers: the nameservers of pods with dnsPolicy ClusterFirst (and ClusterFirstWithHostNet). Without it those pods get the host's resolver (dnsPolicy Default).")
+	fs.StringVar(&o.NetworkPlugin, "network-plugin", o.NetworkPlugin, "The pods' network: \"\" (default) Docker's bridge; \"cni\": each pod's infra container starts with network none and the first network configuration of --cni-conf-dir attaches it (CNI plugins from --cni-bin-dir).")
+	fs.StringVar(&o.CNIConfDir, "cni-conf-dir", o.CNIConfDir, "CNI network configurations (.conflist, .conf, .json): the first valid one in lexical order is the pods' network (--network-plugin=cni).")
+	fs.StringVar(&o.CNIBinDir, "cni-bin-dir", o.CNIBinDir, "Comma-separated directories of CNI plugin binaries (--network-plugin=cni).")
+	fs.StringVar(&o.CNICacheDir, "cni-cache-dir", o.CNICacheDir, "libcni's cache of each attachment's configuration and result, from which a restarted agent learns its pods' IPs and detaches them (--network-plugin=cni).")
 	fs.StringVar(&o.DockerConfig, "docker-config", o.DockerConfig, "Docker config file with registry credentials (default: ~/.docker/config.json and the legacy ~/.dockercfg).")
 	fs.Float64Var(&o.RegistryQPS, "registry-qps", o.RegistryQPS, "Image pulls per second (0: unlimited).")
 	fs.IntVar(&o.RegistryBurst, "registry-burst", o.RegistryBurst, "Image pulls allowed in a burst above --registry-qps.")
@@ -289,7 +306,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.AuthorizationWebhookCacheAuthorizedTTL, "authorization-webhook-cache-authorized-ttl", o.AuthorizationWebhookCacheAuthorizedTTL, "How long an allowing SubjectAccessReview is kept.")
 	fs.DurationVar(&o.AuthorizationWebhookCacheUnauthorized, "authorization-webhook-cache-unauthorized-ttl", o.AuthorizationWebhookCacheUnauthorized, "How long a denying SubjectAccessReview is kept.")
 	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth, "Let requests without credentials on the full-access port through as system:anonymous (then authorized as such).")
-	fs.StringVar(&o.ResolvConf, "resolv-conf", o.ResolvConf, "Resolver configuration of pods with dnsPolicy Default (and ClusterFirst: there is no cluster DNS).")
+	fs.StringVar(&o.ResolvConf, "resolv-conf", o.ResolvConf, "The host's resolver configuration: pods with dnsPolicy Default get it (and ClusterFirst pods without --cluster-dns), ClusterFirst pods its search paths after the cluster's. \"\": none (nameserver 127.0.0.1, no search).")
 }
 
 // Validate checks the options and fills in derived defaults.
@@ -394,6 +411,9 @@ func (o *Options) Validate() error {
 	if _, err := kuberuntime.NewSysctlAllowlist(o.AllowedUnsafeSysctls); err != nil {
 		return fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
 	}
+	if err := o.validateNetwork(); err != nil {
+		return err
+	}
 	if err := o.validateNodeMode(); err != nil {
 		return err
 	}
@@ -401,6 +421,25 @@ func (o *Options) Validate() error {
 		if err := checkNotKubeletConfig(o.PodManifestPath); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// validateNetwork checks the pod network's options.
+func (o *Options) validateNetwork() error {
+	for _, s := range o.ClusterDNS {
+		if net.ParseIP(s) == nil {
+			return fmt.Errorf("--cluster-dns %q: want IP addresses", s)
+		}
+	}
+	switch o.NetworkPlugin {
+	case network.PluginDocker:
+	case network.PluginCNI:
+		if o.CNIConfDir == "" || strings.Trim(o.CNIBinDir, ",") == "" {
+			return fmt.Errorf("--network-plugin=cni needs --cni-conf-dir and --cni-bin-dir")
+		}
+	default:
+		return fmt.Errorf("--network-plugin %q: want \"\" (Docker's bridge) or \"cni\"", o.NetworkPlugin)
 	}
 	return nil
 }

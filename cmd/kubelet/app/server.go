@@ -34,6 +34,8 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/images"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/network"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/network/dns"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/nodestatus"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/server"
 	"github.com/classic-kubelet/kubelet/pkg/systemd"
@@ -154,7 +156,17 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 		cfg.Services, cfg.Objects = nm.services, nm.objects
 	}
 	cfg.Sysctls, _ = kuberuntime.NewSysctlAllowlist(o.AllowedUnsafeSysctls) // validated
-	k := kubelet.New(cfg, docker, merger)
+	podNetwork, err := network.New(network.Config{NodeName: o.HostnameOverride, Plugin: o.NetworkPlugin,
+		ConfDir: o.CNIConfDir, BinDirs: strings.Split(o.CNIBinDir, ","), CacheDir: o.CNICacheDir,
+		StateDir: filepath.Join(o.RootDir, "network"), Events: recorder,
+		DNS: &dns.Configurer{ClusterDNS: o.ClusterDNS, ClusterDomain: o.ClusterDomain, ResolvConf: o.ResolvConf,
+			NodeIP: nodeIP, NodeName: o.HostnameOverride, WarnMissingClusterDNS: nm != nil, Events: recorder}})
+	if err != nil {
+		return err
+	}
+	cfg.Network = podNetwork
+	// The runtime as the agent sees it: a CNI sandbox's IP is its plugin's.
+	k := kubelet.New(cfg, podNetwork.Runtime(docker), merger)
 
 	glog.Infof("Classic Kubelet starting: node %q, root dir %s, docker %s, sources %v", o.HostnameOverride, o.RootDir, o.DockerEndpoint, sources)
 	// On the way out: cancel, then wait for every goroutine, then close.
@@ -170,6 +182,7 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 		}()
 	}
 	goRun(func() { k.Run(ctx, merger.Updates()) })
+	goRun(func() { podNetwork.Run(ctx, docker) }) // detaches CNI sandboxes gone while the agent was down
 	goRun(func() { merger.Run(ctx) }) // retries checkpoints that failed
 
 	// Checkpointed snapshots first: what ran before the restart stays as it
@@ -240,12 +253,12 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 	}
 
 	node := &nodestatus.Builder{Name: o.HostnameOverride, RootDir: o.RootDir, MaxPods: o.MaxPods, HostIP: nodeIP,
-		Reserved: alloc.reserved(), Version: Version, Health: k.Health, Pressure: k.Pressure, RuntimeVersion: func() (string, error) {
+		Reserved: alloc.reserved(), Version: Version, Health: k.Health, Pressure: k.Pressure, Network: podNetwork.Ready, RuntimeVersion: func() (string, error) {
 			info, err := docker.DaemonInfo()
 			return info.Version, err
 		}}
 	if nm != nil {
-		nm.start(ctx, o, merger, pods, recorder, node, goRun)
+		nm.start(ctx, o, merger, pods, recorder, node, podNetwork, goRun)
 		glog.Infof("Node mode: joining %s as node %q", nm.server, o.HostnameOverride)
 	}
 	report := nodeReport{pods: pods, lease: &lease, node: node.Build}

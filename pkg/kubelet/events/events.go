@@ -37,9 +37,25 @@ const (
 
 // Ref names the object an event is about.
 type Ref struct {
+	// Kind is the object's kind: "" for a Pod, "Node" for the node.
+	Kind            string
 	Namespace, Name string
 	UID             types.UID
 	FieldPath       string // spec.containers{name}, when about a container
+}
+
+// kind is the Ref's object kind as the API spells it.
+func (r Ref) kind() string {
+	if r.Kind == "" {
+		return "Pod"
+	}
+	return r.Kind
+}
+
+// NodeRef refers to the node, as the kubelet names it in events: its UID is
+// its name.
+func NodeRef(name string) Ref {
+	return Ref{Kind: "Node", Name: name, UID: types.UID(name)}
 }
 
 // PodRef refers to a pod, or one of its containers.
@@ -92,7 +108,7 @@ func (r *Recorder) event(rec *record) v1.Event {
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Event"},
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", rec.ref.Name, rec.first.UnixNano()),
 			Namespace: rec.ref.Namespace, UID: rec.uid},
-		InvolvedObject: v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: rec.ref.Namespace, Name: rec.ref.Name,
+		InvolvedObject: v1.ObjectReference{Kind: rec.ref.kind(), APIVersion: "v1", Namespace: rec.ref.Namespace, Name: rec.ref.Name,
 			UID: rec.ref.UID, FieldPath: rec.ref.FieldPath},
 		Reason: rec.reason, Message: rec.message, Type: typ, Count: rec.count,
 		FirstTimestamp: metav1.NewTime(rec.first), LastTimestamp: metav1.NewTime(rec.last),
@@ -116,7 +132,7 @@ func (r *Recorder) Event(ref Ref, warning bool, reason, format string, args ...a
 		if warning {
 			typ = v1.EventTypeWarning
 		}
-		(*api).Event(&v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: ref.Namespace, Name: ref.Name,
+		(*api).Event(&v1.ObjectReference{Kind: ref.kind(), APIVersion: "v1", Namespace: ref.Namespace, Name: ref.Name,
 			UID: ref.UID, FieldPath: ref.FieldPath}, typ, reason, msg)
 	}
 	now := time.Now()

@@ -19,9 +19,11 @@ import (
 const maxHostnameLen = 63
 
 // infraSpec is the pod's infra container: it holds the network and IPC
-// namespaces, the hostname, DNS settings and the published ports; app
+// namespaces, the hostname, DNS settings and, on Docker's bridge, the
+// published ports (a CNI network publishes them itself: portmap); app
 // containers join it. Their /etc/hosts is the pod's own (see hostsMount).
-func (m *Manager) infraSpec(pod *v1.Pod) (*kubecontainer.CreateSpec, error) {
+// mode is the Network's SandboxMode.
+func (m *Manager) infraSpec(pod *v1.Pod, mode string) (*kubecontainer.CreateSpec, error) {
 	hash := kubecontainer.HashInfra(pod)
 	labels := kubecontainer.ContainerLabels(pod, m.cfg.NodeName, kubecontainer.InfraContainerName, hash, kubecontainer.TypeSandbox, 0)
 	labels[kubecontainer.LabelSource] = podSourceOf(pod)
@@ -46,17 +48,22 @@ func (m *Manager) infraSpec(pod *v1.Pod) (*kubecontainer.CreateSpec, error) {
 			spec.Sysctls[sysctlDots(s.Name)] = s.Value
 		}
 	}
+	spec.NetworkMode = mode
+	var err error
+	if spec.DNS, err = m.network.DNS(pod); err != nil {
+		return nil, &kubecontainer.StartError{Reason: reasonConfigError, Message: err.Error()}
+	}
 	if pod.Spec.HostNetwork {
-		// The host's hostname, resolver files and ports: nothing to set.
-		spec.NetworkMode = "host"
+		// The host's hostname and ports; its resolver file unless the
+		// pod's policy asks for another (ClusterFirstWithHostNet,
+		// dnsConfig).
 		return spec, nil
 	}
-	var err error
 	if spec.Hostname, spec.Domainname, err = m.podHostnameAndDomain(pod); err != nil {
 		return nil, err
 	}
-	if spec.DNS, err = m.podDNS(pod); err != nil {
-		return nil, err
+	if mode != "" {
+		return spec, nil // the network plugin publishes the host ports
 	}
 	for _, c := range pod.Spec.Containers {
 		for _, p := range c.Ports {

@@ -45,8 +45,14 @@ func containerMade(e *kubecontainer.StartError) bool {
 }
 
 // startInfra creates and starts the pod's infra container and returns its
-// ID and, when a container of the pod needs it (UsesPodIP), its IP.
+// ID and, when a container of the pod needs it (UsesPodIP) or a network
+// plugin attached it, its IP. A network that is not ready fails it before
+// any runtime call; one whose plugin fails to attach it removes it.
 func (m *Manager) startInfra(ctx context.Context, pod *v1.Pod) (id, ip string, err error) {
+	mode, err := m.network.SandboxMode(pod)
+	if err != nil {
+		return "", "", &kubecontainer.StartError{Reason: reasonCreateSandbox, Message: err.Error()}
+	}
 	present, err := m.runtime.ImagePresent(ctx, m.cfg.InfraImage)
 	if err != nil {
 		return "", "", err
@@ -63,7 +69,7 @@ func (m *Manager) startInfra(ctx context.Context, pod *v1.Pod) (id, ip string, e
 	if !present {
 		return "", "", &kubecontainer.StartError{Reason: reasonInfraImageAbsent, Message: fmt.Sprintf("infra image %s is not present (build it with `make images`, or install the pause program beside the agent)", m.cfg.InfraImage)}
 	}
-	spec, err := m.infraSpec(pod)
+	spec, err := m.infraSpec(pod, mode)
 	if err != nil {
 		return "", "", err
 	}
@@ -84,6 +90,9 @@ func (m *Manager) startInfra(ctx context.Context, pod *v1.Pod) (id, ip string, e
 		return "", "", err
 	}
 	glog.Infof("Pod %s: started infra container %s", api.Key(pod), spec.Name)
+	if mode == "none" {
+		return m.attachInfra(ctx, pod, id)
+	}
 	if !usesPodIP(pod) {
 		return id, "", nil // the relist learns the IP moments later
 	}
@@ -92,6 +101,32 @@ func (m *Manager) startInfra(ctx context.Context, pod *v1.Pod) (id, ip string, e
 		return "", "", err
 	}
 	return id, d.IP, nil
+}
+
+// attachInfra has the network plugin attach the running infra container's
+// network namespace, and returns its IP. On failure the infra container is
+// removed (its next attempt, after the back-off, makes a new one), and the
+// plugin's error is the sandbox's.
+func (m *Manager) attachInfra(ctx context.Context, pod *v1.Pod, id string) (string, string, error) {
+	d, err := m.runtime.Inspect(ctx, id)
+	if err == nil && (!d.Running || d.Pid <= 0) {
+		err = fmt.Errorf("infra container %s exited as it started", kubecontainer.ShortID(id))
+	}
+	var ip string
+	if err == nil {
+		ip, err = m.network.SetUp(ctx, pod, id, d.Pid)
+	}
+	if err == nil {
+		return id, ip, nil
+	}
+	if serr := m.runtime.Stop(ctx, id, 0); serr != nil {
+		glog.V(2).Infof("Pod %s: stop infra container %s: %v", api.Key(pod), kubecontainer.ShortID(id), serr)
+	}
+	m.removeQuietly(ctx, id)
+	if errors.Is(err, kubecontainer.ErrRuntimeUnavailable) || errors.Is(err, context.Canceled) {
+		return "", "", err
+	}
+	return "", "", &kubecontainer.StartError{Reason: reasonCreateSandbox, Message: err.Error()}
 }
 
 // startContainer creates and starts one container of the pod, then runs its

@@ -25,7 +25,15 @@ import (
 // (by ID) stopped for a reason of its own.
 func (m *Manager) StopAll(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, cs []*kubecontainer.ContainerState, why map[string]string, grace time.Duration) error {
 	if grace == 0 {
-		return parallel(cs, func(c *kubecontainer.ContainerState) error { return m.runtime.Stop(ctx, c.ID, 0) })
+		return parallel(cs, func(c *kubecontainer.ContainerState) error {
+			if err := m.runtime.Stop(ctx, c.ID, 0); err != nil {
+				return err
+			}
+			if c.Name == infraName {
+				m.detach(ctx, c)
+			}
+			return nil
+		})
 	}
 	deadline := time.Now().Add(grace)
 	var apps, sidecars, infra []*kubecontainer.ContainerState
@@ -53,8 +61,24 @@ func (m *Manager) StopAll(ctx context.Context, pod *v1.Pod, state *kubecontainer
 	for _, c := range sidecars {
 		errs = append(errs, stop(c))
 	}
-	errs = append(errs, parallel(infra, stop))
+	errs = append(errs, parallel(infra, func(c *kubecontainer.ContainerState) error {
+		if err := stop(c); err != nil {
+			return err
+		}
+		m.detach(ctx, c)
+		return nil
+	}))
 	return errors.Join(errs...)
+}
+
+// detach has the network plugin detach a sandbox that stopped (its IP and
+// host ports are free again at once, as cri-dockerd's StopPodSandbox frees
+// them). A failure is logged and kept: the sandbox is detached again at its
+// removal, or at the agent's next start.
+func (m *Manager) detach(ctx context.Context, c *kubecontainer.ContainerState) {
+	if err := m.network.TearDown(ctx, c.ID); err != nil {
+		glog.Errorf("Pod %s/%s: detach sandbox %s from the network: %v", c.Labels[kubecontainer.LabelPodNamespace], c.Labels[kubecontainer.LabelPodName], kubecontainer.ShortID(c.ID), err)
+	}
 }
 
 // parallel runs f on each container at once and joins the errors.
@@ -124,8 +148,13 @@ func (m *Manager) removeQuietly(ctx context.Context, id string) {
 	}
 }
 
-// RemoveContainer removes a container and its log symlink.
+// RemoveContainer removes a container and its log symlink; an infra
+// container's network is detached first (idempotent: the stop detached it
+// unless it died by itself).
 func (m *Manager) RemoveContainer(ctx context.Context, c *kubecontainer.ContainerState) error {
+	if c.Name == infraName {
+		m.detach(ctx, c)
+	}
 	if err := m.runtime.Remove(ctx, c.ID); err != nil {
 		return err
 	}

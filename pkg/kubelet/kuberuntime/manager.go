@@ -7,9 +7,9 @@
 //     at, waiting reasons, containers being stopped) for the Kubelet to
 //     record; KillPod stops and removes a pod's containers; Admit refuses
 //     what the runtime cannot enforce.
-//   - The create spec of every container: hostname, DNS, hosts file,
-//     environment (downward API, config maps, secrets, service variables),
-//     command, mounts, resources, QoS and OOM score, security, sysctls; the
+//   - The create spec of every container: hostname, DNS and network mode
+//     (the Network's), hosts file, environment (downward API, config maps,
+//     secrets, service variables), command, mounts, resources, QoS and OOM score, security, sysctls; the
 //     pod and QoS cgroups; the image pull secrets a pull uses.
 //   - The verbs: starting containers (bounded by start slots) with their
 //     postStart hooks, stopping them in the kubelet's order with their
@@ -19,7 +19,7 @@
 //
 // The Kubelet holds one Manager and asks it; what the Manager needs of the
 // Kubelet and its other parts are the small interfaces declared here (Host,
-// Volumes, Images, Probes, Relister).
+// Volumes, Images, Probes, Relister, Network).
 package kuberuntime
 
 import (
@@ -36,6 +36,8 @@ import (
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/network"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/network/dns"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/prober"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
 	probehttp "github.com/classic-kubelet/kubelet/pkg/probe/http"
@@ -57,7 +59,8 @@ type Config struct {
 	// cluster.local).
 	ClusterDomain string
 	// ResolvConf is the resolver configuration of dnsPolicy Default
-	// (default /etc/resolv.conf).
+	// (default /etc/resolv.conf) for the default Network (Deps.Network
+	// nil: Docker's bridge, no cluster DNS).
 	ResolvConf string
 	// AllowPrivileged lets containers run privileged.
 	AllowPrivileged bool
@@ -105,7 +108,30 @@ type Deps struct {
 	Probes  Probes
 	Relist  Relister
 	Host    Host
+	// Network is the pod network; nil: Docker's bridge without cluster
+	// DNS.
+	Network Network
 }
+
+// Network is the pod network (pkg/kubelet/network): the resolver settings
+// of a pod's sandbox, the network mode its infra container starts with,
+// and, when a network plugin attaches sandboxes (mode none), their
+// attachment once the infra container runs and their detachment once it
+// stops or goes.
+type Network interface {
+	DNS(pod *v1.Pod) (kubecontainer.DNSSettings, error)
+	// SandboxMode is "host", "" (Docker's bridge) or "none" (SetUp
+	// attaches it); an error says the plugin is not ready.
+	SandboxMode(pod *v1.Pod) (string, error)
+	// SetUp attaches the running sandbox (its infra container's process
+	// is pid) and returns its IP; a failure has undone the attachment.
+	SetUp(ctx context.Context, pod *v1.Pod, sandboxID string, pid int) (ip string, err error)
+	// TearDown detaches a sandbox that stopped or goes: idempotent, and
+	// nothing for one never attached.
+	TearDown(ctx context.Context, sandboxID string) error
+}
+
+var _ Network = (*network.Manager)(nil)
 
 // Host is what the Manager needs of the Kubelet that runs it.
 type Host interface {
@@ -183,6 +209,7 @@ type Manager struct {
 	probes  Probes
 	relist  Relister
 	host    Host
+	network Network
 
 	backoff *backoff // of every container (and sandbox) that keeps failing
 
@@ -232,7 +259,12 @@ func NewManager(cfg Config, deps Deps) *Manager {
 		cfg.Sysctls, _ = NewSysctlAllowlist(nil) // the safe ones: no error
 	}
 	if cfg.ResolvConf == "" {
-		cfg.ResolvConf = defaultResolvConf
+		cfg.ResolvConf = dns.DefaultResolvConf
+	}
+	if deps.Network == nil {
+		// Docker's bridge: no error is possible.
+		deps.Network, _ = network.New(network.Config{NodeName: cfg.NodeName,
+			DNS: &dns.Configurer{ClusterDomain: cfg.ClusterDomain, ResolvConf: cfg.ResolvConf, NodeIP: cfg.NodeIP}})
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
@@ -249,7 +281,7 @@ func NewManager(cfg Config, deps Deps) *Manager {
 		glog.Warningf("This host does not let processes lower their oom_score_adj (no CAP_SYS_RESOURCE): %s; Guaranteed, node-critical and infra containers get %d instead of the kubelet's -997/-998", self, oomFloor)
 	}
 	return &Manager{cfg: cfg, runtime: deps.Runtime, volumes: deps.Volumes, images: deps.Images, probes: deps.Probes, relist: deps.Relist,
-		host: deps.Host, backoff: newBackoff(cfg.BackoffInitial, cfg.BackoffMax), starts: newStartSlots(maxParallelStarts),
+		host: deps.Host, network: deps.Network, backoff: newBackoff(cfg.BackoffInitial, cfg.BackoffMax), starts: newStartSlots(maxParallelStarts),
 		hookHTTP: probehttp.New(), oomFloor: oomFloor, appArmor: appArmorEnabled}
 }
 

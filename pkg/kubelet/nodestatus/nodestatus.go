@@ -29,6 +29,9 @@ type Builder struct {
 	Version string
 	// Health reports what keeps the node from being Ready.
 	Health func() (syncLoop, relist error)
+	// Network, if set, reports why pods cannot get a network (the network
+	// plugin is not ready): the node is then not Ready either.
+	Network func() error
 	// RuntimeVersion is the container runtime's version (Docker's).
 	RuntimeVersion func() (string, error)
 	// Reserved is kept from pods: Allocatable is Capacity less it.
@@ -75,9 +78,15 @@ func (b *Builder) Build() *v1.Node {
 		n.Status.Addresses = append([]v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}, n.Status.Addresses...)
 	}
 	ready := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"}
-	if syncLoop, relist := b.Health(); syncLoop != nil || relist != nil {
-		ready = v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: "KubeletNotReady",
-			Message: strings.Trim(fmt.Sprintf("%v; %v", errString(syncLoop), errString(relist)), "; ")}
+	syncLoop, relist := b.Health()
+	var problems []string
+	for _, err := range []error{syncLoop, relist, b.networkError()} {
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if len(problems) > 0 {
+		ready = v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: "KubeletNotReady", Message: strings.Join(problems, "; ")}
 	}
 	n.Status.Conditions = []v1.NodeCondition{
 		ready,
@@ -124,11 +133,17 @@ func PidMax() int64 {
 	return n
 }
 
-func errString(err error) string {
-	if err == nil {
-		return ""
+// networkError is the network's reason for the node not to be Ready, in
+// the kubelet's words: the runtime's NetworkReady condition, false with
+// reason NetworkPluginNotReady, and the plugin's message (cri-dockerd's).
+func (b *Builder) networkError() error {
+	if b.Network == nil {
+		return nil
 	}
-	return err.Error()
+	if err := b.Network(); err != nil {
+		return fmt.Errorf("container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:docker: network plugin is not ready: %w", err)
+	}
+	return nil
 }
 
 // pressure is a pressure condition, with the kubelet's reasons and
