@@ -177,3 +177,37 @@ func TestNodeReporterRecordsConditionEvents(t *testing.T) {
 		clk.Step(10 * time.Second)
 	}
 }
+
+// The Node's pod CIDRs are handed on as the Node is read: at adoption, and
+// after a status update that shows them (kube-controller-manager allocates
+// them after registration); a Node without them hands nothing.
+func TestNodeReporterPodCIDRs(t *testing.T) {
+	existing := testNode(v1.ConditionTrue)
+	r, c, _, _ := newReporter(t, existing)
+	var got [][]string
+	r.cfg.PodCIDRs = func(cidrs []string) { got = append(got, cidrs) }
+	ctx := context.Background()
+	if err := r.sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Fatalf("pod CIDRs %v handed on for a Node without them", got)
+	}
+	n, _ := c.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	n.Spec.PodCIDR, n.Spec.PodCIDRs = "10.244.1.0/24", []string{"10.244.1.0/24", "fd00::/64"}
+	if _, err := c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r.lastReport = time.Time{} // a report is due: the patch returns the Node
+	if err := r.sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !slices.Equal(got[0], []string{"10.244.1.0/24", "fd00::/64"}) {
+		t.Errorf("pod CIDRs handed on %v, want the Node's podCIDRs once", got)
+	}
+	old := &v1.Node{Spec: v1.NodeSpec{PodCIDR: "10.244.2.0/24"}}
+	r.sawNode(old)
+	if len(got) != 2 || !slices.Equal(got[1], []string{"10.244.2.0/24"}) {
+		t.Errorf("a Node with podCIDR alone: handed on %v", got)
+	}
+}

@@ -183,7 +183,7 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 	}
 	goRun(func() { k.Run(ctx, merger.Updates()) })
 	goRun(func() { podNetwork.Run(ctx, docker) }) // detaches CNI sandboxes gone while the agent was down
-	goRun(func() { merger.Run(ctx) }) // retries checkpoints that failed
+	goRun(func() { merger.Run(ctx) })             // retries checkpoints that failed
 
 	// Checkpointed snapshots first: what ran before the restart stays as it
 	// is while the sources are slow to answer.

@@ -117,6 +117,8 @@ func (m *Manager) attachInfra(ctx context.Context, pod *v1.Pod, id string) (stri
 		ip, err = m.network.SetUp(ctx, pod, id, d.Pid)
 	}
 	if err == nil {
+		// The relist may have inspected the sandbox before it had its IP.
+		m.relist.Refresh(id)
 		return id, ip, nil
 	}
 	if serr := m.runtime.Stop(ctx, id, 0); serr != nil {

@@ -204,7 +204,11 @@ func (c *cniNetwork) setUp(ctx context.Context, pod *v1.Pod, id string, pid int)
 	if err := c.record(id, rec); err != nil {
 		return "", err
 	}
-	rt, err := c.runtimeConf(pod, id, pid)
+	netns, err := pinNetNS(c.netnsDir(), id, pid)
+	if err != nil {
+		return "", c.failed(ctx, pod, id, rec, err)
+	}
+	rt, err := c.runtimeConf(pod, id, netns)
 	if err != nil {
 		return "", c.failed(ctx, pod, id, rec, err)
 	}
@@ -240,8 +244,8 @@ func (c *cniNetwork) failed(ctx context.Context, pod *v1.Pod, id string, rec *sa
 // args, and the capabilities the pod asks for — its host ports
 // (portMappings), its bandwidth annotations, the node's pod CIDRs
 // (ipRanges) — of which libcni hands each plugin those it declares.
-func (c *cniNetwork) runtimeConf(pod *v1.Pod, id string, pid int) (*libcni.RuntimeConf, error) {
-	rt := &libcni.RuntimeConf{ContainerID: id, NetNS: fmt.Sprintf("/proc/%d/ns/net", pid), IfName: ifName,
+func (c *cniNetwork) runtimeConf(pod *v1.Pod, id, netns string) (*libcni.RuntimeConf, error) {
+	rt := &libcni.RuntimeConf{ContainerID: id, NetNS: netns, IfName: ifName,
 		Args: podArgs(pod.Namespace, pod.Name, pod.UID, id), CapabilityArgs: map[string]any{"portMappings": portMappings(pod)}}
 	bw, err := podBandwidth(pod.Annotations)
 	if err != nil {
@@ -340,10 +344,10 @@ func (c *cniNetwork) tearDownPod(ctx context.Context, uid types.UID, keep string
 
 // del runs CNI DEL for a sandbox that no longer runs, with the
 // configuration and capabilities of its ADD as libcni cached them (else the
-// current network), and no network namespace: the sandbox's is gone or
-// going, and a stale /proc path could name another process's. The plugins
-// release what is keyed by the sandbox's ID (IPAM leases, port mappings,
-// shaping); the interfaces went with the namespace. Then the record goes.
+// current network), in its pinned network namespace (none if it is gone:
+// the plugins then release what is keyed by the sandbox's ID alone — IPAM
+// leases, port mappings, shaping). Then the namespace is released and the
+// record goes.
 func (c *cniNetwork) del(ctx context.Context, id string, rec *sandboxRecord) error {
 	base := &libcni.RuntimeConf{ContainerID: id, IfName: rec.IfName, Args: podArgs(rec.Namespace, rec.Name, rec.UID, id)}
 	var list *libcni.NetworkConfigList
@@ -364,7 +368,7 @@ func (c *cniNetwork) del(ctx context.Context, id string, rec *sandboxRecord) err
 		}
 		list = current
 	}
-	base.NetNS = ""
+	base.NetNS = pinnedNetNS(c.netnsDir(), id)
 	dctx, cancel := context.WithTimeout(ctx, cniTimeout)
 	err := c.cni.DelNetworkList(dctx, list, base)
 	cancel()
@@ -373,9 +377,15 @@ func (c *cniNetwork) del(ctx context.Context, id string, rec *sandboxRecord) err
 	if err != nil && !strings.Contains(err.Error(), "no such file or directory") {
 		return fmt.Errorf("networkPlugin cni failed to teardown pod \"%s_%s\" network: %w", rec.Name, rec.Namespace, err)
 	}
+	if err := releaseNetNS(c.netnsDir(), id); err != nil {
+		glog.Errorf("CNI: %v", err)
+	}
 	c.forget(id)
 	return nil
 }
+
+// netnsDir holds the pinned network namespaces of attached sandboxes.
+func (c *cniNetwork) netnsDir() string { return filepath.Join(filepath.Dir(c.stateDir), "netns") }
 
 // record writes the sandbox's record, durably, before its ADD.
 func (c *cniNetwork) record(id string, rec *sandboxRecord) error {

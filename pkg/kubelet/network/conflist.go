@@ -39,8 +39,9 @@ func NetworkName(node string) string { return "classic-kubelet-" + node }
 // kubenet made it: a bridge that is the pods' gateway and masquerades
 // their traffic to addresses beyond the pod CIDR (ipMasq), with hairpin mode
 // so a pod reaches itself through a Service; host-local IPAM on the pod
-// CIDRs with a default route; then portmap (host ports), bandwidth (the
-// pods' bandwidth annotations) and loopback.
+// CIDRs with a default route; then firewall (accepting the pods' forwarded
+// traffic where Docker drops what it does not know), portmap (host ports),
+// bandwidth (the pods' bandwidth annotations) and loopback.
 func ReferenceConf(node string, podCIDRs []string) ([]byte, error) {
 	var ranges [][]map[string]string
 	var routes []map[string]string
@@ -65,6 +66,10 @@ func ReferenceConf(node string, podCIDRs []string) ([]byte, error) {
 		"plugins": []any{
 			map[string]any{"type": "bridge", "bridge": BridgeName(node), "isGateway": true, "ipMasq": true, "hairpinMode": true,
 				"ipam": map[string]any{"type": "host-local", "ranges": ranges, "routes": routes}},
+			// Docker's FORWARD policy is DROP, and bridged traffic passes
+			// FORWARD (br_netfilter): the firewall plugin accepts the
+			// pod's.
+			map[string]any{"type": "firewall", "backend": "iptables"},
 			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
 			map[string]any{"type": "bandwidth", "capabilities": map[string]bool{"bandwidth": true}},
 			map[string]any{"type": "loopback"},

@@ -26,6 +26,8 @@ type FakeClient struct {
 	calls      []string
 	errors     map[string]error
 	nextID     int
+	nextPid    int
+	specs      map[string]*kubecontainer.CreateSpec // by container ID: what it was created with
 	now        func() time.Time
 	events     []*subscriber
 	imageSubs  []chan string
@@ -216,8 +218,19 @@ func (f *FakeClient) Create(_ context.Context, spec *kubecontainer.CreateSpec) (
 		CPUShares: spec.Resources.CPUShares, CPUQuota: spec.Resources.CPUQuota,
 		CPUPeriod: spec.Resources.CPUPeriod, Memory: spec.Resources.Memory,
 	}
+	if f.specs == nil {
+		f.specs = map[string]*kubecontainer.CreateSpec{}
+	}
+	f.specs[id] = spec
 	f.emit(f.containers[id], "create")
 	return id, nil
+}
+
+// CreateSpec is what container id was created with (nil if unknown).
+func (f *FakeClient) CreateSpec(id string) *kubecontainer.CreateSpec {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.specs[id]
 }
 
 // Start implements the runtime's Start.
@@ -232,6 +245,9 @@ func (f *FakeClient) Start(_ context.Context, id string) error {
 		return kubecontainer.ErrNotFound
 	}
 	c.Running, c.Status, c.StartedAt = true, "running", f.now()
+	// A running container has a process, as Docker reports it.
+	f.nextPid++
+	c.Pid = 1000 + f.nextPid
 	f.emit(c, "start")
 	return nil
 }
@@ -244,7 +260,7 @@ func (f *FakeClient) Stop(_ context.Context, id string, _ time.Duration) error {
 		return err
 	}
 	if c, ok := f.containers[id]; ok && c.Running {
-		c.Running, c.Status, c.ExitCode, c.FinishedAt = false, "exited", 143, f.now()
+		c.Running, c.Status, c.ExitCode, c.FinishedAt, c.Pid = false, "exited", 143, f.now(), 0
 		f.emit(c, "die")
 	}
 	return nil
