@@ -17,8 +17,10 @@ const kubeProxyUser = "system:kube-proxy"
 // its log is Dir/kube-proxy-<node>.log. kubeconfig authenticates it as
 // kubeProxyUser. The caller stops it.
 //
-// The configuration leaves conntrack's table size alone (maxPerCore 0): it
-// is the host's, shared by every namespace, and read-only in a machine's.
+// NodePorts answer on the node's IP (nodePortAddresses: primary, which
+// kube-proxy recommends), and the configuration leaves conntrack's table
+// size alone (maxPerCore 0): it is the host's, shared by every namespace,
+// and read-only in a machine's.
 func (c *Cluster) startKubeProxy(kubeconfig, node, netns, clusterCIDR string) (*process, error) {
 	bin := filepath.Join(c.binDir, "kube-proxy")
 	if _, err := os.Stat(bin); err != nil {
@@ -33,6 +35,7 @@ hostnameOverride: %q
 mode: iptables
 clusterCIDR: %q
 detectLocalMode: ClusterCIDR
+nodePortAddresses: [primary]
 conntrack:
   maxPerCore: 0
 `, kubeconfig, node, clusterCIDR))); err != nil {
