@@ -244,8 +244,28 @@ func TestTwoNodeCluster(t *testing.T) {
 	})
 
 	// The ClusterIP Service answers in pods of each node, from its pods on
-	// both nodes, by IP, full name and short name.
+	// both nodes, by IP, full name and short name, and on each node itself
+	// (its machine's namespace: kube-proxy's rules for the node's own
+	// connections).
 	t.Run("ClusterIPFromEachNode", func(t *testing.T) {
+		for _, n := range []*cluster.Node{tn.a, tn.b} {
+			seen := map[string]bool{}
+			var last error
+			err := inNetNS(n.NetNS, func() error {
+				for i := 0; i < 30 && len(seen) < 2; i++ {
+					_, body, err := httpRoundTrip(net.JoinHostPort(svc.Spec.ClusterIP, "80"))
+					if last = err; err == nil {
+						seen[strings.TrimSpace(body)] = true
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Errorf("node %s: %v", n.Name, err)
+			} else if !seen["ok web-a"] || !seen["ok web-b"] {
+				t.Errorf("node %s → %s:80: answers %v, want both pods' (last error: %v)", n.Name, svc.Spec.ClusterIP, keysOf(seen), last)
+			}
+		}
 		for _, cl := range clients {
 			for _, host := range []string{svc.Spec.ClusterIP, "web." + ns + ".svc.cluster.local", "web"} {
 				seen := map[string]bool{}
@@ -319,16 +339,16 @@ func TestTwoNodeCluster(t *testing.T) {
 	// Round trips from client-a's network namespace (one new connection and
 	// one HTTP request each), reported, not asserted.
 	t.Run("RoundTrip", func(t *testing.T) {
-		pid := infraPID(t, tn.a.Name, ns, "client-a")
+		netns := fmt.Sprintf("/proc/%d/ns/net", infraPID(t, tn.a.Name, ns, "client-a"))
 		for _, target := range []struct{ what, addr string }{
 			{"pod on the same node", pods["web-a"].Status.PodIP + ":8080"},
 			{"pod on the other node", pods["web-b"].Status.PodIP + ":8080"},
 			{"ClusterIP", svc.Spec.ClusterIP + ":80"},
 		} {
 			var times []time.Duration
-			err := inNetNS(pid, func() error {
+			err := inNetNS(netns, func() error {
 				for range 50 {
-					d, err := httpRoundTrip(target.addr)
+					d, _, err := httpRoundTrip(target.addr)
 					if err != nil {
 						return err
 					}
@@ -438,14 +458,15 @@ func infraPID(t *testing.T, node, ns, pod string) int {
 	return inspect(t, ctr.ID).State.Pid
 }
 
-// inNetNS runs fn on an OS thread moved into the network namespace of
-// process pid: the sockets fn makes are that namespace's. The thread is
-// never unlocked, so Go ends it with the goroutine instead of reusing it.
-func inNetNS(pid int, fn func() error) error {
+// inNetNS runs fn on an OS thread moved into the network namespace at path
+// (/proc/<pid>/ns/net, a machine's /run/netns/...): the sockets fn makes are
+// that namespace's. The thread is never unlocked, so Go ends it with the
+// goroutine instead of reusing it.
+func inNetNS(path string, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		f, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
+		f, err := os.Open(path)
 		if err != nil {
 			errc <- err
 			return
@@ -462,26 +483,28 @@ func inNetNS(pid int, fn func() error) error {
 
 // httpRoundTrip connects to addr, sends one HTTP/1.0 GET / and reads the
 // answer to its end, on the calling goroutine (so in its namespace), and
-// returns the time it took.
-func httpRoundTrip(addr string) (time.Duration, error) {
+// returns the time it took and the answer's body.
+func httpRoundTrip(addr string) (time.Duration, string, error) {
 	start := time.Now()
 	conn, err := (&net.Dialer{Timeout: 5 * time.Second}).Dial("tcp", addr)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
 	if _, err := io.WriteString(conn, "GET / HTTP/1.0\r\nHost: web\r\n\r\n"); err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	body, err := io.ReadAll(conn)
+	answer, err := io.ReadAll(conn)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	if !bytes.HasPrefix(body, []byte("HTTP/1.0 200")) {
-		return 0, fmt.Errorf("GET %s: %q", addr, body)
+	took := time.Since(start)
+	if !bytes.HasPrefix(answer, []byte("HTTP/1.0 200")) {
+		return 0, "", fmt.Errorf("GET %s: %q", addr, answer)
 	}
-	return time.Since(start), nil
+	_, body, _ := bytes.Cut(answer, []byte("\r\n\r\n"))
+	return took, string(body), nil
 }
 
 // addressesIn are the IPv4 addresses of nslookup's answer (after the
