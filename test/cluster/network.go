@@ -33,13 +33,13 @@ import (
 // FORWARD policy (DROP) stays, and a chain of the network's own accepts
 // what crosses the LAN bridge only.
 //
-// Every name carries the owner's process ID (ck<pid><seq>...), so that a
+// Every name carries the owner's process ID (ckn<pid><seq>...), so that a
 // network whose owner died without removing it (kill -9) is recognized and
 // removed by the next one (sweepStale), and two clusters on one host never
 // touch each other's.
 type Network struct {
-	// ID names the network's objects: bridge ck<ID>, namespaces
-	// ck<ID>-<i>, host-side veths ck<ID>v<i>, iptables chain CK-LAN-<ID>.
+	// ID names the network's objects: bridge ckn<ID>, namespaces
+	// ckn<ID>-<i>, host-side veths ckn<ID>v<i>, iptables chain CK-LAN-<ID>.
 	ID string
 	// Bridge is the LAN bridge in the host's namespace.
 	Bridge string
@@ -108,7 +108,7 @@ func NewNetwork(n int, lan, clusterCIDR string) (_ *Network, retErr error) {
 		return nil, fmt.Errorf("network: LAN %s overlaps the cluster CIDR %s", lan, clusterCIDR)
 	}
 	id := strconv.Itoa(os.Getpid()) + string(rune('a'+networkSeq.Add(1)-1))
-	nw := &Network{ID: id, Bridge: "ck" + id, ClusterCIDR: podNet.String(), lan: lanNet, chain: "CK-LAN-" + id,
+	nw := &Network{ID: id, Bridge: "ckn" + id, ClusterCIDR: podNet.String(), lan: lanNet, chain: "CK-LAN-" + id,
 		routedNodes: map[string]string{}}
 	nw.Gateway = nthIP(lanNet, 1).String()
 	ones, _ := lanNet.Mask.Size()
@@ -144,7 +144,7 @@ func NewNetwork(n int, lan, clusterCIDR string) (_ *Network, retErr error) {
 		}
 	}
 	for i := range n {
-		m := Machine{Name: fmt.Sprintf("ck%s-%d", id, i+1), IP: nthIP(lanNet, i+2).String(), veth: fmt.Sprintf("ck%sv%d", id, i+1)}
+		m := Machine{Name: fmt.Sprintf("ckn%s-%d", id, i+1), IP: nthIP(lanNet, i+2).String(), veth: fmt.Sprintf("ckn%sv%d", id, i+1)}
 		m.NetNS = filepath.Join("/run/netns", m.Name)
 		nw.Machines = append(nw.Machines, m)
 		if err := run("ip", "netns", "add", m.Name); err != nil {
@@ -276,9 +276,10 @@ func removeChain(chain string) error {
 	return run("iptables", "-X", chain)
 }
 
-// staleName matches the names a Network gives (ck<pid><seq>..., and
-// CK-LAN-<pid><seq>), capturing the owner's process ID.
-var staleName = regexp.MustCompile(`^(?:ck|CK-LAN-)([0-9]+)[a-z]`)
+// staleName matches the names a Network gives (ckn<pid><seq>..., and
+// CK-LAN-<pid><seq>), capturing the owner's process ID. "ckn" is no
+// hexadecimal digit's prefix: other tests name their bridges ck<hex>.
+var staleName = regexp.MustCompile(`^(?:ckn|CK-LAN-)([0-9]+)[a-z]`)
 
 // sweepStale removes the networks of owners that are gone: a cluster
 // killed before it could remove its own.

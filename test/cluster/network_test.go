@@ -68,14 +68,15 @@ func TestOverlaps(t *testing.T) {
 // and nobody else's are.
 func TestStaleName(t *testing.T) {
 	for name, pid := range map[string]string{
-		"ck1234a":       "1234",
-		"ck1234a-2":     "1234",
-		"ck1234av2":     "1234",
+		"ckn1234a":      "1234",
+		"ckn1234a-2":    "1234",
+		"ckn1234av2":    "1234",
+		"ck12345a":      "", // the CNI tests' bridges: ck<hex>
 		"CK-LAN-99b":    "99",
 		"ckl3fa2b1":     "", // the Docker restart test's bridge
 		"cbr-1a2b3c4d":  "", // the agent's reference bridge
 		"docker0":       "",
-		"ck1234":        "", // no sequence letter
+		"ckn1234":       "", // no sequence letter
 		"CK-LAN-":       "",
 		"KUBE-SERVICES": "",
 	} {
@@ -207,7 +208,7 @@ func assertNetworkGone(t *testing.T, id string) {
 	routes, _ := exec.Command("ip", "-4", "route").Output()
 	for what, out := range map[string][]byte{"links": links, "namespaces": netns, "iptables": rules, "routes": routes} {
 		for _, line := range strings.Split(string(out), "\n") {
-			if strings.Contains(line, "ck"+id) || strings.Contains(line, "CK-LAN-"+id) {
+			if strings.Contains(line, "ckn"+id) || strings.Contains(line, "CK-LAN-"+id) {
 				t.Errorf("%s left: %s", what, line)
 			}
 		}
@@ -223,8 +224,8 @@ func TestSweepStale(t *testing.T) {
 	}
 	id := fmt.Sprintf("%da", dead.Process.Pid)
 	for _, s := range [][]string{
-		{"ip", "link", "add", "ck" + id, "type", "bridge"},
-		{"ip", "netns", "add", "ck" + id + "-1"},
+		{"ip", "link", "add", "ckn" + id, "type", "bridge"},
+		{"ip", "netns", "add", "ckn" + id + "-1"},
 		{"iptables", "-N", "CK-LAN-" + id},
 		{"iptables", "-A", "FORWARD", "-j", "CK-LAN-" + id},
 	} {
