@@ -21,11 +21,10 @@ nodes=${NODES:-1}
 network=${NETWORK:-}
 [ -z "$network" ] && { [ "$nodes" -gt 1 ] && network=cni || network=docker; }
 hack/ensure-docker.sh
-hack/ensure-test-deps.sh # etcd-server, iproute2, the control plane
+hack/ensure-test-deps.sh # etcd-server, iproute2, iptables, the control plane, CNI plugins, CoreDNS
 bin=$(hack/ensure-control-plane.sh)
 args=(--nodes "$nodes" --network "$network")
 if [ "$network" = cni ]; then
-  command -v iptables >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iptables >/dev/null; }
   args+=(--cni-bin-dir "$(hack/ensure-cni-plugins.sh)" --coredns-image "$(hack/ensure-coredns.sh)")
 fi
 go build -o bin/cluster ./test/cluster/cmd/cluster

@@ -60,5 +60,5 @@ EXPOSE 53 53/udp
 LABEL io.classic-kubelet.recipe=$recipe
 ENTRYPOINT ["/coredns"]
 DOCKERFILE
-DOCKER_BUILDKIT=0 docker build -q -t "$image" "$ctx" >/dev/null
+DOCKER_BUILDKIT=0 docker build -q -t "$image" "$ctx" >/dev/null 2>"$ctx/err" || { cat "$ctx/err" >&2; exit 1; }
 echo "$image"
