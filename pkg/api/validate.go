@@ -90,6 +90,36 @@ func validateSpec(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.Erro
 		errs = append(errs, validatePodResources(spec, p.Child("resources"), ignored)...)
 	}
 	errs = append(errs, validateDNSConfig(spec, p.Child("dnsConfig"))...)
+	errs = append(errs, validateHostNames(spec, p)...)
+	if d := spec.ActiveDeadlineSeconds; d != nil && *d <= 0 {
+		errs = append(errs, field.Invalid(p.Child("activeDeadlineSeconds"), *d, "must be greater than 0"))
+	}
+	if spec.ShareProcessNamespace != nil && *spec.ShareProcessNamespace && spec.HostPID {
+		errs = append(errs, field.Invalid(p.Child("shareProcessNamespace"), true, "cannot be true with hostPID"))
+	}
+	if sc := spec.SecurityContext; sc != nil {
+		errs = append(errs, validatePodSecurityContext(sc, p.Child("securityContext"), ignored)...)
+	}
+	if g := spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
+		errs = append(errs, field.Invalid(p.Child("terminationGracePeriodSeconds"), *g, "must be >= 0"))
+	}
+	volumes, volErrs := validateVolumes(spec, p.Child("volumes"), ignored)
+	errs = append(errs, volErrs...)
+	if len(spec.Containers) == 0 {
+		errs = append(errs, field.Required(p.Child("containers"), "at least one container"))
+	}
+	// Container names are unique across init, app and ephemeral containers.
+	names := sets.New[string]()
+	errs = append(errs, validateInitContainers(spec, p.Child("initContainers"), volumes, names, ignored)...)
+	errs = append(errs, validateAppContainers(spec, p.Child("containers"), volumes, names, ignored)...)
+	errs = append(errs, validateEphemeralContainers(spec, p.Child("ephemeralContainers"), volumes, names, ignored)...)
+	return errs
+}
+
+// validateHostNames checks the names the pod gives itself and its
+// /etc/hosts: its hostname, subdomain and hostnameOverride, and hostAliases.
+func validateHostNames(spec *v1.PodSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	if o := spec.HostnameOverride; o != nil {
 		hp := p.Child("hostnameOverride")
 		for _, msg := range validation.IsDNS1123Subdomain(*o) {
@@ -104,9 +134,6 @@ func validateSpec(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.Erro
 		if spec.SetHostnameAsFQDN != nil && *spec.SetHostnameAsFQDN {
 			errs = append(errs, field.Invalid(hp, *o, "cannot be set with setHostnameAsFQDN"))
 		}
-	}
-	if d := spec.ActiveDeadlineSeconds; d != nil && *d <= 0 {
-		errs = append(errs, field.Invalid(p.Child("activeDeadlineSeconds"), *d, "must be greater than 0"))
 	}
 	for name, v := range map[string]string{"hostname": spec.Hostname, "subdomain": spec.Subdomain} {
 		if v == "" {
@@ -128,45 +155,48 @@ func validateSpec(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.Erro
 			}
 		}
 	}
-	if spec.ShareProcessNamespace != nil && *spec.ShareProcessNamespace && spec.HostPID {
-		errs = append(errs, field.Invalid(p.Child("shareProcessNamespace"), true, "cannot be true with hostPID"))
-	}
-	if sc := spec.SecurityContext; sc != nil {
-		sp := p.Child("securityContext")
-		errs = append(errs, checkFields(reflect.ValueOf(*sc), sp, ignored)...)
-		errs = append(errs, validateIDs(sp, sc.RunAsUser, sc.RunAsGroup)...)
-		errs = append(errs, validateSeccomp(sc.SeccompProfile, sp.Child("seccompProfile"))...)
-		errs = append(errs, validateAppArmor(sc.AppArmorProfile, sp.Child("appArmorProfile"))...)
-		if pol := sc.SupplementalGroupsPolicy; pol != nil && *pol != v1.SupplementalGroupsPolicyMerge && *pol != v1.SupplementalGroupsPolicyStrict {
-			errs = append(errs, field.NotSupported(sp.Child("supplementalGroupsPolicy"), *pol, []string{"Merge", "Strict"}))
-		}
-		for i, g := range sc.SupplementalGroups {
-			if g < 0 {
-				errs = append(errs, field.Invalid(sp.Child("supplementalGroups").Index(i), g, "must be >= 0"))
-			}
-		}
-	}
-	if g := spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
-		errs = append(errs, field.Invalid(p.Child("terminationGracePeriodSeconds"), *g, "must be >= 0"))
-	}
+	return errs
+}
 
-	volumes := sets.New[string]()
+func validatePodSecurityContext(sc *v1.PodSecurityContext, p *field.Path, ignored *[]string) field.ErrorList {
+	errs := checkFields(reflect.ValueOf(*sc), p, ignored)
+	errs = append(errs, validateIDs(p, sc.RunAsUser, sc.RunAsGroup)...)
+	errs = append(errs, validateSeccomp(sc.SeccompProfile, p.Child("seccompProfile"))...)
+	errs = append(errs, validateAppArmor(sc.AppArmorProfile, p.Child("appArmorProfile"))...)
+	if pol := sc.SupplementalGroupsPolicy; pol != nil && *pol != v1.SupplementalGroupsPolicyMerge && *pol != v1.SupplementalGroupsPolicyStrict {
+		errs = append(errs, field.NotSupported(p.Child("supplementalGroupsPolicy"), *pol, []string{"Merge", "Strict"}))
+	}
+	for i, g := range sc.SupplementalGroups {
+		if g < 0 {
+			errs = append(errs, field.Invalid(p.Child("supplementalGroups").Index(i), g, "must be >= 0"))
+		}
+	}
+	return errs
+}
+
+// validateVolumes checks each volume and returns the set of their names,
+// which volume mounts refer to.
+func validateVolumes(spec *v1.PodSpec, p *field.Path, ignored *[]string) (sets.Set[string], field.ErrorList) {
+	var errs field.ErrorList
+	names := sets.New[string]()
 	for i := range spec.Volumes {
-		vp := p.Child("volumes").Index(i)
+		vp := p.Index(i)
 		vol := &spec.Volumes[i]
 		errs = append(errs, validateVolume(vol, vp, spec, ignored)...)
-		if volumes.Has(vol.Name) {
+		if names.Has(vol.Name) {
 			errs = append(errs, field.Duplicate(vp.Child("name"), vol.Name))
 		}
-		volumes.Insert(vol.Name)
+		names.Insert(vol.Name)
 	}
+	return names, errs
+}
 
-	if len(spec.Containers) == 0 {
-		errs = append(errs, field.Required(p.Child("containers"), "at least one container"))
-	}
-	names := sets.New[string]()
+// validateInitContainers checks the init containers (sidecars among them)
+// and adds their names to names.
+func validateInitContainers(spec *v1.PodSpec, p *field.Path, volumes, names sets.Set[string], ignored *[]string) field.ErrorList {
+	var errs field.ErrorList
 	for i := range spec.InitContainers {
-		cp := p.Child("initContainers").Index(i)
+		cp := p.Index(i)
 		c := &spec.InitContainers[i]
 		errs = append(errs, validateContainer(c, cp, volumes, spec.HostNetwork, ignored)...)
 		if names.Has(c.Name) {
@@ -195,9 +225,16 @@ func validateSpec(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.Erro
 			}
 		}
 	}
+	return errs
+}
+
+// validateAppContainers checks the app containers, adds their names to
+// names, and refuses two of them publishing the same host port.
+func validateAppContainers(spec *v1.PodSpec, p *field.Path, volumes, names sets.Set[string], ignored *[]string) field.ErrorList {
+	var errs field.ErrorList
 	hostPorts := map[HostPort]string{}
 	for i := range spec.Containers {
-		cp := p.Child("containers").Index(i)
+		cp := p.Index(i)
 		c := &spec.Containers[i]
 		errs = append(errs, validateContainer(c, cp, volumes, spec.HostNetwork, ignored)...)
 		errs = append(errs, validateRestartRules(c, cp)...)
@@ -219,9 +256,16 @@ func validateSpec(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.Erro
 			hostPorts[hp] = pp.String()
 		}
 	}
+	return errs
+}
+
+// validateEphemeralContainers checks the ephemeral containers against the
+// others, whose names names holds.
+func validateEphemeralContainers(spec *v1.PodSpec, p *field.Path, volumes, names sets.Set[string], ignored *[]string) field.ErrorList {
+	var errs field.ErrorList
 	regular := names.Clone()
 	for i := range spec.EphemeralContainers {
-		ep := p.Child("ephemeralContainers").Index(i)
+		ep := p.Index(i)
 		ec := &spec.EphemeralContainers[i]
 		c := (*v1.Container)(&ec.EphemeralContainerCommon)
 		errs = append(errs, validateContainer(c, ep, volumes, spec.HostNetwork, ignored)...)
@@ -317,86 +361,133 @@ func validateVolume(vol *v1.Volume, p *field.Path, spec *v1.PodSpec, ignored *[]
 	case countSources(vol) > 1:
 		errs = append(errs, field.Forbidden(p, "may specify only one volume source"))
 	case vol.DownwardAPI != nil:
-		dp := p.Child("downwardAPI")
-		errs = append(errs, checkFields(reflect.ValueOf(*vol.DownwardAPI), dp, ignored)...)
-		paths := sets.New[string]()
-		for i, item := range vol.DownwardAPI.Items {
-			ip := dp.Child("items").Index(i)
-			errs = append(errs, checkFields(reflect.ValueOf(item), ip, ignored)...)
-			if err := checkRelativePath(item.Path); err != "" {
-				errs = append(errs, field.Invalid(ip.Child("path"), item.Path, err))
-			}
-			if paths.Has(path.Clean(item.Path)) {
-				errs = append(errs, field.Duplicate(ip.Child("path"), item.Path))
-			}
-			paths.Insert(path.Clean(item.Path))
-			switch {
-			case (item.FieldRef == nil) == (item.ResourceFieldRef == nil):
-				errs = append(errs, field.Invalid(ip, item.Path, "must specify exactly one of fieldRef, resourceFieldRef"))
-			case item.FieldRef != nil:
-				if !volumeFieldPath(item.FieldRef.FieldPath) {
-					errs = append(errs, field.NotSupported(ip.Child("fieldRef", "fieldPath"), item.FieldRef.FieldPath,
-						[]string{"metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels", "metadata.annotations", "metadata.labels['<key>']", "metadata.annotations['<key>']"}))
-				}
-			default:
-				errs = append(errs, validateResourceRef(item.ResourceFieldRef, ip.Child("resourceFieldRef"), spec, "")...)
-			}
-		}
+		errs = append(errs, validateDownwardAPIVolume(vol.DownwardAPI, p.Child("downwardAPI"), spec, ignored)...)
 	case vol.ConfigMap != nil:
-		errs = append(errs, validateKeyPaths(vol.ConfigMap.Items, vol.ConfigMap.DefaultMode, p.Child("configMap"))...)
+		errs = append(errs, validateKeyPaths(vol.ConfigMap.Items, vol.ConfigMap.DefaultMode, p.Child("configMap"), nil)...)
 	case vol.Secret != nil:
-		errs = append(errs, validateKeyPaths(vol.Secret.Items, vol.Secret.DefaultMode, p.Child("secret"))...)
+		errs = append(errs, validateKeyPaths(vol.Secret.Items, vol.Secret.DefaultMode, p.Child("secret"), nil)...)
 	case vol.Projected != nil:
-		pp := p.Child("projected")
-		errs = append(errs, validateMode(vol.Projected.DefaultMode, pp.Child("defaultMode"))...)
-		for i, s := range vol.Projected.Sources {
-			sp := pp.Child("sources").Index(i)
-			switch {
-			case s.ConfigMap != nil:
-				errs = append(errs, validateKeyPaths(s.ConfigMap.Items, nil, sp.Child("configMap"))...)
-			case s.Secret != nil:
-				errs = append(errs, validateKeyPaths(s.Secret.Items, nil, sp.Child("secret"))...)
-			case s.DownwardAPI != nil:
-				for j, it := range s.DownwardAPI.Items {
-					if err := checkRelativePath(it.Path); err != "" {
-						errs = append(errs, field.Invalid(sp.Child("downwardAPI", "items").Index(j).Child("path"), it.Path, err))
-					}
-				}
-			case s.ServiceAccountToken != nil:
-				if err := checkRelativePath(s.ServiceAccountToken.Path); err != "" {
-					errs = append(errs, field.Invalid(sp.Child("serviceAccountToken", "path"), s.ServiceAccountToken.Path, err))
-				}
-				if e := s.ServiceAccountToken.ExpirationSeconds; e != nil && *e < 600 {
-					errs = append(errs, field.Invalid(sp.Child("serviceAccountToken", "expirationSeconds"), *e, "may not be less than 10 minutes"))
-				}
-			}
-		}
+		errs = append(errs, validateProjectedVolume(vol.Projected, p.Child("projected"), spec)...)
 	case vol.HostPath != nil:
-		hp := p.Child("hostPath")
-		errs = append(errs, checkFields(reflect.ValueOf(*vol.HostPath), hp, ignored)...)
-		if !path.IsAbs(vol.HostPath.Path) || strings.Contains(vol.HostPath.Path, ":") {
-			// Docker's binds are "source:target[:options]": a ':' in the
-			// source would be read as the target.
-			errs = append(errs, field.Invalid(hp.Child("path"), vol.HostPath.Path, "must be an absolute path without ':'"))
-		}
-		if t := vol.HostPath.Type; t != nil && !slices.Contains(hostPathTypes, *t) {
-			errs = append(errs, field.NotSupported(hp.Child("type"), *t, hostPathTypes))
-		}
+		errs = append(errs, validateHostPathVolume(vol.HostPath, p.Child("hostPath"), ignored)...)
 	case vol.EmptyDir != nil:
-		ep := p.Child("emptyDir")
-		errs = append(errs, checkFields(reflect.ValueOf(*vol.EmptyDir), ep, ignored)...)
-		if m := vol.EmptyDir.Medium; m != v1.StorageMediumDefault && m != v1.StorageMediumMemory {
-			errs = append(errs, field.NotSupported(ep.Child("medium"), m, []string{"", "Memory"}))
-		}
-		if sl := vol.EmptyDir.SizeLimit; sl != nil && sl.Sign() <= 0 {
-			errs = append(errs, field.Invalid(ep.Child("sizeLimit"), sl.String(), "must be positive"))
-		}
+		errs = append(errs, validateEmptyDirVolume(vol.EmptyDir, p.Child("emptyDir"), ignored)...)
 	default:
 		// Another source was written: checkFields has rejected it already;
 		// otherwise the volume has no source at all.
 		if len(errs) == 0 {
 			errs = append(errs, field.Required(p, "a volume source (hostPath, emptyDir or downwardAPI)"))
 		}
+	}
+	return errs
+}
+
+func validateDownwardAPIVolume(src *v1.DownwardAPIVolumeSource, p *field.Path, spec *v1.PodSpec, ignored *[]string) field.ErrorList {
+	errs := checkFields(reflect.ValueOf(*src), p, ignored)
+	errs = append(errs, validateMode(src.DefaultMode, p.Child("defaultMode"))...)
+	paths := sets.New[string]()
+	for i := range src.Items {
+		item := &src.Items[i]
+		ip := p.Child("items").Index(i)
+		errs = append(errs, checkFields(reflect.ValueOf(*item), ip, ignored)...)
+		errs = append(errs, validateDownwardAPIFile(item, ip, spec)...)
+		if paths.Has(path.Clean(item.Path)) {
+			errs = append(errs, field.Duplicate(ip.Child("path"), item.Path))
+		}
+		paths.Insert(path.Clean(item.Path))
+	}
+	return errs
+}
+
+// validateDownwardAPIFile checks one file of a downwardAPI volume or
+// projection as the API server does: its path, its mode, and exactly one
+// of the fields the agent can write.
+func validateDownwardAPIFile(item *v1.DownwardAPIVolumeFile, p *field.Path, spec *v1.PodSpec) field.ErrorList {
+	var errs field.ErrorList
+	if err := checkPayloadPath(item.Path); err != "" {
+		errs = append(errs, field.Invalid(p.Child("path"), item.Path, err))
+	}
+	errs = append(errs, validateMode(item.Mode, p.Child("mode"))...)
+	switch {
+	case (item.FieldRef == nil) == (item.ResourceFieldRef == nil):
+		errs = append(errs, field.Invalid(p, item.Path, "must specify exactly one of fieldRef, resourceFieldRef"))
+	case item.FieldRef != nil:
+		if !volumeFieldPath(item.FieldRef.FieldPath) {
+			errs = append(errs, field.NotSupported(p.Child("fieldRef", "fieldPath"), item.FieldRef.FieldPath,
+				[]string{"metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels", "metadata.annotations", "metadata.labels['<key>']", "metadata.annotations['<key>']"}))
+		}
+	default:
+		errs = append(errs, validateResourceRef(item.ResourceFieldRef, p.Child("resourceFieldRef"), spec, "")...)
+	}
+	return errs
+}
+
+func validateProjectedVolume(src *v1.ProjectedVolumeSource, p *field.Path, spec *v1.PodSpec) field.ErrorList {
+	errs := validateMode(src.DefaultMode, p.Child("defaultMode"))
+	paths := sets.New[string]() // the files the items write, none twice
+	for i, s := range src.Sources {
+		sp := p.Child("sources").Index(i)
+		switch {
+		case s.ConfigMap != nil:
+			errs = append(errs, validateKeyPaths(s.ConfigMap.Items, nil, sp.Child("configMap"), paths)...)
+		case s.Secret != nil:
+			errs = append(errs, validateKeyPaths(s.Secret.Items, nil, sp.Child("secret"), paths)...)
+		case s.DownwardAPI != nil:
+			for j := range s.DownwardAPI.Items {
+				it := &s.DownwardAPI.Items[j]
+				ip := sp.Child("downwardAPI", "items").Index(j)
+				errs = append(errs, validateDownwardAPIFile(it, ip, spec)...)
+				errs = append(errs, claimPath(paths, it.Path, ip.Child("path"))...)
+			}
+		case s.ServiceAccountToken != nil:
+			if err := checkPayloadPath(s.ServiceAccountToken.Path); err != "" {
+				errs = append(errs, field.Invalid(sp.Child("serviceAccountToken", "path"), s.ServiceAccountToken.Path, err))
+			}
+			if e := s.ServiceAccountToken.ExpirationSeconds; e != nil && *e < 600 {
+				errs = append(errs, field.Invalid(sp.Child("serviceAccountToken", "expirationSeconds"), *e, "may not be less than 10 minutes"))
+			}
+		}
+	}
+	return errs
+}
+
+// claimPath records that an item of a projected volume writes file p,
+// refusing it if another item writes it already, as the API server does
+// (the second would silently replace the first).
+func claimPath(paths sets.Set[string], p string, fp *field.Path) field.ErrorList {
+	if paths == nil || p == "" {
+		return nil
+	}
+	if paths.Has(path.Clean(p)) {
+		return field.ErrorList{field.Invalid(fp, p, "conflicting duplicate paths")}
+	}
+	paths.Insert(path.Clean(p))
+	return nil
+}
+
+func validateHostPathVolume(src *v1.HostPathVolumeSource, p *field.Path, ignored *[]string) field.ErrorList {
+	errs := checkFields(reflect.ValueOf(*src), p, ignored)
+	if !path.IsAbs(src.Path) || strings.Contains(src.Path, ":") {
+		// Docker's binds are "source:target[:options]": a ':' in the
+		// source would be read as the target.
+		errs = append(errs, field.Invalid(p.Child("path"), src.Path, "must be an absolute path without ':'"))
+	}
+	if t := src.Type; t != nil && !slices.Contains(hostPathTypes, *t) {
+		errs = append(errs, field.NotSupported(p.Child("type"), *t, hostPathTypes))
+	}
+	return errs
+}
+
+func validateEmptyDirVolume(src *v1.EmptyDirVolumeSource, p *field.Path, ignored *[]string) field.ErrorList {
+	errs := checkFields(reflect.ValueOf(*src), p, ignored)
+	if m := src.Medium; m != v1.StorageMediumDefault && m != v1.StorageMediumMemory {
+		errs = append(errs, field.NotSupported(p.Child("medium"), m, []string{"", "Memory"}))
+	}
+	// As the API server: only a negative size is refused; zero is no
+	// limit, and one past what the node has is bounded at setup
+	// (pkg/kubelet/volumes) or simply never reached.
+	if sl := src.SizeLimit; sl != nil && sl.Sign() < 0 {
+		errs = append(errs, field.Invalid(p.Child("sizeLimit"), sl.String(), "must not be negative"))
 	}
 	return errs
 }
@@ -417,41 +508,9 @@ func validateContainer(c *v1.Container, p *field.Path, volumes sets.Set[string],
 	for i := range c.Ports {
 		errs = append(errs, validatePort(&c.Ports[i], p.Child("ports").Index(i), hostNetwork, ignored)...)
 	}
-	for i, env := range c.Env {
-		ep := p.Child("env").Index(i)
-		errs = append(errs, checkFields(reflect.ValueOf(env), ep, ignored)...)
-		if env.Name == "" || strings.Contains(env.Name, "=") {
-			errs = append(errs, field.Invalid(ep.Child("name"), env.Name, "must be non-empty and must not contain '='"))
-		}
-		if vf := env.ValueFrom; vf != nil {
-			vp := ep.Child("valueFrom")
-			errs = append(errs, checkFields(reflect.ValueOf(*vf), vp, ignored)...)
-			if env.Value != "" {
-				errs = append(errs, field.Invalid(ep.Child("value"), env.Value, "may not be set with valueFrom"))
-			}
-			switch {
-			case vf.FieldRef != nil && vf.ResourceFieldRef != nil:
-				errs = append(errs, field.Invalid(vp, "", "must specify exactly one of fieldRef, resourceFieldRef"))
-			case vf.FieldRef != nil:
-				if !envFieldPath(vf.FieldRef.FieldPath) {
-					errs = append(errs, field.NotSupported(vp.Child("fieldRef", "fieldPath"), vf.FieldRef.FieldPath,
-						[]string{"metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels['<key>']", "metadata.annotations['<key>']",
-							"spec.nodeName", "spec.serviceAccountName", "status.podIP", "status.podIPs", "status.hostIP", "status.hostIPs"}))
-				}
-			case vf.ResourceFieldRef != nil:
-				errs = append(errs, validateResourceRef(vf.ResourceFieldRef, vp.Child("resourceFieldRef"), nil, c.Name)...)
-			}
-		}
-	}
+	errs = append(errs, validateEnv(c, p, ignored)...)
 	if sc := c.SecurityContext; sc != nil {
-		sp := p.Child("securityContext")
-		errs = append(errs, checkFields(reflect.ValueOf(*sc), sp, ignored)...)
-		errs = append(errs, validateIDs(sp, sc.RunAsUser, sc.RunAsGroup)...)
-		errs = append(errs, validateSeccomp(sc.SeccompProfile, sp.Child("seccompProfile"))...)
-		errs = append(errs, validateAppArmor(sc.AppArmorProfile, sp.Child("appArmorProfile"))...)
-		if sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation && (sc.Privileged != nil && *sc.Privileged) {
-			errs = append(errs, field.Invalid(sp.Child("allowPrivilegeEscalation"), false, "cannot be false for a privileged container"))
-		}
+		errs = append(errs, validateSecurityContext(sc, p.Child("securityContext"), ignored)...)
 	}
 	if tmp := c.TerminationMessagePath; tmp != "" && (!path.IsAbs(tmp) || strings.Contains(tmp, ":")) {
 		errs = append(errs, field.Invalid(p.Child("terminationMessagePath"), tmp, "must be an absolute path without ':'"))
@@ -462,6 +521,74 @@ func validateContainer(c *v1.Container, p *field.Path, volumes sets.Set[string],
 		errs = append(errs, field.NotSupported(p.Child("terminationMessagePolicy"), c.TerminationMessagePolicy, []string{"File", "FallbackToLogsOnError"}))
 	}
 	errs = append(errs, validateResources(&c.Resources, p.Child("resources"), ignored)...)
+	errs = append(errs, validateProbesAndHooks(c, p, ignored)...)
+	errs = append(errs, validateVolumeMounts(c, p.Child("volumeMounts"), volumes, ignored)...)
+	return errs
+}
+
+// validateEnv checks the container's env and envFrom. Names (and
+// envFrom's prefixes) are the API server's: printable ASCII without '='
+// (RelaxedEnvironmentVariableValidation, on since Kubernetes 1.34), so
+// none carries a line break into the container's environment.
+func validateEnv(c *v1.Container, p *field.Path, ignored *[]string) field.ErrorList {
+	var errs field.ErrorList
+	for i, ef := range c.EnvFrom {
+		if ef.Prefix == "" {
+			continue
+		}
+		for _, msg := range validation.IsRelaxedEnvVarName(ef.Prefix) {
+			errs = append(errs, field.Invalid(p.Child("envFrom").Index(i).Child("prefix"), ef.Prefix, msg))
+		}
+	}
+	for i, env := range c.Env {
+		ep := p.Child("env").Index(i)
+		errs = append(errs, checkFields(reflect.ValueOf(env), ep, ignored)...)
+		if env.Name == "" {
+			errs = append(errs, field.Required(ep.Child("name"), ""))
+		} else {
+			for _, msg := range validation.IsRelaxedEnvVarName(env.Name) {
+				errs = append(errs, field.Invalid(ep.Child("name"), env.Name, msg))
+			}
+		}
+		vf := env.ValueFrom
+		if vf == nil {
+			continue
+		}
+		vp := ep.Child("valueFrom")
+		errs = append(errs, checkFields(reflect.ValueOf(*vf), vp, ignored)...)
+		if env.Value != "" {
+			errs = append(errs, field.Invalid(ep.Child("value"), env.Value, "may not be set with valueFrom"))
+		}
+		switch {
+		case vf.FieldRef != nil && vf.ResourceFieldRef != nil:
+			errs = append(errs, field.Invalid(vp, "", "must specify exactly one of fieldRef, resourceFieldRef"))
+		case vf.FieldRef != nil:
+			if !envFieldPath(vf.FieldRef.FieldPath) {
+				errs = append(errs, field.NotSupported(vp.Child("fieldRef", "fieldPath"), vf.FieldRef.FieldPath,
+					[]string{"metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels['<key>']", "metadata.annotations['<key>']",
+						"spec.nodeName", "spec.serviceAccountName", "status.podIP", "status.podIPs", "status.hostIP", "status.hostIPs"}))
+			}
+		case vf.ResourceFieldRef != nil:
+			errs = append(errs, validateResourceRef(vf.ResourceFieldRef, vp.Child("resourceFieldRef"), nil, c.Name)...)
+		}
+	}
+	return errs
+}
+
+func validateSecurityContext(sc *v1.SecurityContext, p *field.Path, ignored *[]string) field.ErrorList {
+	errs := checkFields(reflect.ValueOf(*sc), p, ignored)
+	errs = append(errs, validateIDs(p, sc.RunAsUser, sc.RunAsGroup)...)
+	errs = append(errs, validateSeccomp(sc.SeccompProfile, p.Child("seccompProfile"))...)
+	errs = append(errs, validateAppArmor(sc.AppArmorProfile, p.Child("appArmorProfile"))...)
+	if sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation && (sc.Privileged != nil && *sc.Privileged) {
+		errs = append(errs, field.Invalid(p.Child("allowPrivilegeEscalation"), false, "cannot be false for a privileged container"))
+	}
+	return errs
+}
+
+// validateProbesAndHooks checks the container's probes and lifecycle hooks.
+func validateProbesAndHooks(c *v1.Container, p *field.Path, ignored *[]string) field.ErrorList {
+	var errs field.ErrorList
 	for _, pr := range []struct {
 		name       string
 		probe      *v1.Probe
@@ -481,9 +608,14 @@ func validateContainer(c *v1.Container, p *field.Path, volumes sets.Set[string],
 			errs = append(errs, validateHandler(lc.PreStop, lp.Child("preStop"), c, ignored)...)
 		}
 	}
+	return errs
+}
+
+func validateVolumeMounts(c *v1.Container, p *field.Path, volumes sets.Set[string], ignored *[]string) field.ErrorList {
+	var errs field.ErrorList
 	mountPaths := sets.New[string]()
 	for i, m := range c.VolumeMounts {
-		mp := p.Child("volumeMounts").Index(i)
+		mp := p.Index(i)
 		errs = append(errs, checkFields(reflect.ValueOf(m), mp, ignored)...)
 		if !volumes.Has(m.Name) {
 			errs = append(errs, field.NotFound(mp.Child("name"), m.Name))
@@ -625,6 +757,21 @@ func checkRelativePath(p string) string {
 	return ""
 }
 
+// checkPayloadPath returns why p cannot name a file the agent writes into
+// a downwardAPI, configMap, secret or projected volume ("" if it can): a
+// safe relative path (checkRelativePath) whose first element does not
+// start with "..", as the API server's rule: those names are the atomic
+// writer's own (..data, the ..<timestamp> directories).
+func checkPayloadPath(p string) string {
+	if err := checkRelativePath(p); err != "" {
+		return err
+	}
+	if strings.HasPrefix(p, "..") {
+		return "must not start with '..'"
+	}
+	return ""
+}
+
 func validateIDs(p *field.Path, user, group *int64) field.ErrorList {
 	var errs field.ErrorList
 	if user != nil && *user < 0 {
@@ -737,6 +884,9 @@ func validateResources(r *v1.ResourceRequirements, p *field.Path, ignored *[]str
 					errs = append(errs, field.Invalid(rp, q.String(), "must be at most "+max.String()+maxQuantityWhy[name]))
 				}
 			case v1.ResourceEphemeralStorage:
+				if q.Sign() < 0 {
+					errs = append(errs, field.Invalid(rp, q.String(), "must not be negative"))
+				}
 				*ignored = append(*ignored, rp.String())
 			default:
 				errs = append(errs, field.NotSupported(rp, name, []string{"cpu", "memory", "ephemeral-storage"}))
@@ -888,23 +1038,28 @@ func (h HostPort) Conflicts(o HostPort) bool {
 	return h.Port == o.Port && h.Protocol == o.Protocol && (h.IP == o.IP || h.IP == "" || o.IP == "")
 }
 
-// validateKeyPaths checks a config map's or secret's items: relative
-// paths without "..", modes within 0777.
-func validateKeyPaths(items []v1.KeyToPath, defaultMode *int32, p *field.Path) field.ErrorList {
+// validateKeyPaths checks a config map's or secret's items as the API
+// server does: a key, a path the atomic writer can own (checkPayloadPath),
+// modes within 0777; in a projected volume (paths not nil) no path twice.
+func validateKeyPaths(items []v1.KeyToPath, defaultMode *int32, p *field.Path, paths sets.Set[string]) field.ErrorList {
 	errs := validateMode(defaultMode, p.Child("defaultMode"))
 	for i, it := range items {
 		ip := p.Child("items").Index(i)
 		if it.Key == "" {
 			errs = append(errs, field.Required(ip.Child("key"), ""))
 		}
-		if err := checkRelativePath(it.Path); err != "" {
+		if err := checkPayloadPath(it.Path); err != "" {
 			errs = append(errs, field.Invalid(ip.Child("path"), it.Path, err))
 		}
 		errs = append(errs, validateMode(it.Mode, ip.Child("mode"))...)
+		errs = append(errs, claimPath(paths, it.Path, ip.Child("path"))...)
 	}
 	return errs
 }
 
+// validateMode checks a file mode as the API server does: permission bits
+// only. Go's chmod would drop setuid, setgid and sticky (04755 became
+// 0755) rather than refuse them.
 func validateMode(m *int32, p *field.Path) field.ErrorList {
 	if m != nil && (*m < 0 || *m > 0o777) {
 		return field.ErrorList{field.Invalid(p, *m, "must be a number between 0 and 0777 (octal), both inclusive")}

@@ -418,3 +418,148 @@ func TestRejectionWordedOnce(t *testing.T) {
 		t.Errorf("message %q", msg)
 	}
 }
+
+// The fields an attacker found the agent taking and the API server
+// refusing (issue 49), compared rule by rule with
+// k8s.io/kubernetes/pkg/apis/core/validation (v1.37): each case names the
+// upstream function whose rule it follows. want is a substring of the
+// errors, "" valid.
+func TestValidateAsTheAPIServer(t *testing.T) {
+	mode := func(m int32) *int32 { return &m }
+	// Volume 1 ("tmp", mounted by the container) becomes src.
+	volume := func(src v1.VolumeSource) func(p *v1.Pod) {
+		return func(p *v1.Pod) { p.Spec.Volumes[1] = v1.Volume{Name: "tmp", VolumeSource: src} }
+	}
+	name := func(path string) v1.DownwardAPIVolumeFile {
+		return v1.DownwardAPIVolumeFile{Path: path, FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}
+	}
+	downward := func(defaultMode *int32, items ...v1.DownwardAPIVolumeFile) func(p *v1.Pod) {
+		return volume(v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{DefaultMode: defaultMode, Items: items}})
+	}
+	configMap := func(defaultMode *int32, items ...v1.KeyToPath) func(p *v1.Pod) {
+		return volume(v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "c"},
+			DefaultMode: defaultMode, Items: items}})
+	}
+	projected := func(defaultMode *int32, sources ...v1.VolumeProjection) func(p *v1.Pod) {
+		return volume(v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{DefaultMode: defaultMode, Sources: sources}})
+	}
+	env := func(name string) func(p *v1.Pod) { return func(p *v1.Pod) { p.Spec.Containers[0].Env[0].Name = name } }
+	memory := func(field, q string) func(p *v1.Pod) {
+		return func(p *v1.Pod) {
+			r := &p.Spec.Containers[0].Resources
+			list := map[string]v1.ResourceList{"limits": r.Limits, "requests": r.Requests}[field]
+			list[v1.ResourceMemory] = resource.MustParse(q)
+			if field == "requests" {
+				delete(r.Limits, v1.ResourceMemory)
+			}
+		}
+	}
+	sizeLimit := func(medium v1.StorageMedium, q string) func(p *v1.Pod) {
+		s := resource.MustParse(q)
+		return volume(v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: medium, SizeLimit: &s}})
+	}
+	const badMode = "must be a number between 0 and 0777 (octal), both inclusive"
+	const badName = "a valid environment variable name must consist only of printable ASCII characters other than '='"
+	cases := []struct {
+		name, upstream string
+		mutate         func(p *v1.Pod)
+		want           string
+	}{
+		// Modes: permission bits only.
+		{"downwardAPI defaultMode setuid", "validateDownwardAPIVolumeSource: defaultMode in [0, 0777]",
+			downward(mode(0o4755), name("n")), `spec.volumes[1].downwardAPI.defaultMode: Invalid value: 2541: ` + badMode},
+		{"downwardAPI defaultMode 0777", "validateDownwardAPIVolumeSource", downward(mode(0o777), name("n")), ""},
+		{"downwardAPI defaultMode negative", "validateDownwardAPIVolumeSource", downward(mode(-1), name("n")), "downwardAPI.defaultMode: Invalid value: -1"},
+		{"downwardAPI item mode setgid", "validateDownwardAPIVolumeFile: mode in [0, 0777]",
+			downward(nil, v1.DownwardAPIVolumeFile{Path: "n", Mode: mode(0o2777), FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}),
+			"spec.volumes[1].downwardAPI.items[0].mode: Invalid value: 1535: " + badMode},
+		{"configMap defaultMode sticky", "validateConfigMapVolumeSource: defaultMode in [0, 0777]",
+			configMap(mode(0o1777)), "spec.volumes[1].configMap.defaultMode: Invalid value: 1023"},
+		{"configMap item mode setuid", "validateKeyToPath: mode in [0, 0777]",
+			configMap(nil, v1.KeyToPath{Key: "k", Path: "k", Mode: mode(0o4755)}), "spec.volumes[1].configMap.items[0].mode: Invalid value: 2541"},
+		{"secret defaultMode setuid", "validateSecretVolumeSource: defaultMode in [0, 0777]",
+			volume(v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "s", DefaultMode: mode(0o4755)}}), "spec.volumes[1].secret.defaultMode: Invalid value: 2541"},
+		{"projected defaultMode setuid", "validateProjectedVolumeSource: defaultMode in [0, 0777]",
+			projected(mode(0o4000)), "spec.volumes[1].projected.defaultMode: Invalid value: 2048"},
+		{"projected downwardAPI item mode setuid", "validateProjectionSources → validateDownwardAPIVolumeFile",
+			projected(nil, v1.VolumeProjection{DownwardAPI: &v1.DownwardAPIProjection{Items: []v1.DownwardAPIVolumeFile{
+				{Path: "n", Mode: mode(0o4755), FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}),
+			"spec.volumes[1].projected.sources[0].downwardAPI.items[0].mode: Invalid value: 2541"},
+		// Paths: relative, no "..", and not the atomic writer's names.
+		{"downwardAPI path into ..data", "ValidateLocalNonReservedPath: must not start with '..'",
+			downward(nil, name("..data/x")), `spec.volumes[1].downwardAPI.items[0].path: Invalid value: "..data/x": must not start with '..'`},
+		{"downwardAPI path ..data", "ValidateLocalNonReservedPath", downward(nil, name("..data")), "must not start with '..'"},
+		{"downwardAPI path ...", "ValidateLocalNonReservedPath", downward(nil, name("...")), "must not start with '..'"},
+		{"downwardAPI path ..2026_01_01 (a writer's timestamp dir)", "ValidateLocalNonReservedPath",
+			downward(nil, name("..2026_01_01_00_00_00.1/x")), "must not start with '..'"},
+		{"downwardAPI path with ..data below the top", "ValidateLocalNonReservedPath: the first element only", downward(nil, name("a/..data")), ""},
+		{"downwardAPI path .hidden", "ValidateLocalNonReservedPath", downward(nil, name(".hidden")), ""},
+		{"downwardAPI path escaping", "validatePathNoBacksteps: must not contain '..'", downward(nil, name("../x")), "must not contain '..'"},
+		{"downwardAPI absolute path", "validateLocalDescendingPath: must be a relative path", downward(nil, name("/x")), "downwardAPI.items[0].path: Invalid"},
+		{"configMap item path ..data", "validateKeyToPath → ValidateLocalNonReservedPath",
+			configMap(nil, v1.KeyToPath{Key: "k", Path: "..data"}), `spec.volumes[1].configMap.items[0].path: Invalid value: "..data": must not start with '..'`},
+		{"projected secret item path ..data/k", "validateProjectionSources → validateKeyToPath",
+			projected(nil, v1.VolumeProjection{Secret: &v1.SecretProjection{LocalObjectReference: v1.LocalObjectReference{Name: "s"},
+				Items: []v1.KeyToPath{{Key: "k", Path: "..data/k"}}}}),
+			"spec.volumes[1].projected.sources[0].secret.items[0].path: Invalid value"},
+		{"projected downwardAPI path ..data", "validateProjectionSources → validateDownwardAPIVolumeFile",
+			projected(nil, v1.VolumeProjection{DownwardAPI: &v1.DownwardAPIProjection{Items: []v1.DownwardAPIVolumeFile{name("..data")}}}),
+			"spec.volumes[1].projected.sources[0].downwardAPI.items[0].path: Invalid value"},
+		{"projected serviceAccountToken path ..token", "validateProjectionSources → ValidateLocalNonReservedPath",
+			projected(nil, v1.VolumeProjection{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "..token"}}),
+			`spec.volumes[1].projected.sources[0].serviceAccountToken.path: Invalid value: "..token": must not start with '..'`},
+		{"projected sources writing one path", "validateProjectionSources: conflicting duplicate paths",
+			projected(nil, v1.VolumeProjection{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "c"},
+				Items: []v1.KeyToPath{{Key: "k", Path: "conf"}}}},
+				v1.VolumeProjection{DownwardAPI: &v1.DownwardAPIProjection{Items: []v1.DownwardAPIVolumeFile{name("conf")}}}),
+			`spec.volumes[1].projected.sources[1].downwardAPI.items[0].path: Invalid value: "conf": conflicting duplicate paths`},
+		{"projected downwardAPI field unsupported", "validateProjectionSources → validateDownwardAPIVolumeFile: fieldPath",
+			projected(nil, v1.VolumeProjection{DownwardAPI: &v1.DownwardAPIProjection{Items: []v1.DownwardAPIVolumeFile{
+				{Path: "n", FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}}}),
+			"spec.volumes[1].projected.sources[0].downwardAPI.items[0].fieldRef.fieldPath: Unsupported value"},
+		// Environment variable names: printable ASCII but '='.
+		{"env name with a newline", "ValidateEnv → IsRelaxedEnvVarName", env("A\nB"), `spec.containers[0].env[0].name: Invalid value: "A\nB": ` + badName},
+		{"env name with a tab", "ValidateEnv → IsRelaxedEnvVarName", env("A\tB"), badName},
+		{"env name not ASCII", "ValidateEnv → IsRelaxedEnvVarName", env("NAÏVE"), badName},
+		{"env name with =", "ValidateEnv → IsRelaxedEnvVarName", env("A=B"), "spec.containers[0].env[0].name: Invalid"},
+		{"env name empty", "ValidateEnv: Required", env(""), "spec.containers[0].env[0].name: Required value"},
+		{"env name relaxed: space, dot, leading digit", "ValidateEnv → IsRelaxedEnvVarName", env("1 my.var-x"), ""},
+		{"envFrom prefix with a newline", "ValidateEnvFrom → IsRelaxedEnvVarName", func(p *v1.Pod) {
+			p.Spec.Containers[0].EnvFrom = []v1.EnvFromSource{{Prefix: "P\n", ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "c"}}}}
+		}, `spec.containers[0].envFrom[0].prefix: Invalid value: "P\n"`},
+		// Quantities. The API server has no upper bound: "8Ei" parses as
+		// 2^63-1 bytes (binary quantities are capped there) and passes;
+		// the kubelet's admission refuses it, OutOfmemory, when the
+		// pod's request (the limit, defaulted) passes the node's
+		// allocatable (pkg/config, TestMergerRefusesPodsLargerThanTheNode).
+		{"memory limit 8Ei", "validateResourceRequirements: any non-negative quantity", memory("limits", "8Ei"), ""},
+		{"memory request 8Ei", "validateResourceRequirements", memory("requests", "8Ei"), ""},
+		{"memory limit negative", "ValidateNonnegativeQuantity", memory("limits", "-1"), "resources.limits[memory]: Invalid value: \"-1\": must not be negative"},
+		{"memory past int64 (a decimal quantity is not capped)", "none upstream: the agent refuses what Docker's int64 cannot hold",
+			memory("limits", "1e19"), "resources.limits[memory]: Invalid value: \"10e18\": must be at most"},
+		{"ephemeral-storage limit negative", "ValidateNonnegativeQuantity", func(p *v1.Pod) {
+			p.Spec.Containers[0].Resources.Limits[v1.ResourceEphemeralStorage] = resource.MustParse("-1Gi")
+		}, "resources.limits[ephemeral-storage]: Invalid value: \"-1Gi\": must not be negative"},
+		// emptyDir sizeLimit: only a negative one is refused.
+		{"emptyDir sizeLimit negative", "validateVolumeSource: sizeLimit not negative", sizeLimit("", "-1Gi"), "spec.volumes[1].emptyDir.sizeLimit: Invalid"},
+		{"emptyDir sizeLimit zero (no limit)", "validateVolumeSource", sizeLimit("", "0"), ""},
+		{"emptyDir sizeLimit past the disk", "validateVolumeSource (never reached)", sizeLimit("", "8Ei"), ""},
+		{"emptyDir sizeLimit past int64", "validateVolumeSource (never reached)", sizeLimit("", "1e30"), ""},
+		{"Memory emptyDir sizeLimit past the node's memory", "validateVolumeSource (the tmpfs is bounded by the node's memory)",
+			sizeLimit(v1.StorageMediumMemory, "8Ei"), ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			errs, _ := Validate(podFrom(t, c.mutate))
+			got := errs.ToAggregate()
+			switch {
+			case c.want == "" && got != nil:
+				t.Errorf("upstream (%s) takes it; errors: %v", c.upstream, got)
+			case c.want != "" && got == nil:
+				t.Errorf("upstream (%s) refuses it; valid here, want an error containing %q", c.upstream, c.want)
+			case c.want != "" && !strings.Contains(got.Error(), c.want):
+				t.Errorf("errors %q do not contain %q (upstream: %s)", got, c.want, c.upstream)
+			}
+		})
+	}
+}

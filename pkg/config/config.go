@@ -95,6 +95,10 @@ type Merger struct {
 	// beyond it, in admission order, are rejected as OutOfpods until room
 	// is made. Set it before the first snapshot.
 	MaxPods int
+	// Allocatable, if set, is the node's allocatable cpu and memory: a pod
+	// whose requests alone pass it is rejected (OutOfcpu, OutOfmemory).
+	// Set it before the first snapshot.
+	Allocatable v1.ResourceList
 
 	// sendMu serializes emission so updates leave in the order they were
 	// computed, without holding mu while the consumer is busy.
@@ -568,13 +572,20 @@ type candidate struct {
 
 // merge recomputes the desired set from the snapshots; callers hold mu.
 func (m *Merger) merge() []api.PodUpdate {
-	// Admit pods seen for the first time, in source order.
+	desired, rejected := m.admit(m.candidates())
+	m.noteRejections(rejected)
+	return m.diff(desired)
+}
+
+// candidates are the pods of every snapshot in admission order; a pod seen
+// for the first time is admitted now (in source order), and the admission
+// of one its source no longer declares is forgotten. Callers hold mu.
+func (m *Merger) candidates() []candidate {
 	declared := map[string]bool{}
 	var cands []candidate
 	for _, name := range m.sourceNames() {
 		for _, pod := range m.sources[name].pods {
-			key := api.Key(pod)
-			id := key + "@" + name
+			id := api.Key(pod) + "@" + name
 			a, ok := m.admitted[id]
 			if !ok {
 				a = admission{Seq: m.nextSeq, Source: name}
@@ -594,65 +605,115 @@ func (m *Merger) merge() []api.PodUpdate {
 	}
 	m.saveAdmissions()
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].seq < cands[j].seq })
+	return cands
+}
 
+// claimed is what the pods admitted so far hold: names (pod key → source),
+// UIDs (→ pod key) and host ports.
+type claimed struct {
+	owner map[string]string
+	uids  map[types.UID]string
+	ports []claimedPort
+	pods  int
+}
+
+type claimedPort struct {
+	hp       api.HostPort
+	key, src string
+}
+
+// admit walks the candidates in admission order and returns the desired
+// set (by pod key) and the pods refused (by key@source).
+func (m *Merger) admit(cands []candidate) (map[string]*v1.Pod, map[string]Rejection) {
 	desired := map[string]*v1.Pod{}
-	owner := map[string]string{}   // pod key → source that won it
-	uids := map[types.UID]string{} // pod UID → key of the pod that won it
-	rejections := map[string]string{}
 	rejected := map[string]Rejection{}
-	reject := func(id string, pod *v1.Pod, reason, msg string) {
-		rejections[id] = msg
-		rejected[id] = Rejection{Pod: pod, Reason: reason, Message: msg}
-	}
-	var ports []struct {
-		hp  api.HostPort
-		key string
-		src string
-	}
+	held := claimed{owner: map[string]string{}, uids: map[types.UID]string{}}
 	for _, c := range cands {
 		key := api.Key(c.pod)
-		id := key + "@" + c.source
-		if src, taken := owner[key]; taken {
-			reject(id, c.pod, "NameConflict", fmt.Sprintf("pod %s from source %q rejected: source %q declared it first", key, c.source, src))
-			continue
-		}
-		if other, taken := uids[c.pod.UID]; taken {
-			// Two pods with one UID would share containers: the second
-			// would take over the first's infra container.
-			reject(id, c.pod, "UIDConflict", fmt.Sprintf("pod %s from source %q rejected: its uid %s is that of pod %s from source %q, admitted first",
-				key, c.source, c.pod.UID, other, owner[other]))
-			continue
-		}
-		if m.MaxPods > 0 && len(desired) >= m.MaxPods {
-			reject(id, c.pod, "OutOfpods", fmt.Sprintf("pod %s from source %q rejected (OutOfpods): the node already runs its maximum of %d pods (--max-pods)", key, c.source, m.MaxPods))
-			continue
-		}
-		conflict := ""
-		for _, hp := range api.HostPorts(c.pod) {
-			for _, p := range ports {
-				if hp.Conflicts(p.hp) {
-					conflict = fmt.Sprintf("pod %s from source %q rejected: host port %s is claimed by pod %s from source %q, admitted first", key, c.source, hp, p.key, p.src)
-					break
-				}
-			}
-			if conflict != "" {
-				break
-			}
-		}
-		if conflict != "" {
-			reject(id, c.pod, "NodePorts", conflict)
+		if reason, msg := m.refusal(c, key, &held); reason != "" {
+			rejected[key+"@"+c.source] = Rejection{Pod: c.pod, Reason: reason, Message: msg}
 			continue
 		}
 		for _, hp := range api.HostPorts(c.pod) {
-			ports = append(ports, struct {
-				hp  api.HostPort
-				key string
-				src string
-			}{hp, key, c.source})
+			held.ports = append(held.ports, claimedPort{hp, key, c.source})
 		}
-		owner[key] = c.source
-		uids[c.pod.UID] = key
+		held.owner[key] = c.source
+		held.uids[c.pod.UID] = key
+		held.pods++
 		desired[key] = c.pod
+	}
+	return desired, rejected
+}
+
+// refusal is why candidate c (key) cannot join the pods admitted before
+// it, as a reason and a message, or "" if it can: the first admitted wins
+// a name, a UID or a host port, and pods past MaxPods wait.
+func (m *Merger) refusal(c candidate, key string, held *claimed) (reason, msg string) {
+	if src, taken := held.owner[key]; taken {
+		return "NameConflict", fmt.Sprintf("pod %s from source %q rejected: source %q declared it first", key, c.source, src)
+	}
+	if other, taken := held.uids[c.pod.UID]; taken {
+		// Two pods with one UID would share containers: the second
+		// would take over the first's infra container.
+		return "UIDConflict", fmt.Sprintf("pod %s from source %q rejected: its uid %s is that of pod %s from source %q, admitted first",
+			key, c.source, c.pod.UID, other, held.owner[other])
+	}
+	if reason, msg := m.tooLarge(c.pod, key, c.source); reason != "" {
+		return reason, msg
+	}
+	if m.MaxPods > 0 && held.pods >= m.MaxPods {
+		return "OutOfpods", fmt.Sprintf("pod %s from source %q rejected (OutOfpods): the node already runs its maximum of %d pods (--max-pods)", key, c.source, m.MaxPods)
+	}
+	for _, hp := range api.HostPorts(c.pod) {
+		for _, p := range held.ports {
+			if hp.Conflicts(p.hp) {
+				return "NodePorts", fmt.Sprintf("pod %s from source %q rejected: host port %s is claimed by pod %s from source %q, admitted first", key, c.source, hp, p.key, p.src)
+			}
+		}
+	}
+	return "", ""
+}
+
+// tooLarge is why pod can never run on this node, whatever else runs: its
+// requests of cpu or memory (a limit standing for a request not written,
+// as the API server defaults it) pass the node's allocatable. The
+// kubelet's admission refuses it with these reasons (OutOfmemory for a
+// memory limit of 8Ei, say); it also refuses a pod that does not fit
+// beside those running, which the agent does not: it does not sum its
+// pods' requests, so it never refuses a pod the kubelet would run.
+func (m *Merger) tooLarge(pod *v1.Pod, key, source string) (reason, msg string) {
+	if m.Allocatable == nil {
+		return "", ""
+	}
+	reqs := api.PodRequests(pod)
+	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+		alloc, ok := m.Allocatable[name]
+		req, asked := reqs[name]
+		if !ok || !asked || req.Cmp(alloc) <= 0 {
+			continue
+		}
+		reason = "OutOf" + string(name)
+		msg = fmt.Sprintf("pod %s from source %q rejected (%s): it requests %s of %s, more than the node's allocatable %s",
+			key, source, reason, req.String(), name, alloc.String())
+		if where, q := api.LargestRequest(pod, name); where != "" {
+			standsFor := ""
+			if strings.Contains(where, ".limits[") {
+				standsFor = ", the request it lacks"
+			}
+			msg += fmt.Sprintf(" (%s: %s%s)", where, q.String(), standsFor)
+		}
+		return reason, msg
+	}
+	return "", ""
+}
+
+// noteRejections makes rejected the rejections in force, logging (the
+// first few) and reporting those that are new or whose reason changed.
+// Callers hold mu.
+func (m *Merger) noteRejections(rejected map[string]Rejection) {
+	rejections := make(map[string]string, len(rejected))
+	for id, r := range rejected {
+		rejections[id] = r.Message
 	}
 	fresh := 0
 	for _, id := range sortedIDs(rejections) {
@@ -670,7 +731,11 @@ func (m *Merger) merge() []api.PodUpdate {
 		glog.Errorf("... and %d more pods rejected (see GET /sources)", fresh-maxLoggedRejections)
 	}
 	m.rejections, m.rejected = rejections, rejected
+}
 
+// diff is what turns the pods the consumer has received into desired,
+// removals first. Callers hold mu.
+func (m *Merger) diff(desired map[string]*v1.Pod) []api.PodUpdate {
 	var added, updated, removed []*v1.Pod
 	// The diff is against what the consumer has received, not what was
 	// last computed: an emission cut short (its caller's ctx ended) is

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	testingclock "k8s.io/utils/clock/testing"
@@ -313,6 +314,72 @@ func TestMergerMaxPods(t *testing.T) {
 	st := m.Status()[0]
 	if len(st.Rejected) != 100 || st.RejectedMore != 49 {
 		t.Errorf("/sources lists %d rejections and %d more, want 100 and 49", len(st.Rejected), st.RejectedMore)
+	}
+}
+
+// A pod whose requests alone pass the node's allocatable is rejected as the
+// kubelet's admission rejects it (OutOfcpu, OutOfmemory), naming the field
+// that asks the most; a limit stands for the request it lacks, as the API
+// server defaults it. Pods that each fit are admitted whatever their sum.
+func TestMergerRefusesPodsLargerThanTheNode(t *testing.T) {
+	q := resource.MustParse
+	with := func(name string, mutate func(p *v1.Pod)) *v1.Pod {
+		p := pod(name, 0, "i:1")
+		mutate(p)
+		return p
+	}
+	limits := func(l v1.ResourceList) func(p *v1.Pod) {
+		return func(p *v1.Pod) { p.Spec.Containers[0].Resources.Limits = l }
+	}
+	cases := []struct {
+		name   string
+		pod    *v1.Pod
+		reason string // "" admitted
+		msg    string
+	}{
+		{"fits", with("fits", limits(v1.ResourceList{v1.ResourceCPU: q("2"), v1.ResourceMemory: q("4Gi")})), "", ""},
+		{"memory limit 8Ei", with("huge", limits(v1.ResourceList{v1.ResourceMemory: q("8Ei")})), "OutOfmemory",
+			`pod default/huge from source "file" rejected (OutOfmemory): it requests 9223372036854775807 of memory, more than the node's allocatable 4Gi` +
+				` (spec.containers[0].resources.limits[memory]: 9223372036854775807, the request it lacks)`},
+		{"a small request under a large limit", with("overcommit", func(p *v1.Pod) {
+			p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceMemory: q("64Mi")},
+				Limits: v1.ResourceList{v1.ResourceMemory: q("8Ei")}}
+		}), "", ""},
+		{"cpu request", with("cpu", func(p *v1.Pod) {
+			p.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: q("3")}
+		}), "OutOfcpu", "it requests 3 of cpu, more than the node's allocatable 2 (spec.containers[0].resources.requests[cpu]: 3)"},
+		{"two containers summed", with("sum", func(p *v1.Pod) {
+			p.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceMemory: q("3Gi")}
+			p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: "d", Image: "i:1",
+				Resources: v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: q("2Gi")}}})
+		}), "OutOfmemory", "it requests 5Gi of memory, more than the node's allocatable 4Gi (spec.containers[0].resources.requests[memory]: 3Gi)"},
+		{"an init container alone", with("init", func(p *v1.Pod) {
+			p.Spec.InitContainers = []v1.Container{{Name: "i", Image: "i:1", Resources: v1.ResourceRequirements{
+				Limits: v1.ResourceList{v1.ResourceCPU: q("4")}}}}
+		}), "OutOfcpu", "(spec.initContainers[0].resources.limits[cpu]: 4, the request it lacks)"},
+		{"pod-level resources", with("podlevel", func(p *v1.Pod) {
+			p.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: q("5Gi")}}
+		}), "OutOfmemory", "(spec.resources.limits[memory]: 5Gi, the request it lacks)"},
+	}
+	m, _ := NewMerger(t.TempDir(), "file")
+	m.Allocatable = v1.ResourceList{v1.ResourceCPU: q("2"), v1.ResourceMemory: q("4Gi")}
+	var pods []*v1.Pod
+	for _, c := range cases {
+		pods = append(pods, c.pod)
+	}
+	set(t, m, "file", pods...)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := m.RejectedOf("file", []string{api.Key(c.pod)})
+			switch {
+			case c.reason == "" && len(got) > 0:
+				t.Errorf("rejected: %+v", got[0])
+			case c.reason != "" && len(got) == 0:
+				t.Errorf("admitted, want %s", c.reason)
+			case c.reason != "" && (got[0].Reason != c.reason || !strings.Contains(got[0].Message, c.msg)):
+				t.Errorf("rejected %s %q, want %s with %q", got[0].Reason, got[0].Message, c.reason, c.msg)
+			}
+		})
 	}
 }
 

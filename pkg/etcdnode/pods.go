@@ -106,17 +106,44 @@ func (w *PodWriter) sync(ctx context.Context) error {
 		return nil
 	}
 	if w.written == nil || gen != w.gen {
-		rctx, cancel := context.WithTimeout(ctx, w.period*5)
-		resp, err := w.c.Get(rctx, w.prefix, clientv3.WithPrefix())
-		cancel()
-		if err != nil {
-			return fmt.Errorf("read %s: %w", w.prefix, err)
-		}
-		w.written, w.gen = map[string][]byte{}, gen
-		for _, kv := range resp.Kvs {
-			w.written[string(kv.Key)] = kv.Value
+		if err := w.reload(ctx, gen); err != nil {
+			return err
 		}
 	}
+	want := w.reports()
+	var keys []string
+	for k, v := range want {
+		if !bytes.Equal(w.written[k], v) {
+			keys = append(keys, k)
+		}
+	}
+	for k := range w.written {
+		if _, ok := want[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return w.write(ctx, guard, gen, want, keys)
+}
+
+// reload reads what etcd holds under the prefix as written, known under
+// the lease's generation gen.
+func (w *PodWriter) reload(ctx context.Context, gen int) error {
+	rctx, cancel := context.WithTimeout(ctx, w.period*5)
+	resp, err := w.c.Get(rctx, w.prefix, clientv3.WithPrefix())
+	cancel()
+	if err != nil {
+		return fmt.Errorf("read %s: %w", w.prefix, err)
+	}
+	w.written, w.gen = map[string][]byte{}, gen
+	for _, kv := range resp.Kvs {
+		w.written[string(kv.Key)] = kv.Value
+	}
+	return nil
+}
+
+// reports are the keys and values the pods' reports should have now.
+func (w *PodWriter) reports() map[string][]byte {
 	want := map[string][]byte{}
 	now := w.clock.Now()
 	seen := map[string]bool{}
@@ -148,47 +175,14 @@ func (w *PodWriter) sync(ctx context.Context) error {
 			delete(w.firstSeen, key)
 		}
 	}
+	return want
+}
+
+// write puts the keys' wanted values (or deletes the keys not wanted) in
+// transactions guarded by the node lease, within the batch bounds.
+func (w *PodWriter) write(ctx context.Context, guard clientv3.Cmp, gen int, want map[string][]byte, keys []string) error {
 	var ops []clientv3.Op
-	var keys []string
-	for k, v := range want {
-		if !bytes.Equal(w.written[k], v) {
-			keys = append(keys, k)
-		}
-	}
-	for k := range w.written {
-		if _, ok := want[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
 	size := 0
-	flush := func() error {
-		if len(ops) == 0 {
-			return nil
-		}
-		tctx, cancel := context.WithTimeout(ctx, w.period*5)
-		resp, err := w.c.Txn(tctx).If(guard).Then(ops...).Commit()
-		cancel()
-		if err != nil {
-			w.written = nil // what etcd holds is no longer known
-			return fmt.Errorf("write pod status: %w", err)
-		}
-		if !resp.Succeeded {
-			w.lease.lost(gen)
-			w.written = nil
-			return fmt.Errorf("write pod status: the node lease is no longer this agent's")
-		}
-		for _, op := range ops {
-			k := string(op.KeyBytes())
-			if op.IsDelete() {
-				delete(w.written, k)
-			} else {
-				w.written[k] = want[k]
-			}
-		}
-		ops, size = ops[:0], 0
-		return nil
-	}
 	for _, k := range keys {
 		v, keep := want[k]
 		op := clientv3.OpDelete(k)
@@ -196,14 +190,43 @@ func (w *PodWriter) sync(ctx context.Context) error {
 			op = clientv3.OpPut(k, string(v))
 		}
 		if len(ops) == maxOpsPerTxn || (len(ops) > 0 && size+len(k)+len(v) > maxBytesPerTxn) {
-			if err := flush(); err != nil {
+			if err := w.commit(ctx, guard, gen, want, ops); err != nil {
 				return err
 			}
+			ops, size = ops[:0], 0
 		}
 		ops = append(ops, op)
 		size += len(k) + len(v)
 	}
-	return flush()
+	return w.commit(ctx, guard, gen, want, ops)
+}
+
+// commit runs one transaction of ops and records what it wrote.
+func (w *PodWriter) commit(ctx context.Context, guard clientv3.Cmp, gen int, want map[string][]byte, ops []clientv3.Op) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	tctx, cancel := context.WithTimeout(ctx, w.period*5)
+	resp, err := w.c.Txn(tctx).If(guard).Then(ops...).Commit()
+	cancel()
+	if err != nil {
+		w.written = nil // what etcd holds is no longer known
+		return fmt.Errorf("write pod status: %w", err)
+	}
+	if !resp.Succeeded {
+		w.lease.lost(gen)
+		w.written = nil
+		return fmt.Errorf("write pod status: the node lease is no longer this agent's")
+	}
+	for _, op := range ops {
+		k := string(op.KeyBytes())
+		if op.IsDelete() {
+			delete(w.written, k)
+		} else {
+			w.written[k] = want[k]
+		}
+	}
+	return nil
 }
 
 // Report is the pod's status report.

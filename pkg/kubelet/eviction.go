@@ -8,6 +8,7 @@ import (
 
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/eviction"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/gc"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 )
 
 // newEvictor is the eviction rounds' runner (pkg/kubelet/eviction) on the
@@ -17,7 +18,7 @@ func newEvictor(k *Kubelet) *eviction.Evictor {
 	node.RootDir = k.cfg.RootDir
 	cg, _ := k.cfg.Cgroups.(eviction.CgroupUsage)
 	return eviction.NewEvictor(eviction.EvictorConfig{Eviction: k.cfg.Eviction, Node: node, Period: housekeepingPeriod},
-		eviction.Deps{Pods: evictionPods{k}, States: k.cache, Runtime: k.runtime, Images: k.images, Probes: k.probes,
+		eviction.Deps{Pods: evictionPods{k}, States: k.cache, Runtime: k.runtime, Images: k.images,
 			Volumes: k.volumes, Disk: k.meter, Cgroups: cg, Events: k.cfg.Events,
 			GC: func() gc.Policy { return k.housekeeping().GC }, Clock: k.cfg.Clock})
 }
@@ -25,17 +26,6 @@ func newEvictor(k *Kubelet) *eviction.Evictor {
 // Pressure reports whether the node is under a pressure condition, as the
 // eviction manager sees it (for the Node object).
 func (k *Kubelet) Pressure(c v1.NodeConditionType) bool { return k.eviction.Manager().HasCondition(c) }
-
-// evictedPod is what is remembered of a pod the eviction manager evicted:
-// it stays Failed, its containers stopped, until its spec changes (a new
-// pod) or the agent restarts.
-type evictedPod struct {
-	message string
-	grace   time.Duration
-	// deadline marks a pod stopped for its activeDeadlineSeconds rather
-	// than evicted (reason DeadlineExceeded, no DisruptionTarget).
-	deadline bool
-}
 
 // evictionPods are the desired pods and their records as the eviction
 // rounds read and mark them.
@@ -45,13 +35,22 @@ var _ eviction.Pods = evictionPods{}
 
 func (p evictionPods) Desired() []*v1.Pod               { return p.k.desired.all() }
 func (p evictionPods) DesiredPod(uid types.UID) *v1.Pod { return p.k.desired.get(uid) }
-func (p evictionPods) Evicted(uid types.UID) bool       { return p.k.records.evictedFor(uid) != nil }
+func (p evictionPods) Evicted(uid types.UID) bool       { return p.k.workers.Termination(uid) != nil }
 func (p evictionPods) Sync(uids []types.UID)            { p.k.dirty.mark(uids) }
-func (p evictionPods) SetEvicted(uid types.UID, message string, grace time.Duration) {
-	p.k.records.setEvicted(uid, &evictedPod{message: message, grace: grace})
+
+// Evict terminates the pod as the kubelet's eviction manager does: its
+// status is Failed, reason Evicted, with the eviction's message.
+func (p evictionPods) Evict(uid types.UID, message string, grace time.Duration) {
+	p.k.workers.Terminate(uid, lifecycle.Termination{Cause: lifecycle.Evicted, Grace: grace, Reason: eviction.Reason, Message: message})
 }
 
+// RefusedUnderPressure reports whether the pod was refused under pressure
+// and waits to be admitted.
 func (p evictionPods) RefusedUnderPressure(uid types.UID) bool {
-	rej := p.k.records.rejectedFor(uid)
+	r := p.k.workers.Record(uid)
+	if r == nil {
+		return false
+	}
+	rej := r.refusal()
 	return rej != nil && rej.Reason == eviction.Reason
 }

@@ -12,6 +12,7 @@ import (
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/container/containertest"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/eviction"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 )
 
 const infraName = kubecontainer.InfraContainerName
@@ -25,7 +26,7 @@ func TestEvictedPodStatus(t *testing.T) {
 	b := &containertest.Builder{T0: time.Now().Add(-time.Hour)}
 	st := containertest.State(b.C(pod, infraName, false, 0, ""), b.C(pod, "a", false, 137, ""))
 	msg := "The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi. "
-	k.records.setEvicted(pod.UID, &evictedPod{message: msg})
+	terminated(k, pod, &lifecycle.Termination{Cause: lifecycle.Evicted, Reason: eviction.Reason, Message: msg})
 	got := k.producer.Status(context.Background(), pod, st)
 	if got.Phase != v1.PodFailed || got.Reason != "Evicted" || got.Message != msg {
 		t.Errorf("status %s %s %q, want Failed Evicted %q", got.Phase, got.Reason, got.Message, msg)
@@ -45,8 +46,7 @@ func TestEvictedPodStatus(t *testing.T) {
 }
 
 // Under memory pressure a BestEffort pod that has not started is refused
-// (and shown so), a Burstable one is not; an evicted pod's sync starts
-// nothing.
+// (and shown so) until the pressure goes, a Burstable one is not.
 func TestSyncUnderPressure(t *testing.T) {
 	fake := containertest.NewFakeClient("img:1", "pause:1")
 	th, err := eviction.ParseThresholds(eviction.Flags{Hard: "memory.available<100Mi"})
@@ -58,8 +58,10 @@ func TestSyncUnderPressure(t *testing.T) {
 	k.eviction.Manager().Observe(eviction.Observations{eviction.SignalMemoryAvailable: {Available: 50 << 20, Capacity: 1 << 30}})
 
 	be := containertest.Pod(v1.RestartPolicyAlways, "a")
-	if _, err := k.syncPod(context.Background(), be, nil); err != nil {
-		t.Fatal(err)
+	rec := newPodRecord(time.Now(), k.runtime.NewPodRecord())
+	k.workers.pods[be.UID] = &podState{pod: be, desired: true, record: rec}
+	if term, _, err := k.syncDesired(context.Background(), be, nil, rec); term != nil || err != nil {
+		t.Fatalf("sync of a refused pod: %+v, %v; want it kept waiting for admission", term, err)
 	}
 	st := k.producer.Status(context.Background(), be, nil)
 	if want := "Pod was rejected: The node had condition: [MemoryPressure]. "; st.Phase != v1.PodFailed || st.Reason != "Evicted" || st.Message != want {
@@ -75,13 +77,12 @@ func TestSyncUnderPressure(t *testing.T) {
 		t.Errorf("Burstable pod refused under memory pressure: %+v", rej)
 	}
 
-	evicted := containertest.Pod(v1.RestartPolicyAlways, "a")
-	evicted.UID = "uid3"
-	k.records.setEvicted(evicted.UID, &evictedPod{message: "m"})
-	if acted, err := k.syncPod(context.Background(), evicted, nil); acted || err != nil {
-		t.Errorf("sync of an evicted pod without containers: acted %v, %v", acted, err)
-	}
-	if n := fake.CountCalls("create"); n != 0 {
-		t.Errorf("%d containers created for an evicted pod", n)
-	}
+}
+
+// terminated gives pod a worker state terminated by t, as its worker would
+// leave it (without a goroutine).
+func terminated(k *Kubelet, pod *v1.Pod, t *lifecycle.Termination) {
+	k.workers.mu.Lock()
+	defer k.workers.mu.Unlock()
+	k.workers.pods[pod.UID] = &podState{phase: lifecycle.Terminated, pod: pod, desired: true, termination: t, record: k.workers.newRecord()}
 }

@@ -41,14 +41,14 @@ func (k *Kubelet) removeOrphanPodDirs() {
 	cached := k.cache.All()
 	for _, e := range entries {
 		uid := types.UID(e.Name())
-		if !e.IsDir() || k.desired.get(uid) != nil || cached[uid] != nil {
+		if !e.IsDir() || k.desired.get(uid) != nil || cached[uid] != nil || k.workers.Known(uid) {
 			continue
 		}
 		if err := k.runtime.RemovePodCgroup(uid); err != nil {
 			glog.Errorf("GC: orphaned pod cgroup: %v", err)
 			continue
 		}
-		if err := volumes.CleanupPodDir(k.podDir(uid)); err != nil {
+		if err := volumes.CleanupPodDir(k.volumes.PodDir(uid)); err != nil {
 			glog.Errorf("GC: orphaned pod directory: %v", err)
 		}
 	}

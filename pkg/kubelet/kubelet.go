@@ -29,6 +29,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/gc"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/images"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/pleg"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/podstatus"
@@ -160,10 +161,13 @@ type Kubelet struct {
 
 	lastSyncLoop atomic.Int64 // unix nanoseconds of the last sync loop iteration
 
-	desired *desiredSet                // what the config wants here
-	dirty   *dirtySet                  // pods to sync, from the relist, retries and probes
-	records *podRecords                // what is remembered of each pod between syncs
-	workers atomic.Pointer[podWorkers] // set by Run, for podStateSizes
+	desired *desiredSet // what the config wants here
+	dirty   *dirtySet   // pods to sync, from the relist, retries and probes
+	// workers walk each pod through its life; each owns its pod's record.
+	workers *podWorkers
+	// forgetters drop what a cache keeps of a pod, called once when the
+	// pod is forgotten.
+	forgetters []func(types.UID)
 
 	meter *diskusage.Meter // measures disk usage in the background
 
@@ -189,7 +193,6 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		desired: newDesiredSet(),
 		dirty:   newDirtySet(),
 		retries: newRetryQueue(cfg.Clock),
-		records: newPodRecords(),
 	}
 	k.hk.Store(&Housekeeping{GC: cfg.GC, ContainerLogDir: cfg.ContainerLogDir, LogMaxSize: cfg.LogMaxSize, LogMaxFiles: cfg.LogMaxFiles})
 	memory := nodeMemory()
@@ -209,7 +212,11 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		cfg.Events.Event(events.PodRef(pod, container), warning, reason, "%s", msg)
 	}
 	k.images.Retry = k.retries.add
-	k.images.Pulled = k.records.addPulling
+	k.images.Pulled = func(uid types.UID, d time.Duration) {
+		if r := k.workers.Record(uid); r != nil {
+			r.addPulling(d)
+		}
+	}
 	k.probes = prober.NewManager(docker, func(uid types.UID) { k.dirty.mark([]types.UID{uid}) },
 		func(t prober.Target, typ prober.Type, r probe.Result, out string, took time.Duration) {
 			ns, name, _ := strings.Cut(t.PodKey, "/")
@@ -231,7 +238,10 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		BackoffInitial: cfg.BackoffInitial, BackoffMax: cfg.BackoffMax, Clock: cfg.Clock,
 	}, kuberuntime.Deps{Runtime: docker, Volumes: k.volumes, Images: k.images, Probes: k.probes, Relist: k.relist, Host: runtimeHost{k}, Network: cfg.Network})
 	k.volumes.Downward = k.runtime.Downward()
-	k.producer = podstatus.New(podstatus.Config{HostIP: cfg.NodeIP, PodDir: k.volumes.PodDir, Records: statusRecords{k.records},
+	k.workers = newPodWorkers(k, func() *podRecord { return newPodRecord(cfg.Clock.Now(), k.runtime.NewPodRecord()) })
+	k.metrics.TrackWorkingPods(k.workers.WorkingPods)
+	k.forgetters = []func(types.UID){k.retries.forget, k.images.ForgetPod, k.status.Forget, k.volumes.Forget, k.probes.RemovePod}
+	k.producer = podstatus.New(podstatus.Config{HostIP: cfg.NodeIP, PodDir: k.volumes.PodDir, Records: statusRecords{k.workers},
 		Statuses: k.status, Probes: k.probes, Logs: k.runtime, Metrics: k.metrics, Clock: cfg.Clock})
 	k.eviction = newEvictor(k)
 	return k
@@ -275,9 +285,8 @@ func (k *Kubelet) Run(ctx context.Context, updates <-chan api.PodUpdate) {
 		defer wg.Done()
 		k.images.Run(ctx)
 	}()
-	workers := newPodWorkers(ctx, k.syncPodWork)
-	k.workers.Store(workers)
-	defer workers.Wait()
+	k.workers.Start(ctx)
+	defer k.workers.Wait()
 	defer k.probes.Wait()
 
 	syncTicker := k.cfg.Clock.NewTicker(k.cfg.SyncFrequency)
@@ -299,20 +308,22 @@ func (k *Kubelet) Run(ctx context.Context, updates <-chan api.PodUpdate) {
 		defer wg.Done()
 		k.eviction.Run(ctx)
 	}()
-	for k.syncLoopIteration(ctx, workers, updates, k.dirty.ch, syncTicker.C(), housekeeping.C()) {
+	for k.syncLoopIteration(ctx, updates, k.dirty.ch, syncTicker.C(), housekeeping.C()) {
 	}
 }
 
 // syncLoopIteration waits for one of:
 //   - updates: a change to the desired pods, handed to their workers;
-//   - dirty: the relist saw containers of some pods change; desired ones are
-//     synced, others are killed if their source has spoken;
-//   - syncTick: the periodic resync of every desired pod (from the cache:
+//   - dirty: the relist saw containers of some pods change (or a back-off
+//     ended); their workers take their step again, and pods found on the
+//     node without a spec are terminated if their source has spoken;
+//   - syncTick: the periodic resync of every pod's worker (from the cache:
 //     no Docker calls when nothing changed);
-//   - housekeeping: pods left on the node that nothing desires are killed.
+//   - housekeeping: pods left on the node that nothing desires are
+//     terminated.
 //
 // It returns false when ctx is done.
-func (k *Kubelet) syncLoopIteration(ctx context.Context, workers *podWorkers, updates <-chan api.PodUpdate,
+func (k *Kubelet) syncLoopIteration(ctx context.Context, updates <-chan api.PodUpdate,
 	dirty <-chan struct{}, syncTick, housekeeping <-chan time.Time) bool {
 	k.lastSyncLoop.Store(k.cfg.Clock.Now().UnixNano())
 	var start time.Time
@@ -330,65 +341,64 @@ func (k *Kubelet) syncLoopIteration(ctx context.Context, workers *podWorkers, up
 			return false
 		}
 		start = k.cfg.Clock.Now()
-		k.handleUpdate(workers, u)
+		k.handleUpdate(u)
 	case <-dirty:
 		start = k.cfg.Clock.Now()
 		for _, uid := range k.dirty.take() {
-			k.dispatch(workers, uid)
+			k.dispatch(uid)
 		}
 	case <-syncTick:
 		start = k.cfg.Clock.Now()
 		for _, pod := range k.desired.all() {
-			workers.Update(podWork{UID: pod.UID, Pod: pod})
+			k.workers.UpdatePod(pod)
 		}
+		k.workers.SyncUndesired()
 	case <-housekeeping:
 		start = k.cfg.Clock.Now()
-		k.runtime.CollectBackoff(k.cfg.Clock.Now())
 		k.runtime.UpdateQoSCgroups(k.desired.all())
-		cached := k.cache.All()
-		for uid := range cached {
-			if k.desired.get(uid) == nil && !workers.Busy(uid) {
-				k.dispatch(workers, uid)
+		k.workers.PruneForgotten(k.cache.LastUpdate())
+		for uid := range k.cache.All() {
+			if k.desired.get(uid) == nil && !k.workers.Known(uid) {
+				k.dispatch(uid)
 			}
 		}
-		k.records.prune(k.cache.LastUpdate(), func(uid types.UID) bool { return cached[uid] == nil && k.desired.get(uid) == nil })
 	}
 	return true
 }
 
-func (k *Kubelet) handleUpdate(workers *podWorkers, u api.PodUpdate) {
+func (k *Kubelet) handleUpdate(u api.PodUpdate) {
 	for _, pod := range u.Pods {
 		glog.Infof("%s pod %s (uid %s)", u.Op, api.Key(pod), pod.UID)
 		if u.Op == api.REMOVE {
 			k.desired.remove(pod.UID)
-			k.records.setRemoved(pod.UID)
-		} else {
-			k.desired.set(pod)
-			if k.records.seen(pod.UID, k.cfg.Clock.Now()) {
-				k.metrics.RestartedPods.WithLabelValues("true").Inc() // every pod here is static: none comes from an API server
-			}
+			k.workers.RemovePod(pod.UID)
+			continue
 		}
-		if u.Op == api.REMOVE {
-			workers.Update(podWork{UID: pod.UID, Pod: pod, Kill: true})
-		} else {
-			workers.Update(podWork{UID: pod.UID, Pod: pod})
+		k.desired.set(pod)
+		if k.workers.UpdatePod(pod) {
+			k.metrics.RestartedPods.WithLabelValues("true").Inc() // every pod here is static: none comes from an API server
 		}
 	}
 }
 
-// dispatch syncs a desired pod, or kills an undesired one whose source has
-// delivered a snapshot without it. Pods of a source that has not spoken yet
+// dispatch has a pod's worker take its step again, or terminates a pod
+// found on the node without a spec once its source has delivered a
+// snapshot without it. Pods of a source that has not spoken yet
 // (unreachable since the agent started) are left running.
-func (k *Kubelet) dispatch(workers *podWorkers, uid types.UID) {
+func (k *Kubelet) dispatch(uid types.UID) {
 	if pod := k.desired.get(uid); pod != nil {
-		workers.Update(podWork{UID: uid, Pod: pod})
+		k.workers.UpdatePod(pod)
+		return
+	}
+	if k.workers.Known(uid) {
+		k.workers.Sync(uid)
 		return
 	}
 	state := k.cache.Get(uid)
-	if state == nil || !k.sources.Seen(podSource(state)) {
+	if state == nil || k.workers.Forgotten(uid, k.cache.LastUpdate()) || !k.sources.Seen(podSource(state)) {
 		return
 	}
-	workers.Update(podWork{UID: uid, Kill: true})
+	k.workers.Terminate(uid, lifecycle.Termination{Cause: lifecycle.Orphaned, Grace: kuberuntime.LabelGrace(state)})
 }
 
 // podSource is the source recorded on the pod's containers.
@@ -399,6 +409,12 @@ func podSource(state *kubecontainer.PodState) string {
 		}
 	}
 	return ""
+}
+
+// isStatic reports whether the pod comes from a source of the node's own
+// (a file, a URL, the agent's API, etcd), not from an API server.
+func isStatic(pod *v1.Pod) bool {
+	return pod.Annotations[api.ConfigSourceAnnotation] != api.SourceAPIServer
 }
 
 // runGC collects garbage every gcPeriod until ctx is cancelled. It runs
@@ -476,101 +492,6 @@ func (k *Kubelet) Runtime() *kuberuntime.Manager { return k.runtime }
 // notifications the status writers (etcd, the API server) wait on.
 func (k *Kubelet) Statuses() *status.Manager { return k.status }
 
-// syncPodWork is a pod worker's unit of work. It first waits for a relist
-// newer than its own last action on Docker, so it never acts twice on stale
-// state.
-func (k *Kubelet) syncPodWork(ctx context.Context, w podWork) {
-	since := k.records.lastSync(w.UID)
-	state, err := k.cache.GetNewerThan(ctx, w.UID, since)
-	if err != nil {
-		return // ctx cancelled
-	}
-	var acted bool
-	start := k.cfg.Clock.Now()
-	op := "sync"
-	if seen, first := k.records.workerStarting(w.UID); w.Kill {
-		op = "kill"
-	} else if first {
-		op = "create"
-		if !seen.IsZero() {
-			k.metrics.PodWorkerStartDuration.Observe(start.Sub(seen).Seconds())
-		}
-	}
-	defer func() { k.metrics.PodWorkerDuration.WithLabelValues(op).Observe(k.cfg.Clock.Since(start).Seconds()) }()
-	if w.Kill {
-		acted, err = k.killPod(ctx, w.UID, w.Pod, state)
-	} else {
-		acted, err = k.syncPod(ctx, w.Pod, state)
-		// The status is produced here, once per sync, with the reasons
-		// this sync recorded; GET /pods only reads it.
-		st := k.producer.Status(ctx, w.Pod, state)
-		k.status.Set(w.Pod.UID, st)
-		k.producer.ObserveStart(w.Pod, &st, state)
-	}
-	// A sync that changed nothing leaves the cache as true as it was: the
-	// next one need not wait for another relist. One that acted asks for
-	// a relist of its pod now: events only update what they name, and the
-	// periodic relist may be seconds away.
-	if acted || err != nil {
-		k.records.setLastSync(w.UID, k.cfg.Clock.Now())
-		k.relist.RelistPod(w.UID)
-	}
-	if ctx.Err() != nil {
-		return
-	}
-	if changed := k.logSyncError(w, state, acted, err); err != nil && changed && !w.Kill {
-		// A new failure is retried at once, once the relist has caught up
-		// with what this sync did: the first retry of a failure is
-		// immediate, as after a first crash, and the back-off it recorded
-		// spaces the later ones (the retry queue wakes the pod when it
-		// ends). A failure that repeats is not retried at once again: what
-		// waits for a back-off of its own (an image pull) would otherwise be
-		// synced in a loop, and any other is retried at the next resync.
-		k.dirty.mark([]types.UID{w.UID})
-	}
-}
-
-// logSyncError logs a pod's sync error when it appears or changes, and once
-// when a sync that acted succeeds: a pod failing the same way on every
-// back-off retry (and idle between them) does not fill the log. It reports
-// whether the pod's standing error changed.
-func (k *Kubelet) logSyncError(w podWork, state *kubecontainer.PodState, acted bool, err error) bool {
-	msg := ""
-	if err != nil {
-		msg = err.Error()
-	}
-	prev, msg := k.records.syncError(w.UID, msg, acted)
-	name := string(w.UID)
-	if w.Pod != nil {
-		name = api.Key(w.Pod)
-	} else if state != nil {
-		name = state.Namespace + "/" + state.Name
-	}
-	switch {
-	case msg == prev:
-		if msg != "" {
-			glog.V(4).Infof("Sync pod %s: %v (as before)", name, err)
-		}
-	case msg == "":
-		glog.Infof("Sync pod %s: no longer failing", name)
-	default:
-		glog.Errorf("Sync pod %s: %v", name, err)
-	}
-	return msg != prev
-}
-
-// forgetPod drops what the agent remembers of a pod that is gone, in one
-// place (its record keeps the time of its last sync until housekeeping sees
-// a relist newer than it).
-func (k *Kubelet) forgetPod(uid types.UID) {
-	k.records.forget(uid)
-	k.runtime.ForgetPod(uid)
-	k.retries.forget(uid)
-	k.images.ForgetPod(uid)
-	k.status.Forget(uid)
-	k.volumes.Forget(uid)
-}
-
 // nodeMemory is the node's total memory in bytes.
 func nodeMemory() int64 {
 	var si syscall.Sysinfo_t
@@ -604,10 +525,6 @@ var _ kuberuntime.Host = runtimeHost{}
 func (h runtimeHost) ContainerLogs() kuberuntime.ContainerLogs {
 	hk := h.k.housekeeping()
 	return kuberuntime.ContainerLogs{Dir: hk.ContainerLogDir, MaxSize: hk.LogMaxSize, MaxFiles: hk.LogMaxFiles}
-}
-
-func (h runtimeHost) WarnSecrets(uid types.UID, list string) bool {
-	return h.k.records.warnSecrets(uid, list)
 }
 
 func (h runtimeHost) Life() context.Context { return h.k.lifetime() }

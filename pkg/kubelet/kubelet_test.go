@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/container/containertest"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/server"
 )
 
@@ -110,7 +112,7 @@ func TestKubeletSyncSteadyStateAndRemove(t *testing.T) {
 		clk.Step(250 * time.Millisecond)
 		stepped := clk.FakeClock.Now()
 		waitUntil(t, func() bool {
-			return !k.cache.LastUpdate().Before(stepped) && podSyncs(k) > syncs && !k.workers.Load().Busy(pod.UID)
+			return !k.cache.LastUpdate().Before(stepped) && podSyncs(k) > syncs && !k.workers.Busy(pod.UID)
 		})
 		return fake.Calls()
 	}
@@ -192,29 +194,11 @@ func TestKubeletKeepsPodsOfUnseenSources(t *testing.T) {
 			t.Fatalf("the kubelet asked about the pod's source %d times in 10 s, want 2", sources.asked.Load())
 		}
 		clk.Step(housekeepingPeriod)
-		time.Sleep(time.Millisecond)
+		runtime.Gosched()
 	}
 	stop()
 	if n := fake.CountCalls("stop") + fake.CountCalls("remove"); n != 0 {
 		t.Errorf("%d stop/remove calls on a pod whose source never spoke", n)
-	}
-}
-
-// lastSync of a removed pod is kept until a relist newer than the removal
-// shows it gone, then forgotten.
-func TestPruneRecords(t *testing.T) {
-	k := New(Config{NodeName: "n", RootDir: t.TempDir()}, containertest.NewFakeClient(), seenAll{})
-	removedAt := time.Now()
-	k.records.setLastSync("gone", removedAt)
-	k.cache.Set(map[types.UID]*kubecontainer.PodState{}, removedAt.Add(-time.Second)) // older than the removal
-	k.records.prune(k.cache.LastUpdate(), func(uid types.UID) bool { return k.cache.Get(uid) == nil && k.desired.get(uid) == nil })
-	if _, ok := k.records.m["gone"]; !ok {
-		t.Fatal("forgot lastSync before a relist caught up with the removal")
-	}
-	k.cache.Set(map[types.UID]*kubecontainer.PodState{}, removedAt.Add(time.Second))
-	k.records.prune(k.cache.LastUpdate(), func(uid types.UID) bool { return k.cache.Get(uid) == nil && k.desired.get(uid) == nil })
-	if _, ok := k.records.m["gone"]; ok {
-		t.Error("kept lastSync of a pod gone from a newer relist")
 	}
 }
 
@@ -281,7 +265,9 @@ func TestStatusProducedBySync(t *testing.T) {
 	k.cache.Set(map[types.UID]*kubecontainer.PodState{pod.UID: containertest.State(b.C(pod, kubecontainer.InfraContainerName, true, 0, ""), b.C(pod, "a", true, 0, ""))}, time.Now())
 	synced := time.Now().Add(-time.Hour).Truncate(time.Second)
 	k.status.SetClock(testingclock.NewFakeClock(synced))
-	k.syncPodWork(context.Background(), podWork{UID: pod.UID, Pod: pod})
+	if _, err := k.syncPod(context.Background(), podWork{UID: pod.UID, Pod: pod, Record: newPodRecord(time.Now(), k.runtime.NewPodRecord())}); err != nil {
+		t.Fatal(err)
+	}
 	k.probes.RemovePod(pod.UID)
 
 	k.status.SetClock(testingclock.NewFakeClock(synced.Add(time.Hour)))
@@ -298,8 +284,8 @@ func TestStatusProducedBySync(t *testing.T) {
 
 // activeDeadlineSeconds counts from the status's start time or, before a
 // status has one, from the running sandbox's start: either way the retry
-// queue wakes the pod at the deadline, and a pod past it is stopped.
-func TestCheckActiveDeadline(t *testing.T) {
+// queue wakes the pod at the deadline, and a pod past it is terminated.
+func TestActiveDeadline(t *testing.T) {
 	clk := newTestClock()
 	now := clk.FakeClock.Now()
 	running := &kubecontainer.PodState{Containers: []*kubecontainer.ContainerState{
@@ -325,15 +311,18 @@ func TestCheckActiveDeadline(t *testing.T) {
 				start := metav1.NewTime(tc.statusStart)
 				k.status.Set(pod.UID, v1.PodStatus{StartTime: &start})
 			}
-			k.checkActiveDeadline(pod, tc.state)
+			term := k.activeDeadline(pod, tc.state)
 			k.retries.mu.Lock()
 			wake := k.retries.wake[pod.UID]
 			k.retries.mu.Unlock()
 			if !wake.Equal(tc.wantWake) {
 				t.Errorf("wake at %v, want %v", wake.Sub(now), tc.wantWake.Sub(now))
 			}
-			if stopped := k.records.evictedFor(pod.UID) != nil; stopped != tc.wantStopped {
-				t.Errorf("stopped %v, want %v", stopped, tc.wantStopped)
+			if stopped := term != nil; stopped != tc.wantStopped {
+				t.Errorf("terminated %v, want %v", stopped, tc.wantStopped)
+			}
+			if term != nil && (term.Cause != lifecycle.DeadlineExceeded || term.Reason != "DeadlineExceeded" || term.Message != messageDeadlineExceeded || term.Grace != 30*time.Second) {
+				t.Errorf("termination %+v, want the kubelet's DeadlineExceeded within the pod's grace", term)
 			}
 		})
 	}

@@ -1,26 +1,22 @@
 package kubelet
 
-import "maps"
-
 // podStateSizes counts the entries the agent keeps per pod (and per
 // container), by table, for kubelet_pod_state_entries: each must fall back
 // when pods go, or a node that runs pods for months grows without bound.
+// What is remembered of a pod between its syncs is in its worker's record,
+// and goes with the worker ("workers").
 func (k *Kubelet) podStateSizes() map[string]int {
-	sizes := map[string]int{
-		"desired":  k.desired.len(),
-		"records":  k.records.len(),
-		"dirty":    k.dirty.len(),
-		"retries":  k.retries.len(),
-		"cache":    k.cache.Len(),
-		"relisted": k.cache.RelistedLen(),
-		"statuses": k.status.Len(),
-		"probes":   k.probes.Len(),
+	return map[string]int{
+		"desired":   k.desired.len(),
+		"workers":   k.workers.len(),
+		"forgotten": k.workers.forgottenLen(),
+		"dirty":     k.dirty.len(),
+		"retries":   k.retries.len(),
+		"cache":     k.cache.Len(),
+		"relisted":  k.cache.RelistedLen(),
+		"statuses":  k.status.Len(),
+		"probes":    k.probes.Len(),
 	}
-	maps.Copy(sizes, k.runtime.StateSizes()) // "backoff"
-	if w := k.workers.Load(); w != nil {
-		sizes["workers"] = w.len()
-	}
-	return sizes
 }
 
 func (d *desiredSet) len() int {
@@ -35,12 +31,6 @@ func (d *dirtySet) len() int {
 	return len(d.uids)
 }
 
-func (r *podRecords) len() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.m)
-}
-
 func (q *retryQueue) len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -50,5 +40,11 @@ func (q *retryQueue) len() int {
 func (p *podWorkers) len() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.updates) + len(p.pending)
+	return len(p.pods)
+}
+
+func (p *podWorkers) forgottenLen() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.forgotten)
 }

@@ -153,7 +153,7 @@ spec:
     imagePullPolicy: IfNotPresent
     args: ["/testserver", "-listen", ":8081"]
     resources:
-      limits: {cpu: "2"}
+      limits: {cpu: 750m}
   - name: none
     image: %[1]s
     imagePullPolicy: IfNotPresent
@@ -166,7 +166,7 @@ spec:
 		memory                int64
 	}{
 		{"limited", 256, 50000, 100000, 64 << 20},
-		{"onlylimit", 2048, 200000, 100000, 0},
+		{"onlylimit", 768, 75000, 100000, 0}, // the pod requests 1 CPU in all: it fits any node
 		{"none", 2, 0, 0, 0},
 	}
 	for _, c := range cases {

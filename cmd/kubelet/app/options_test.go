@@ -54,6 +54,17 @@ func TestParseFlags(t *testing.T) {
 		{"bad eviction threshold", []string{"--hostname-override=x", "--eviction-hard=memory.available>1Gi"}, nil, "--eviction-hard"},
 		{"soft threshold without grace", []string{"--hostname-override=x", "--eviction-soft=memory.available<1Gi"}, nil, "grace period must be specified"},
 		{"glog verbosity", []string{"--hostname-override=x", "-v", "3"}, func(o *Options) bool { return true }, ""},
+		{"network defaults: Docker's bridge, no cluster DNS", []string{"--hostname-override=x"}, func(o *Options) bool {
+			return o.NetworkPlugin == "" && len(o.ClusterDNS) == 0 && o.ClusterDomain == "cluster.local" && o.CNIConfDir == "/etc/cni/net.d" &&
+				o.CNIBinDir == "/opt/cni/bin" && o.CNICacheDir == "/var/lib/cni/cache"
+		}, ""},
+		{"CNI and cluster DNS", []string{"--hostname-override=x", "--network-plugin=cni", "--cni-bin-dir=/a,/b", "--cluster-dns=10.96.0.10,fd00::a"},
+			func(o *Options) bool {
+				return o.NetworkPlugin == "cni" && o.CNIBinDir == "/a,/b" && len(o.ClusterDNS) == 2 && o.ClusterDNS[1] == "fd00::a"
+			}, ""},
+		{"unknown network plugin", []string{"--hostname-override=x", "--network-plugin=kubenet"}, nil, `--network-plugin "kubenet"`},
+		{"CNI without a bin dir", []string{"--hostname-override=x", "--network-plugin=cni", "--cni-bin-dir=,"}, nil, "needs --cni-conf-dir and --cni-bin-dir"},
+		{"bad --cluster-dns", []string{"--hostname-override=x", "--cluster-dns=kube-dns"}, nil, `--cluster-dns "kube-dns": want IP addresses`},
 		{"node-mode defaults", []string{"--hostname-override=x"}, func(o *Options) bool {
 			return o.RegisterNode && o.NodeStatusUpdateFrequency == 10*time.Second && o.NodeStatusReportFrequency == 5*time.Minute &&
 				o.NodeLeaseDurationSeconds == 40 && o.KubeAPIQPS == 50 && o.KubeAPIBurst == 100 && o.AuthorizationMode == "AlwaysAllow" && !o.AnonymousAuth
@@ -108,6 +119,15 @@ func TestConfigFile(t *testing.T) {
 	if o.HostnameOverride != "from-file" || o.SyncFrequency != 3*time.Second || o.RelistPeriod != 2*time.Second ||
 		len(o.ManifestURLHeader) != 2 || o.Port != 0 || o.ConfigFile != p {
 		t.Errorf("options %+v", o)
+	}
+	// The network's settings are keys too, --cluster-dns a list.
+	p = write("cluster-dns: [10.96.0.10, 10.96.0.11]\ncluster-domain: example.test\nnetwork-plugin: cni\ncni-conf-dir: /c\ncni-bin-dir: /b1,/b2\ncni-cache-dir: /k\nport: 0\n")
+	if o, err = ParseFlags([]string{"--kubelet-config", p, "--hostname-override", "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(o.ClusterDNS, ",") != "10.96.0.10,10.96.0.11" || o.ClusterDomain != "example.test" || o.NetworkPlugin != "cni" ||
+		o.CNIConfDir != "/c" || o.CNIBinDir != "/b1,/b2" || o.CNICacheDir != "/k" {
+		t.Errorf("network options from the file: %+v", o)
 	}
 	for content, want := range map[string]string{
 		"no-such-flag: 1\n":        `unknown key "no-such-flag"`,

@@ -121,6 +121,9 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 	if err != nil {
 		return err
 	}
+	// The kubelet's admission: a pod whose requests alone pass the Node's
+	// allocatable never runs here.
+	merger.Allocatable = nodestatus.Allocatable(nodestatus.Capacity(o.MaxPods), alloc.reserved())
 	thresholds, _ := o.evictionThresholds() // validated
 	cfg.Eviction = eviction.Config{Thresholds: thresholds, MaxPodGracePeriod: time.Duration(o.EvictionMaxPodGracePeriod) * time.Second,
 		PressureTransitionPeriod: o.EvictionPressureTransitionPeriod}

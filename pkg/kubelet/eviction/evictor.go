@@ -3,8 +3,6 @@ package eviction
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -19,8 +17,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/diskusage"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/gc"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 )
 
 const infraName = kubecontainer.InfraContainerName
@@ -37,12 +34,13 @@ type Pods interface {
 	Desired() []*v1.Pod
 	// DesiredPod is the desired pod of that UID (nil: none).
 	DesiredPod(uid types.UID) *v1.Pod
-	// Evicted tells whether the pod was evicted (or stopped for its
-	// deadline): it runs no more.
+	// Evicted tells whether the pod was asked to terminate (evicted, or
+	// any other cause): it runs no more, and is not evicted again.
 	Evicted(uid types.UID) bool
-	// SetEvicted records the pod's eviction: its status says it from now
-	// on, and its sync stops it (StopEvicted, with grace).
-	SetEvicted(uid types.UID, message string, grace time.Duration)
+	// Evict terminates the pod for its eviction, with the status message
+	// and grace given: its worker stops it (and its status says so from
+	// now on).
+	Evict(uid types.UID, message string, grace time.Duration)
 	// RefusedUnderPressure tells whether the pod was last refused with
 	// Reason (AdmitPod's rejection).
 	RefusedUnderPressure(uid types.UID) bool
@@ -57,10 +55,10 @@ type PodStates interface {
 	All() map[types.UID]*kubecontainer.PodState
 }
 
-// Runtime is what the Evictor does to containers (kuberuntime.Manager).
+// Runtime is what the Evictor does to containers (kuberuntime.Manager):
+// it removes the dead ones to reclaim disk.
 type Runtime interface {
 	RemoveContainer(ctx context.Context, c *kubecontainer.ContainerState) error
-	StopAll(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, cs []*kubecontainer.ContainerState, why map[string]string, grace time.Duration) error
 }
 
 // Images deletes the unused images (images.Manager).
@@ -68,14 +66,8 @@ type Images interface {
 	DeleteUnused(ctx context.Context)
 }
 
-// Probes stops a pod's probe workers (prober.Manager).
-type Probes interface {
-	RemovePod(uid types.UID)
-}
-
-// Volumes says where a pod's directory and emptyDirs are (volumes.Manager).
+// Volumes says where a pod's emptyDirs are (volumes.Manager).
 type Volumes interface {
-	PodDir(uid types.UID) string
 	EmptyDirPath(uid types.UID, name string) string
 }
 
@@ -113,7 +105,6 @@ type Deps struct {
 	States  PodStates
 	Runtime Runtime
 	Images  Images
-	Probes  Probes
 	Volumes Volumes
 	Disk    DiskStats
 	// Cgroups measures the pods' memory and processes; nil: no pod
@@ -127,8 +118,8 @@ type Deps struct {
 
 // Evictor runs the eviction rounds around a Manager: it observes the node,
 // measures the pods, reclaims at node level, evicts the pod the Manager
-// picks and waits for it to stop; it admits pods under pressure and stops
-// an evicted pod when its worker syncs it.
+// picks (its pod worker stops it) and waits for it to stop; it admits pods
+// under pressure.
 type Evictor struct {
 	cfg EvictorConfig
 	m   *Manager
@@ -432,12 +423,11 @@ func (e *Evictor) podUsages(sig Signal) []PodUsage {
 func (e *Evictor) evict(ctx context.Context, ev *Eviction, since time.Time) {
 	pod := ev.Pod
 	glog.Warningf("Eviction: evicting pod %s (grace %v): %s", api.Key(pod), ev.GracePeriod, ev.Message)
-	e.d.Pods.SetEvicted(pod.UID, ev.Message, ev.GracePeriod)
 	e.d.Events.Event(events.PodRef(pod, ""), true, Reason, "%s", ev.Message)
-	e.d.Pods.Sync([]types.UID{pod.UID})
+	e.d.Pods.Evict(pod.UID, ev.Message, ev.GracePeriod)
 	wait := e.d.Clock.NewTicker(100 * time.Millisecond)
 	defer wait.Stop()
-	deadline := e.d.Clock.Now().Add(max(ev.GracePeriod, kuberuntime.MinStopGrace) + podCleanupTimeout)
+	deadline := e.d.Clock.Now().Add(max(ev.GracePeriod, lifecycle.MinStopGrace) + podCleanupTimeout)
 	for e.d.Clock.Now().Before(deadline) {
 		if state := e.d.States.Get(pod.UID); state == nil || !kubecontainer.AnyRunning(state) {
 			glog.Infof("Eviction: pod %s stopped %v after the pressure or overuse was first seen", api.Key(pod), e.d.Clock.Since(since).Round(time.Millisecond))
@@ -466,39 +456,9 @@ func (e *Evictor) readmit() {
 
 // AdmitPod is the eviction manager's admission of a pod not started yet
 // (nil: admitted).
-func (e *Evictor) AdmitPod(pod *v1.Pod) *kuberuntime.Rejection {
+func (e *Evictor) AdmitPod(pod *v1.Pod) *lifecycle.Rejection {
 	if msg := e.m.Admit(pod, kubecontainer.QOSClass(pod)); msg != "" {
-		return &kuberuntime.Rejection{Reason: Reason, Message: msg}
+		return &lifecycle.Rejection{Reason: Reason, Message: msg}
 	}
 	return nil
-}
-
-// StopEvicted stops what still runs of an evicted pod, with the eviction's
-// grace (a hard eviction's 0 is the agent's minimum), then tears down its
-// volumes, as the kubelet does for a terminated pod: its emptyDirs (on
-// disk or tmpfs) are what it still holds of the node. It is not
-// restarted; its dead containers stay for their logs until the GC. It
-// reports whether it acted on the runtime.
-func (e *Evictor) StopEvicted(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, grace time.Duration) (bool, error) {
-	e.d.Probes.RemovePod(pod.UID)
-	var running []*kubecontainer.ContainerState
-	if state != nil {
-		for _, c := range state.Containers {
-			if c.Running {
-				running = append(running, c)
-			}
-		}
-	}
-	if len(running) > 0 {
-		if err := e.d.Runtime.StopAll(ctx, pod, state, running, nil, max(grace, kuberuntime.MinStopGrace)); err != nil {
-			return true, err
-		}
-	}
-	dir := filepath.Join(e.d.Volumes.PodDir(pod.UID), "volumes")
-	if _, err := os.Stat(dir); err == nil {
-		if err := volumes.CleanupPodDir(dir); err != nil {
-			return len(running) > 0, fmt.Errorf("remove the evicted pod's volumes: %w", err)
-		}
-	}
-	return len(running) > 0, nil
 }

@@ -3,7 +3,6 @@ package eviction
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -43,7 +42,7 @@ func (p *fakePods) DesiredPod(uid types.UID) *v1.Pod {
 
 func (p *fakePods) Evicted(uid types.UID) bool { _, ok := p.evicted[uid]; return ok }
 
-func (p *fakePods) SetEvicted(uid types.UID, message string, _ time.Duration) {
+func (p *fakePods) Evict(uid types.UID, message string, _ time.Duration) {
 	p.evicted[uid] = message
 }
 
@@ -82,22 +81,9 @@ func (r *fakeRuntime) RemoveContainer(_ context.Context, c *kubecontainer.Contai
 	return nil
 }
 
-func (r *fakeRuntime) StopAll(_ context.Context, _ *v1.Pod, _ *kubecontainer.PodState, cs []*kubecontainer.ContainerState, _ map[string]string, grace time.Duration) error {
-	var ids []string
-	for _, c := range cs {
-		ids = append(ids, c.ID)
-	}
-	r.calls = append(r.calls, fmt.Sprintf("stop %s %v", strings.Join(ids, ","), grace))
-	return nil
-}
-
 type fakeImages struct{ deleted int }
 
 func (i *fakeImages) DeleteUnused(context.Context) { i.deleted++ }
-
-type fakeProbes struct{ removed []types.UID }
-
-func (p *fakeProbes) RemovePod(uid types.UID) { p.removed = append(p.removed, uid) }
 
 type fakeVolumes struct{ root string }
 
@@ -123,7 +109,6 @@ type evictorTest struct {
 	states  fakeStates
 	runtime *fakeRuntime
 	images  *fakeImages
-	probes  *fakeProbes
 	volumes fakeVolumes
 	events  *fakeEvents
 	clock   *clocktesting.FakeClock
@@ -136,13 +121,12 @@ func newEvictorTest(t *testing.T, cfg EvictorConfig) *evictorTest {
 		states:  fakeStates{m: map[types.UID]*kubecontainer.PodState{}, pods: pods},
 		runtime: &fakeRuntime{},
 		images:  &fakeImages{},
-		probes:  &fakeProbes{},
 		volumes: fakeVolumes{root: t.TempDir()},
 		events:  &fakeEvents{},
 		clock:   clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 	}
 	et.Evictor = NewEvictor(cfg, Deps{Pods: et.pods, States: et.states, Runtime: et.runtime, Images: et.images,
-		Probes: et.probes, Volumes: et.volumes, Disk: fakeDisk{}, Events: et.events,
+		Volumes: et.volumes, Disk: fakeDisk{}, Events: et.events,
 		GC: func() gc.Policy { return gc.Policy{} }, Clock: et.clock})
 	return et
 }
@@ -301,8 +285,8 @@ func TestIteration(t *testing.T) {
 }
 
 // A round under memory pressure evicts the running pod the manager picks:
-// recorded, an Evicted event, its worker asked to stop it, and the round
-// returns once its containers stopped. The pods refused under pressure are
+// an Evicted event, the pod's termination asked for (its worker stops it),
+// and the round returns once its containers stopped. The pods refused under pressure are
 // synced again when the pressure conditions change.
 func TestRoundEvicts(t *testing.T) {
 	for _, tc := range []struct {
@@ -313,7 +297,7 @@ func TestRoundEvicts(t *testing.T) {
 	}{
 		{name: "under the threshold: nothing evicted", used: 100 << 20},
 		{name: "over it: the running pod evicted, the refused one readmitted", used: 1<<30 - 50<<20,
-			wantEvicted: true, wantSynced: []types.UID{"refused", "running"}},
+			wantEvicted: true, wantSynced: []types.UID{"refused"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			et := newEvictorTest(t, EvictorConfig{Eviction: Config{Thresholds: memoryThresholds(t)},
@@ -370,54 +354,6 @@ func TestAdmitPod(t *testing.T) {
 				t.Errorf("refused: %+v", rej)
 			case tc.want != "" && (rej == nil || rej.Reason != Reason || rej.Message != tc.want):
 				t.Errorf("rejection %+v, want %s %q", rej, Reason, tc.want)
-			}
-		})
-	}
-}
-
-// An evicted pod's sync stops what still runs of it (a hard eviction's 0
-// grace is the minimum), stops its probes and removes its volumes; it
-// reports whether it acted.
-func TestStopEvicted(t *testing.T) {
-	pod := podWithUID("uid1")
-	b := &containertest.Builder{T0: time.Now().Add(-time.Hour)}
-	for _, tc := range []struct {
-		name      string
-		state     *kubecontainer.PodState
-		grace     time.Duration
-		wantCalls []string
-	}{
-		{name: "running: stopped with the minimum grace",
-			state: containertest.State(b.C(pod, infraName, true, 0, ""), b.C(pod, "a", true, 0, "")),
-			// newest first
-			wantCalls: []string{"stop a-2,POD-1 2s"}},
-		{name: "running: stopped with the soft eviction's grace",
-			state: containertest.State(b.C(pod, infraName, true, 0, ""), b.C(pod, "a", false, 0, "")), grace: 10 * time.Second,
-			wantCalls: []string{"stop POD-3 10s"}},
-		{name: "dead: only its volumes", state: containertest.State(b.C(pod, "a", false, 0, ""))},
-		{name: "no containers: only its volumes"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			et := newEvictorTest(t, EvictorConfig{})
-			vol := et.volumes.EmptyDirPath(pod.UID, "data")
-			if err := os.MkdirAll(vol, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			acted, err := et.StopEvicted(context.Background(), pod, tc.state, tc.grace)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if acted != (len(tc.wantCalls) > 0) || !slices.Equal(et.runtime.calls, tc.wantCalls) {
-				t.Errorf("acted %v, calls %v; want %v", acted, et.runtime.calls, tc.wantCalls)
-			}
-			if !slices.Equal(et.probes.removed, []types.UID{pod.UID}) {
-				t.Errorf("probes removed for %v, want the pod's", et.probes.removed)
-			}
-			if _, err := os.Stat(filepath.Join(et.volumes.PodDir(pod.UID), "volumes")); !os.IsNotExist(err) {
-				t.Errorf("the pod's volumes remain: %v", err)
-			}
-			if _, err := os.Stat(et.volumes.PodDir(pod.UID)); err != nil {
-				t.Errorf("the pod's directory is gone: %v", err)
 			}
 		})
 	}

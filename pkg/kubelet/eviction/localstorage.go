@@ -55,7 +55,10 @@ func LocalStorageViolation(pod *v1.Pod, u LocalUsage) string {
 		if !isDiskEmptyDir(v) || v.EmptyDir.SizeLimit == nil || v.EmptyDir.SizeLimit.Sign() <= 0 {
 			continue
 		}
-		if used, ok := u.Volumes[v.Name]; ok && used > v.EmptyDir.SizeLimit.Value() {
+		// Compared as quantities, as the kubelet: a sizeLimit past what an
+		// int64 holds (1e30) has no Value (it was 0, and the pod was
+		// evicted at its first byte); it is never reached.
+		if used, ok := u.Volumes[v.Name]; ok && resource.NewQuantity(used, resource.BinarySI).Cmp(*v.EmptyDir.SizeLimit) > 0 {
 			return fmt.Sprintf("Usage of EmptyDir volume %q exceeds the limit %q. ", v.Name, v.EmptyDir.SizeLimit.String())
 		}
 	}
@@ -69,7 +72,7 @@ func LocalStorageViolation(pod *v1.Pod, u LocalUsage) string {
 				total += u.Volumes[v.Name]
 			}
 		}
-		if total > limit.Value() {
+		if resource.NewQuantity(total, resource.BinarySI).Cmp(limit) > 0 { // the sum can pass int64
 			return fmt.Sprintf("Pod ephemeral local storage usage exceeds the total limit of containers %s. ", limit.String())
 		}
 	}

@@ -36,6 +36,13 @@ func TestLocalStorageViolation(t *testing.T) {
 			LocalUsage{Containers: map[string]int64{"a": 5 << 20, "b": 5 << 20}, Volumes: map[string]int64{"scratch": 11 << 20}}, true,
 			"Pod ephemeral local storage usage exceeds the total limit of containers 20Mi. "},
 		{"nothing limited", withVolumes([]v1.Container{{Name: "c"}}, unlimited), LocalUsage{Volumes: map[string]int64{"scratch": 1 << 40}}, false, ""},
+		// Limits past what an int64 holds are never reached (before: their
+		// Value was 0 or negative, and the pod was evicted at once).
+		{"emptyDir sizeLimit past int64", withVolumes([]v1.Container{{Name: "c"}},
+			v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{SizeLimit: size("1e30")}}}),
+			LocalUsage{Volumes: map[string]int64{"data": 1 << 40}}, true, ""},
+		{"containers' limits summing past int64", withVolumes([]v1.Container{limited("a", "8Ei"), limited("b", "8Ei")}, unlimited),
+			LocalUsage{Containers: map[string]int64{"a": 1, "b": 1}, Volumes: map[string]int64{"scratch": 1 << 40}}, true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := HasLocalStorageLimits(tc.pod); got != tc.limited {

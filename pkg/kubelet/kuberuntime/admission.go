@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 )
 
 // appArmorAnnotationPrefix is the beta annotation that named a container's
@@ -59,21 +61,16 @@ func dockerAppArmor(p *v1.AppArmorProfile) string {
 	}
 }
 
-// Rejection is why the agent refuses to run a pod at all, as the kubelet's
-// admission reports it: the pod's status and event carry its reason and
-// message.
-type Rejection struct{ Reason, Message string }
-
 // Admit says whether the pod can run on this node (nil: it can); what
 // cannot be enforced is refused rather than silently dropped.
-func (m *Manager) Admit(pod *v1.Pod) *Rejection {
+func (m *Manager) Admit(pod *v1.Pod) *lifecycle.Rejection {
 	// A pod for another OS, or selecting nodes of another OS, is refused
 	// with the kubelet's reasons: this node runs Linux containers.
 	if pod.Spec.OS != nil && pod.Spec.OS.Name != v1.Linux {
-		return &Rejection{"PodOSNotSupported", "Failed to admit pod as the OS field doesn't match node OS"}
+		return &lifecycle.Rejection{Reason: "PodOSNotSupported", Message: "Failed to admit pod as the OS field doesn't match node OS"}
 	}
 	if os, ok := pod.Spec.NodeSelector[v1.LabelOSStable]; ok && os != string(v1.Linux) {
-		return &Rejection{"PodOSSelectorNodeLabelDoesNotMatch", "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"}
+		return &lifecycle.Rejection{Reason: "PodOSSelectorNodeLabelDoesNotMatch", Message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"}
 	}
 	if r := m.cfg.Sysctls.admit(pod); r != nil {
 		return r
@@ -82,17 +79,15 @@ func (m *Manager) Admit(pod *v1.Pod) *Rejection {
 		*psc.SupplementalGroupsPolicy == v1.SupplementalGroupsPolicyStrict {
 		// Docker always adds the groups the image's /etc/group gives the
 		// user: Strict cannot be honoured, so the pod is refused.
-		return &Rejection{"SupplementalGroupsPolicyNotSupported",
-			"SupplementalGroupsPolicy=Strict is not supported by the container runtime (Docker) on this node"}
+		return &lifecycle.Rejection{Reason: "SupplementalGroupsPolicyNotSupported", Message: "SupplementalGroupsPolicy=Strict is not supported by the container runtime (Docker) on this node"}
 	}
 	if r := pod.Spec.Resources; r != nil && (len(r.Limits) > 0 || len(r.Requests) > 0) && m.cfg.Cgroups == nil {
-		return &Rejection{"PodLevelResourcesNotSupported",
-			"pod-level resources need pod cgroups, and this agent runs with --cgroups-per-qos=false"}
+		return &lifecycle.Rejection{Reason: "PodLevelResourcesNotSupported", Message: "pod-level resources need pod cgroups, and this agent runs with --cgroups-per-qos=false"}
 	}
 	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range cs {
 			if p := appArmorProfile(pod, &cs[i]); p != nil && p.Type != v1.AppArmorProfileTypeUnconfined && !m.appArmor() {
-				return &Rejection{"AppArmor", "Cannot enforce AppArmor: AppArmor is not enabled on the host"}
+				return &lifecycle.Rejection{Reason: "AppArmor", Message: "Cannot enforce AppArmor: AppArmor is not enabled on the host"}
 			}
 		}
 	}

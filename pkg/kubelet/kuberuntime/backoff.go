@@ -1,7 +1,6 @@
 package kuberuntime
 
 import (
-	"strings"
 	"sync"
 	"time"
 
@@ -19,12 +18,13 @@ const (
 	backoffReset = 10 * time.Minute
 )
 
-// backoff spaces out the attempts to run a container that keeps failing: it
+// backoff spaces out the attempts to run a pod's container that keeps
+// failing (one backoff per pod, in its PodRecord): it
 // crashed, Docker could not start it, or it could not even be created (bad
 // config, image never pulled, infra or volume setup failed). The first retry
 // is immediate, each later one waits twice as long as the one before (from
 // the moment of the failure), up to max. Its key includes the spec hash, so
-// a changed spec starts afresh.
+// a changed spec starts afresh. It goes with the pod's record.
 type backoff struct {
 	initial, max time.Duration
 
@@ -140,18 +140,6 @@ func (b *backoff) created(key string) {
 	}
 }
 
-// forgetPod drops every entry of a pod that is gone.
-func (b *backoff) forgetPod(uid types.UID) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	prefix := string(uid) + "/"
-	for k := range b.entries {
-		if strings.HasPrefix(k, prefix) {
-			delete(b.entries, k)
-		}
-	}
-}
-
 // gc forgets entries not used for twice the longest delay.
 func (b *backoff) gc(now time.Time) {
 	b.mu.Lock()
@@ -161,10 +149,4 @@ func (b *backoff) gc(now time.Time) {
 			delete(b.entries, k)
 		}
 	}
-}
-
-func (b *backoff) len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.entries)
 }

@@ -13,13 +13,13 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/credentialprovider"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 )
 
 const (
 	infraName = kubecontainer.InfraContainerName
-	// MinStopGrace is the shortest stop grace period: even a pod asking for
-	// 0 gets a moment to exit cleanly, as Kubernetes does.
-	MinStopGrace = 2 * time.Second
+	// MinStopGrace is the shortest stop grace period (lifecycle's).
+	MinStopGrace = lifecycle.MinStopGrace
 	// postStartTimeout bounds a postStart hook (Kubernetes sets none; a
 	// hook hanging forever would hold the pod's worker forever).
 	postStartTimeout = 2 * time.Minute
@@ -181,7 +181,7 @@ func isInitContainer(pod *v1.Pod, name string) bool {
 }
 
 func (m *Manager) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Container, sb sandbox, restartCount int) error {
-	creds := func() *credentialprovider.Keyring { return m.pullCredentials(ctx, pod) }
+	creds := func() *credentialprovider.Keyring { return m.pullCredentials(ctx, pod, sb.record) }
 	if err := m.images.Ensure(ctx, pod, c, creds); err != nil {
 		return err
 	}

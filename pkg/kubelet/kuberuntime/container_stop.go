@@ -81,8 +81,8 @@ func (m *Manager) detach(ctx context.Context, c *kubecontainer.ContainerState) {
 	}
 }
 
-// parallel runs f on each container at once and joins the errors.
-func parallel(cs []*kubecontainer.ContainerState, f func(*kubecontainer.ContainerState) error) error {
+// parallel runs f on each of cs at once and joins the errors.
+func parallel[T any](cs []T, f func(T) error) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(cs))
 	for i, c := range cs {

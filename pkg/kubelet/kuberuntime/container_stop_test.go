@@ -113,9 +113,10 @@ func TestStopAllOrder(t *testing.T) {
 	})
 }
 
-// KillPod stops the running containers and removes every container; with
-// nothing there it does not act.
-func TestKillPod(t *testing.T) {
+// StopPod stops the running containers and RemovePod (once StopPod
+// succeeded, as a pod worker calls them: terminating, then forgotten)
+// removes every container; with nothing there neither acts.
+func TestStopAndRemovePod(t *testing.T) {
 	pod := containertest.Pod(v1.RestartPolicyAlways, "a")
 	b := &containertest.Builder{T0: time.Now().Add(-time.Hour)}
 	infra, running, dead := b.C(pod, infraName, true, 0, ""), b.C(pod, "a", true, 0, ""), b.C(pod, "a", false, 1, "")
@@ -144,7 +145,12 @@ func TestKillPod(t *testing.T) {
 			if c.inject != "" {
 				fake.InjectError(c.inject, errors.New("boom"))
 			}
-			acted, err := m.KillPod(context.Background(), pod.UID, pod, c.state)
+			acted, err := m.StopPod(context.Background(), pod, c.state, GracePeriod(pod))
+			if err == nil {
+				var removed bool
+				removed, err = m.RemovePod(context.Background(), c.state)
+				acted = acted || removed
+			}
 			if acted != c.wantActed || (err != nil) != c.wantErr {
 				t.Errorf("acted %v, error %v; want %v, error %v", acted, err, c.wantActed, c.wantErr)
 			}
@@ -182,7 +188,7 @@ func TestGracePeriod(t *testing.T) {
 	}
 }
 
-// Without the pod's spec, KillPod's grace is the one on its containers'
+// Without the pod's spec, a pod's grace is the one on its containers'
 // labels.
 func TestLabelGrace(t *testing.T) {
 	cases := []struct {
@@ -204,25 +210,29 @@ func TestLabelGrace(t *testing.T) {
 				}
 				st.Containers = append(st.Containers, cs)
 			}
-			if got := labelGrace(st); got != c.want {
+			if got := LabelGrace(st); got != c.want {
 				t.Errorf("%v, want %v", got, c.want)
 			}
 		})
 	}
 }
 
-// A pod killed without its spec is stopped within the grace on its labels,
-// without hooks to run.
-func TestKillPodWithoutSpec(t *testing.T) {
+// A pod stopped without its spec is stopped within the grace on its
+// labels, without hooks to run.
+func TestStopPodWithoutSpec(t *testing.T) {
 	fake := containertest.NewFakeClient()
 	m := newTestManager(t, Config{}, fake)
 	pod := stopPod()
 	b := &containertest.Builder{}
 	a := b.C(pod, "a", true, 0, "")
 	a.Labels = map[string]string{kubecontainer.LabelGracePeriod: "3"}
-	acted, err := m.KillPod(context.Background(), pod.UID, nil, containertest.State(a))
+	state := containertest.State(a)
+	acted, err := m.StopPod(context.Background(), nil, state, LabelGrace(state))
 	if !acted || err != nil {
-		t.Fatalf("acted %v, %v", acted, err)
+		t.Fatalf("stop: acted %v, %v", acted, err)
+	}
+	if acted, err = m.RemovePod(context.Background(), state); !acted || err != nil {
+		t.Fatalf("remove: acted %v, %v", acted, err)
 	}
 	if calls := fake.Calls(); !slices.Equal(calls, []string{"stop " + a.ID, "remove " + a.ID}) {
 		t.Errorf("calls %v: want a stopped without its hook, then removed", calls)

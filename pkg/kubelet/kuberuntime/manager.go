@@ -2,7 +2,8 @@
 // and its observed state to the container runtime.
 //
 //   - The decisions: computePodActions (pure, table-tested) compares a pod's
-//     spec with its containers under the crash-loop and failure back-off;
+//     spec with its containers under the crash-loop and failure back-off, in
+//     phases over one view of the pod, each stop with a typed reason;
 //     SyncPod carries the actions out and returns a Result (acted, retry
 //     at, waiting reasons, containers being stopped) for the Kubelet to
 //     record; KillPod stops and removes a pod's containers; Admit refuses
@@ -138,10 +139,6 @@ type Host interface {
 	// ContainerLogs are the containers' log settings of the moment: they
 	// may change while the agent runs (SIGHUP).
 	ContainerLogs() ContainerLogs
-	// WarnSecrets records that the pod's image pull secrets named in list
-	// were warned of, and reports whether they were not already: the
-	// warning is given once per pod and list, and forgotten with the pod.
-	WarnSecrets(uid types.UID, list string) bool
 	// Life is the agent's Run context. Reads of config maps and secrets
 	// for a container's environment are bounded by it, not by the pod
 	// sync that asks for them, which a kill cancels.
@@ -211,8 +208,6 @@ type Manager struct {
 	host    Host
 	network Network
 
-	backoff *backoff // of every container (and sandbox) that keeps failing
-
 	// starts bounds the container creations and starts in flight across
 	// all pods: the daemon serializes much of that work, and a burst of
 	// pods contending for it finishes later than the same pods taken a
@@ -281,20 +276,21 @@ func NewManager(cfg Config, deps Deps) *Manager {
 		glog.Warningf("This host does not let processes lower their oom_score_adj (no CAP_SYS_RESOURCE): %s; Guaranteed, node-critical and infra containers get %d instead of the kubelet's -997/-998", self, oomFloor)
 	}
 	return &Manager{cfg: cfg, runtime: deps.Runtime, volumes: deps.Volumes, images: deps.Images, probes: deps.Probes, relist: deps.Relist,
-		host: deps.Host, network: deps.Network, backoff: newBackoff(cfg.BackoffInitial, cfg.BackoffMax), starts: newStartSlots(maxParallelStarts),
+		host: deps.Host, network: deps.Network, starts: newStartSlots(maxParallelStarts),
 		hookHTTP: probehttp.New(), oomFloor: oomFloor, appArmor: appArmorEnabled}
 }
 
-// ForgetPod drops what the Manager remembers of a pod that is gone (its
-// back-off).
-func (m *Manager) ForgetPod(uid types.UID) { m.backoff.forgetPod(uid) }
+// PodRecord is what the Manager remembers of one pod between its syncs:
+// the back-off of its containers (and sandbox) that keep failing, and the
+// image pull secrets it warned of. The pod's worker owns it and hands it to
+// every SyncPod of the pod, so it lives exactly as long as the pod's worker
+// and is touched by that worker alone.
+type PodRecord struct {
+	backoff *backoff
+	secrets string // the imagePullSecrets last warned of
+}
 
-// CollectBackoff forgets the back-off of containers that have not failed
-// for twice the longest delay.
-func (m *Manager) CollectBackoff(now time.Time) { m.backoff.gc(now) }
-
-// StateSizes counts the entries the Manager keeps per pod and container,
-// by table, for kubelet_pod_state_entries.
-func (m *Manager) StateSizes() map[string]int {
-	return map[string]int{"backoff": m.backoff.len()}
+// NewPodRecord returns the record of a pod the Manager has not synced yet.
+func (m *Manager) NewPodRecord() *PodRecord {
+	return &PodRecord{backoff: newBackoff(m.cfg.BackoffInitial, m.cfg.BackoffMax)}
 }

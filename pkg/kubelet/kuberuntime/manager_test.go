@@ -2,6 +2,7 @@ package kuberuntime
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,21 +13,10 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
 )
 
-// fakeHost is the Kubelet as the Manager sees it: no log settings, the
-// warned image pull secrets remembered per pod.
-type fakeHost struct {
-	warned map[types.UID]string
-}
+// fakeHost is the Kubelet as the Manager sees it: no log settings.
+type fakeHost struct{}
 
 func (h *fakeHost) ContainerLogs() ContainerLogs { return ContainerLogs{} }
-
-func (h *fakeHost) WarnSecrets(uid types.UID, list string) bool {
-	if h.warned[uid] == list {
-		return false
-	}
-	h.warned[uid] = list
-	return true
-}
 
 func (h *fakeHost) Life() context.Context { return context.Background() }
 
@@ -42,7 +32,7 @@ func newTestManager(t *testing.T, cfg Config, rt kubecontainer.Runtime) *Manager
 		rt = containertest.NewFakeClient()
 	}
 	vols := &volumes.Manager{RootDir: cfg.RootDir, NodeMemory: cfg.NodeMemory}
-	host := &fakeHost{warned: map[types.UID]string{}}
+	host := &fakeHost{}
 	m := NewManager(cfg, Deps{Runtime: rt, Volumes: vols, Host: host})
 	vols.Downward = m.Downward()
 	return m
@@ -58,4 +48,18 @@ func waitUntil(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// testRecords keeps each pod's record across a test's syncs, as the pod's
+// worker keeps it, by Manager and pod UID.
+var testRecords sync.Map
+
+// recordOf is the pod's record under m, made at its first sync.
+func recordOf(m *Manager, uid types.UID) *PodRecord {
+	type key struct {
+		m   *Manager
+		uid types.UID
+	}
+	r, _ := testRecords.LoadOrStore(key{m, uid}, m.NewPodRecord())
+	return r.(*PodRecord)
 }

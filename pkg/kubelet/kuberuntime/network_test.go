@@ -75,7 +75,7 @@ func TestSyncPodCNISandbox(t *testing.T) {
 	m.network = net
 	pod := hostPortPod()
 	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}
-	if _, err := m.SyncPod(context.Background(), pod, nil); err != nil {
+	if _, err := m.SyncPod(context.Background(), pod, nil, recordOf(m, pod.UID)); err != nil {
 		t.Fatal(err)
 	}
 	var infra, app kubecontainer.ContainerDetail
@@ -105,7 +105,10 @@ func TestSyncPodCNISandbox(t *testing.T) {
 
 	state := &kubecontainer.PodState{UID: pod.UID, Containers: []*kubecontainer.ContainerState{
 		{ID: app.ID, Name: "a", Running: true}, {ID: infra.ID, Name: infraName, Running: true}}}
-	if _, err := m.KillPod(context.Background(), pod.UID, pod, state); err != nil {
+	if _, err := m.StopPod(context.Background(), pod, state, MinStopGrace); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.RemovePod(context.Background(), state); err != nil {
 		t.Fatal(err)
 	}
 	// Detached once stopped, and again (a no-op for the network) as it is
@@ -125,7 +128,7 @@ func TestSyncPodBridgeSandbox(t *testing.T) {
 		m.network = net
 		pod := hostPortPod()
 		pod.Spec.HostNetwork = hostNetwork
-		if _, err := m.SyncPod(context.Background(), pod, nil); err != nil {
+		if _, err := m.SyncPod(context.Background(), pod, nil, recordOf(m, pod.UID)); err != nil {
 			t.Fatal(err)
 		}
 		spec := fake.CreateSpec(firstCreated(t, fake))
@@ -173,7 +176,7 @@ func TestSyncPodCNIFailures(t *testing.T) {
 			m.network = tc.net
 			pod := hostPortPod()
 			t0 := clk.Now()
-			r, err := m.SyncPod(context.Background(), pod, nil)
+			r, err := m.SyncPod(context.Background(), pod, nil, recordOf(m, pod.UID))
 			var ce *kubecontainer.StartError
 			if !errors.As(err, &ce) || ce.Reason != reasonCreateSandbox || !strings.Contains(ce.Message, tc.want) {
 				t.Fatalf("error %v, want a %s naming %q", err, reasonCreateSandbox, tc.want)
@@ -187,12 +190,12 @@ func TestSyncPodCNIFailures(t *testing.T) {
 			if !r.RetryAt.Equal(t0) {
 				t.Errorf("retry at +%v, want at once after the first failure", r.RetryAt.Sub(t0))
 			}
-			if _, err = m.SyncPod(context.Background(), pod, nil); err == nil {
+			if _, err = m.SyncPod(context.Background(), pod, nil, recordOf(m, pod.UID)); err == nil {
 				t.Fatal("second try succeeded")
 			}
 			fake.Calls()
 			clk.Step(5 * time.Second)
-			if r, err := m.SyncPod(context.Background(), pod, nil); err != nil || r.Acted || len(fake.Calls()) != 0 {
+			if r, err := m.SyncPod(context.Background(), pod, nil, recordOf(m, pod.UID)); err != nil || r.Acted || len(fake.Calls()) != 0 {
 				t.Errorf("in back-off: acted %v, error %v: want a wait without a Docker call", r.Acted, err)
 			}
 		})

@@ -49,12 +49,12 @@ func pullSecretNames(pod *v1.Pod) []string {
 // them. As the kubelet run standalone, the pod runs regardless, its images
 // pulled with the node's credentials. With an API server (Objects),
 // pullCredentials reads them instead.
-func (m *Manager) warnPullSecrets(pod *v1.Pod) {
+func (m *Manager) warnPullSecrets(pod *v1.Pod, rec *PodRecord) {
 	if m.cfg.Objects != nil {
 		return
 	}
 	list := strings.Join(pullSecretNames(pod), ", ")
-	if m.warnUnreadableSecrets(pod, list) {
+	if m.warnUnreadableSecrets(pod, rec, list) {
 		glog.Warningf("Pod %s: unable to retrieve image pull secrets (%s): there is no API server; images are pulled with the node's credentials", api.Key(pod), list)
 	}
 }
@@ -62,8 +62,12 @@ func (m *Manager) warnPullSecrets(pod *v1.Pod) {
 // warnUnreadableSecrets raises the kubelet's warning event for the pod's
 // image pull secrets in list (comma-separated) that cannot be read, once
 // per pod and list; it reports whether it did (the caller logs why).
-func (m *Manager) warnUnreadableSecrets(pod *v1.Pod, list string) bool {
-	if !m.host.WarnSecrets(pod.UID, list) || list == "" {
+func (m *Manager) warnUnreadableSecrets(pod *v1.Pod, rec *PodRecord, list string) bool {
+	if rec.secrets == list {
+		return false
+	}
+	rec.secrets = list
+	if list == "" {
 		return false
 	}
 	m.cfg.Events.Event(events.PodRef(pod, ""), true, reasonPullSecrets,
@@ -76,7 +80,7 @@ func (m *Manager) warnUnreadableSecrets(pod *v1.Pod, list string) bool {
 // server). Those that cannot be read (absent, forbidden, malformed) are
 // said once, as the kubelet's FailedToRetrieveImagePullSecret warning, and
 // the pull goes on with the others and the node's credentials.
-func (m *Manager) pullCredentials(ctx context.Context, pod *v1.Pod) *credentialprovider.Keyring {
+func (m *Manager) pullCredentials(ctx context.Context, pod *v1.Pod, rec *PodRecord) *credentialprovider.Keyring {
 	names := pullSecretNames(pod)
 	if len(names) == 0 || m.cfg.Objects == nil {
 		return nil
@@ -88,7 +92,7 @@ func (m *Manager) pullCredentials(ctx context.Context, pod *v1.Pod) *credentialp
 	for _, f := range failed {
 		failedNames = append(failedNames, f.name)
 	}
-	if m.warnUnreadableSecrets(pod, strings.Join(failedNames, ", ")) {
+	if m.warnUnreadableSecrets(pod, rec, strings.Join(failedNames, ", ")) {
 		for _, f := range failed {
 			glog.Warningf("Pod %s: image pull secret %s: %v", api.Key(pod), f.name, f.err)
 		}

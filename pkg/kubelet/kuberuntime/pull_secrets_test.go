@@ -49,7 +49,7 @@ func TestPullSecretsWarnedOnce(t *testing.T) {
 		for _, s := range c.secrets {
 			pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, v1.LocalObjectReference{Name: s})
 		}
-		m.warnPullSecrets(pod)
+		m.warnPullSecrets(pod, recordOf(m, pod.UID))
 		if n, msg := count(); n != c.total || msg != c.message {
 			t.Errorf("%s: %d warnings, last %q; want %d, %q", c.name, n, msg, c.total, c.message)
 		}
@@ -152,7 +152,7 @@ func TestNodeModePullsWithPodSecrets(t *testing.T) {
 	pod.Spec.ImagePullSecrets = []v1.LocalObjectReference{{Name: "absent"}, {Name: "regcred"}, {Name: "opaque"}}
 	m.images = images.NewManager(fake, images.Policy{}, "pause:1", filepath.Join(t.TempDir(), "images.json"))
 	m.probes, m.relist = noProbes{}, noRelist{}
-	if _, err := m.SyncPod(context.Background(), pod, nil); err != nil {
+	if _, err := m.SyncPod(context.Background(), pod, nil, recordOf(m, pod.UID)); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
 	if got := fake.PullUsers("reg.test/app:1"); !slices.Equal(got, []string{"alice"}) {
@@ -173,8 +173,8 @@ func TestNodeModePullsWithPodSecrets(t *testing.T) {
 	}
 	// Again: no second warning for the same secrets (nor the standalone
 	// one: there is an API server).
-	m.warnPullSecrets(pod)
-	if creds := m.pullCredentials(context.Background(), pod); creds.Len() != 1 {
+	m.warnPullSecrets(pod, recordOf(m, pod.UID))
+	if creds := m.pullCredentials(context.Background(), pod, recordOf(m, pod.UID)); creds.Len() != 1 {
 		t.Errorf("%d credentials, want regcred's", creds.Len())
 	}
 	if n, _ := warnings(); n != 1 {
@@ -182,9 +182,9 @@ func TestNodeModePullsWithPodSecrets(t *testing.T) {
 	}
 	// Once it can be read, a secret that fails again is warned of again.
 	secrets.secrets["default/absent"] = dockerConfigSecret("absent", "other.test", "carol")
-	m.pullCredentials(context.Background(), pod)
+	m.pullCredentials(context.Background(), pod, recordOf(m, pod.UID))
 	delete(secrets.secrets, "default/absent")
-	m.pullCredentials(context.Background(), pod)
+	m.pullCredentials(context.Background(), pod, recordOf(m, pod.UID))
 	if n, _ := warnings(); n != 2 {
 		t.Errorf("%d warnings after the secret came and went, want two", n)
 	}

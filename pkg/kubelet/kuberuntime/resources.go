@@ -4,6 +4,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 
+	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/cgroups"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
@@ -75,7 +76,7 @@ func containerResources(c *v1.Container) kubecontainer.Resources {
 // containers as a maximum, sidecars added, pod-level resources winning), as
 // the scheduler and the kubelet count it.
 func podCPURequestMilli(pod *v1.Pod) int64 {
-	reqs := resourcehelper.PodRequests(withDefaultRequests(pod), resourcehelper.PodResourcesOptions{ExcludeOverhead: true})
+	reqs := resourcehelper.PodRequests(api.WithDefaultRequests(pod), resourcehelper.PodResourcesOptions{ExcludeOverhead: true})
 	return reqs.Cpu().MilliValue()
 }
 
@@ -86,7 +87,7 @@ func podCPURequestMilli(pod *v1.Pod) int64 {
 // a container without one could use all the node has, and the pod with it;
 // BestEffort pods the minimum shares and no bounds.
 func podCgroupResources(pod *v1.Pod) cgroups.Resources {
-	pod = withDefaultRequests(pod)
+	pod = api.WithDefaultRequests(pod)
 	opts := resourcehelper.PodResourcesOptions{ExcludeOverhead: true}
 	reqs := resourcehelper.PodRequests(pod, opts)
 	limits := resourcehelper.PodLimits(pod, opts)
@@ -116,31 +117,4 @@ func podCgroupResources(pod *v1.Pod) cgroups.Resources {
 		}
 	}
 	return r
-}
-
-// withDefaultRequests is the pod with a request wherever only a limit is
-// written (container or pod level), as the API server would have defaulted
-// it. The pod as given is kept as it is: its containers' hashes come from
-// it.
-func withDefaultRequests(pod *v1.Pod) *v1.Pod {
-	def := func(r *v1.ResourceRequirements) {
-		for name, lim := range r.Limits {
-			if _, ok := r.Requests[name]; !ok && (name == v1.ResourceCPU || name == v1.ResourceMemory) {
-				if r.Requests == nil {
-					r.Requests = v1.ResourceList{}
-				}
-				r.Requests[name] = lim
-			}
-		}
-	}
-	out := pod.DeepCopy()
-	for _, cs := range [][]v1.Container{out.Spec.InitContainers, out.Spec.Containers} {
-		for i := range cs {
-			def(&cs[i].Resources)
-		}
-	}
-	if out.Spec.Resources != nil {
-		def(out.Spec.Resources)
-	}
-	return out
 }

@@ -23,48 +23,13 @@ const (
 )
 
 // securityOptions applies a container's security context over the pod's
-// (the container's settings win) to its create spec o. It refuses what must not run: a
-// container that would run as root under runAsNonRoot, or a privileged one
-// when the agent does not allow it.
+// (the container's settings win) to its create spec o. It refuses what must
+// not run: a container that would run as root under runAsNonRoot, or a
+// privileged one when the agent does not allow it.
 func (m *Manager) securityOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, o *kubecontainer.CreateSpec) error {
-	var user, group *int64
-	var nonRoot *bool
-	if psc := pod.Spec.SecurityContext; psc != nil {
-		user, group, nonRoot = psc.RunAsUser, psc.RunAsGroup, psc.RunAsNonRoot
-		for _, g := range psc.SupplementalGroups {
-			o.GroupAdd = append(o.GroupAdd, strconv.FormatInt(g, 10))
-		}
-		if psc.FSGroup != nil {
-			// Every container is in the group that owns the pod's volumes.
-			o.GroupAdd = append(o.GroupAdd, strconv.FormatInt(*psc.FSGroup, 10))
-		}
-	}
-	if sc := c.SecurityContext; sc != nil {
-		if sc.RunAsUser != nil {
-			user = sc.RunAsUser
-		}
-		if sc.RunAsGroup != nil {
-			group = sc.RunAsGroup
-		}
-		if sc.RunAsNonRoot != nil {
-			nonRoot = sc.RunAsNonRoot
-		}
-		if sc.Privileged != nil && *sc.Privileged {
-			if !m.cfg.AllowPrivileged {
-				return &kubecontainer.StartError{Reason: reasonConfigError, Message: "privileged containers are not allowed: the agent runs with --allow-privileged=false"}
-			}
-			o.Privileged = true
-		}
-		if caps := sc.Capabilities; caps != nil {
-			for _, cp := range caps.Add {
-				o.CapAdd = append(o.CapAdd, string(cp))
-			}
-			for _, cp := range caps.Drop {
-				o.CapDrop = append(o.CapDrop, string(cp))
-			}
-		}
-		o.ReadOnlyRootfs = sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem
-		o.NoNewPrivileges = sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation
+	id := podRunAs(pod.Spec.SecurityContext, o)
+	if err := m.containerSecurity(c.SecurityContext, &id, o); err != nil {
+		return err
 	}
 	var err error
 	if o.Seccomp, err = m.seccompProfile(pod, c); err != nil {
@@ -73,38 +38,111 @@ func (m *Manager) securityOptions(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	o.AppArmorProfile = dockerAppArmor(appArmorProfile(pod, c))
 	o.SELinuxLabels = seLinuxLabels(pod, c)
 	imageUser := ""
-	if user == nil && (group != nil || (nonRoot != nil && *nonRoot)) {
-		var err error
+	if id.user == nil && (id.group != nil || id.nonRoot) {
 		if imageUser, err = m.runtime.ImageUser(ctx, c.Image); err != nil {
 			return err
 		}
 	}
+	if u := id.dockerUser(imageUser); u != "" {
+		o.User = u
+	}
+	return id.checkNonRoot(imageUser, c.Image)
+}
+
+// runAs is who a container runs as: the pod's settings, overridden by the
+// container's.
+type runAs struct {
+	user, group *int64
+	nonRoot     bool // runAsNonRoot
+}
+
+// podRunAs is who the pod's containers run as by default; it adds the pod's
+// supplemental groups to o.
+func podRunAs(psc *v1.PodSecurityContext, o *kubecontainer.CreateSpec) runAs {
+	if psc == nil {
+		return runAs{}
+	}
+	for _, g := range psc.SupplementalGroups {
+		o.GroupAdd = append(o.GroupAdd, strconv.FormatInt(g, 10))
+	}
+	if psc.FSGroup != nil {
+		// Every container is in the group that owns the pod's volumes.
+		o.GroupAdd = append(o.GroupAdd, strconv.FormatInt(*psc.FSGroup, 10))
+	}
+	return runAs{user: psc.RunAsUser, group: psc.RunAsGroup, nonRoot: psc.RunAsNonRoot != nil && *psc.RunAsNonRoot}
+}
+
+// containerSecurity applies the container's own security context (nil:
+// none) to o and over the pod's id.
+func (m *Manager) containerSecurity(sc *v1.SecurityContext, id *runAs, o *kubecontainer.CreateSpec) error {
+	if sc == nil {
+		return nil
+	}
+	if sc.RunAsUser != nil {
+		id.user = sc.RunAsUser
+	}
+	if sc.RunAsGroup != nil {
+		id.group = sc.RunAsGroup
+	}
+	if sc.RunAsNonRoot != nil {
+		id.nonRoot = *sc.RunAsNonRoot
+	}
+	if sc.Privileged != nil && *sc.Privileged {
+		if !m.cfg.AllowPrivileged {
+			return &kubecontainer.StartError{Reason: reasonConfigError, Message: "privileged containers are not allowed: the agent runs with --allow-privileged=false"}
+		}
+		o.Privileged = true
+	}
+	if caps := sc.Capabilities; caps != nil {
+		for _, cp := range caps.Add {
+			o.CapAdd = append(o.CapAdd, string(cp))
+		}
+		for _, cp := range caps.Drop {
+			o.CapDrop = append(o.CapDrop, string(cp))
+		}
+	}
+	o.ReadOnlyRootfs = sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem
+	o.NoNewPrivileges = sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation
+	return nil
+}
+
+// dockerUser is Docker's user of the container ("": the image's): a group
+// without a user keeps the image's user (imageUser), root if it has none.
+func (id runAs) dockerUser(imageUser string) string {
 	switch {
-	case user != nil && group != nil:
-		o.User = fmt.Sprintf("%d:%d", *user, *group)
-	case user != nil:
-		o.User = strconv.FormatInt(*user, 10)
-	case group != nil:
+	case id.user != nil && id.group != nil:
+		return fmt.Sprintf("%d:%d", *id.user, *id.group)
+	case id.user != nil:
+		return strconv.FormatInt(*id.user, 10)
+	case id.group != nil:
 		u, _, _ := strings.Cut(imageUser, ":")
 		if u == "" {
 			u = "0"
 		}
-		o.User = fmt.Sprintf("%s:%d", u, *group)
+		return fmt.Sprintf("%s:%d", u, *id.group)
 	}
-	if nonRoot != nil && *nonRoot {
-		if user != nil {
-			if *user == 0 {
-				return &kubecontainer.StartError{Reason: reasonConfigError, Message: "container's runAsUser breaks non-root policy (runAsNonRoot and runAsUser 0)"}
-			}
-			return nil
+	return ""
+}
+
+// checkNonRoot refuses a container under runAsNonRoot that would run as
+// root: by its runAsUser, else by its image's user (imageUser), which must
+// be numeric to be verified.
+func (id runAs) checkNonRoot(imageUser, image string) error {
+	if !id.nonRoot {
+		return nil
+	}
+	if id.user != nil {
+		if *id.user == 0 {
+			return &kubecontainer.StartError{Reason: reasonConfigError, Message: "container's runAsUser breaks non-root policy (runAsNonRoot and runAsUser 0)"}
 		}
-		u, _, _ := strings.Cut(imageUser, ":")
-		switch uid, err := strconv.Atoi(u); {
-		case u == "" || u == "root" || (err == nil && uid == 0):
-			return &kubecontainer.StartError{Reason: reasonConfigError, Message: fmt.Sprintf("container has runAsNonRoot and image %s will run as root", c.Image)}
-		case err != nil:
-			return &kubecontainer.StartError{Reason: reasonConfigError, Message: fmt.Sprintf("container has runAsNonRoot and image %s has non-numeric user (%s): cannot verify user is non-root", c.Image, u)}
-		}
+		return nil
+	}
+	u, _, _ := strings.Cut(imageUser, ":")
+	switch uid, err := strconv.Atoi(u); {
+	case u == "" || u == "root" || (err == nil && uid == 0):
+		return &kubecontainer.StartError{Reason: reasonConfigError, Message: fmt.Sprintf("container has runAsNonRoot and image %s will run as root", image)}
+	case err != nil:
+		return &kubecontainer.StartError{Reason: reasonConfigError, Message: fmt.Sprintf("container has runAsNonRoot and image %s has non-numeric user (%s): cannot verify user is non-root", image, u)}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package kuberuntime
 import (
 	"context"
 	"errors"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/credentialprovider"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/container/containertest"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/images"
 )
 
@@ -103,7 +105,7 @@ func TestSyncPodSandboxFailureBacksOff(t *testing.T) {
 			pod := containertest.Pod(v1.RestartPolicyAlways, "a")
 			t0 := clk.Now()
 
-			r, err := m.SyncPod(context.Background(), pod, nil)
+			r, err := m.SyncPod(context.Background(), pod, nil, recordOf(m, pod.UID))
 			if err == nil || startErrorReason(err) != c.wantReason || (c.wantReason == "" && err.Error() != "daemon says no") {
 				t.Fatalf("first sync: error %v, want a %q", err, c.wantReason)
 			}
@@ -117,14 +119,14 @@ func TestSyncPodSandboxFailureBacksOff(t *testing.T) {
 				t.Errorf("%v failed pod starts counted, want 1", n)
 			}
 
-			r, err = m.SyncPod(context.Background(), pod, nil)
+			r, err = m.SyncPod(context.Background(), pod, nil, recordOf(m, pod.UID))
 			if err == nil || !r.RetryAt.Equal(t0.Add(10*time.Second)) {
 				t.Fatalf("second sync: error %v, retry at +%v; want a failure and a retry at +10s", err, r.RetryAt.Sub(t0))
 			}
 			fake.Calls()
 
 			clk.Step(5 * time.Second)
-			r, err = m.SyncPod(context.Background(), pod, nil)
+			r, err = m.SyncPod(context.Background(), pod, nil, recordOf(m, pod.UID))
 			if err != nil || r.Acted || !r.RetryAt.Equal(t0.Add(10*time.Second)) {
 				t.Errorf("in back-off: acted %v, error %v, retry at +%v; want a wait until +10s", r.Acted, err, r.RetryAt.Sub(t0))
 			}
@@ -134,7 +136,7 @@ func TestSyncPodSandboxFailureBacksOff(t *testing.T) {
 
 			c.fix(fake, cg)
 			clk.Step(5 * time.Second)
-			r, err = m.SyncPod(context.Background(), pod, nil)
+			r, err = m.SyncPod(context.Background(), pod, nil, recordOf(m, pod.UID))
 			if err != nil {
 				t.Fatalf("after the fix: %v", err)
 			}
@@ -156,7 +158,8 @@ func TestSyncPodInfraStartFailureRemovesIt(t *testing.T) {
 	fake := containertest.NewFakeClient("img:1", "pause:1")
 	m, _ := newSyncManager(t, Config{}, fake)
 	fake.InjectError("start", errors.New("oci runtime error"))
-	if _, err := m.SyncPod(context.Background(), containertest.Pod(v1.RestartPolicyAlways, "a"), nil); err == nil {
+	pod := containertest.Pod(v1.RestartPolicyAlways, "a")
+	if _, err := m.SyncPod(context.Background(), pod, nil, recordOf(m, pod.UID)); err == nil {
 		t.Fatal("no error")
 	}
 	calls := fake.Calls()
@@ -202,7 +205,7 @@ func TestSyncPodContainerFailures(t *testing.T) {
 			if c.inject != "" {
 				fake.InjectError(c.inject, errors.New("daemon says no"))
 			}
-			r, err := m.SyncPod(context.Background(), pod, state)
+			r, err := m.SyncPod(context.Background(), pod, state, recordOf(m, pod.UID))
 			if got := startErrorReason(err); got != c.wantReason || (err != nil) != (c.wantReason != "") {
 				t.Fatalf("error %v, want reason %q", err, c.wantReason)
 			}
@@ -253,7 +256,7 @@ func TestSyncPodInitContainersInOrder(t *testing.T) {
 		{containertest.State(infra, i1), []string{"i2"}},
 		{containertest.State(infra, i1, i2), []string{"a"}},
 	} {
-		if _, err := m.SyncPod(context.Background(), pod, step.state); err != nil {
+		if _, err := m.SyncPod(context.Background(), pod, step.state, recordOf(m, pod.UID)); err != nil {
 			t.Fatal(err)
 		}
 		if got := created(fake.Calls()); !slices.Equal(got, step.want) {
@@ -276,7 +279,7 @@ func TestSyncPodCrashBackOff(t *testing.T) {
 	state := containertest.State(infra, crashed)
 	clk.SetTime(crashed.FinishedAt)
 
-	r, err := m.SyncPod(context.Background(), pod, state)
+	r, err := m.SyncPod(context.Background(), pod, state, recordOf(m, pod.UID))
 	if err != nil || !r.Acted || !r.RetryAt.IsZero() {
 		t.Fatalf("first crash: acted %v, error %v, retry %v; want a restart", r.Acted, err, r.RetryAt)
 	}
@@ -291,7 +294,7 @@ func TestSyncPodCrashBackOff(t *testing.T) {
 	again.ID, again.RestartCount = "a-again", 1
 	state = containertest.State(infra, &again, crashed)
 	clk.Step(time.Second)
-	r, err = m.SyncPod(context.Background(), pod, state)
+	r, err = m.SyncPod(context.Background(), pod, state, recordOf(m, pod.UID))
 	if err != nil || r.Acted || !r.RetryAt.Equal(crashed.FinishedAt.Add(10*time.Second)) {
 		t.Fatalf("second crash: acted %v, error %v, retry at %v; want a wait until the exit +10s", r.Acted, err, r.RetryAt.Sub(crashed.FinishedAt))
 	}
@@ -299,19 +302,15 @@ func TestSyncPodCrashBackOff(t *testing.T) {
 		t.Errorf("in back-off, Docker was called: %v", calls)
 	}
 	clk.SetTime(crashed.FinishedAt.Add(10 * time.Second))
-	if r, err = m.SyncPod(context.Background(), pod, state); err != nil || !r.Acted {
+	if r, err = m.SyncPod(context.Background(), pod, state, recordOf(m, pod.UID)); err != nil || !r.Acted {
 		t.Fatalf("back-off over: acted %v, %v", r.Acted, err)
 	}
 	if n := counterValue(t, m.cfg.Metrics.ContainerRestarts); n != 2 {
 		t.Errorf("%v restarts counted, want 2", n)
 	}
-	// Forgetting the pod forgets its back-off.
-	if m.StateSizes()["backoff"] == 0 {
-		t.Error("no back-off kept")
-	}
-	m.ForgetPod(pod.UID)
-	if n := m.StateSizes()["backoff"]; n != 0 {
-		t.Errorf("%d back-off entries after the pod was forgotten", n)
+	// The back-off is the pod's record's, which goes with its worker.
+	if len(recordOf(m, pod.UID).backoff.entries) == 0 {
+		t.Error("no back-off kept in the pod's record")
 	}
 }
 
@@ -325,7 +324,7 @@ func TestSyncPodSandboxGoneKillsWithoutHooks(t *testing.T) {
 	pod.Spec.InitContainers = nil
 	b := &containertest.Builder{T0: clk.Now().Add(-time.Hour)}
 	infra, a := b.C(pod, infraName, false, 0, ""), b.C(pod, "a", true, 0, "")
-	r, err := m.SyncPod(context.Background(), pod, containertest.State(infra, a))
+	r, err := m.SyncPod(context.Background(), pod, containertest.State(infra, a), recordOf(m, pod.UID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,17 +340,18 @@ func TestSyncPodSandboxGoneKillsWithoutHooks(t *testing.T) {
 	}
 }
 
-// CollectBackoff forgets back-off entries idle for long.
+// A pod's back-off forgets entries idle for long (each sync collects them).
 func TestCollectBackoff(t *testing.T) {
 	m := newTestManager(t, Config{}, nil)
+	bo := m.NewPodRecord().backoff
 	now := time.Now()
-	m.backoff.restarted(backoffKey("u", "a", "h"), now)
-	m.CollectBackoff(now)
-	if n := m.StateSizes()["backoff"]; n != 1 {
+	bo.restarted(backoffKey("u", "a", "h"), now)
+	bo.gc(now)
+	if n := len(bo.entries); n != 1 {
 		t.Fatalf("%d entries, want the fresh one kept", n)
 	}
-	m.CollectBackoff(now.Add(time.Hour))
-	if n := m.StateSizes()["backoff"]; n != 0 {
+	bo.gc(now.Add(time.Hour))
+	if n := len(bo.entries); n != 0 {
 		t.Errorf("%d entries, want the stale one collected", n)
 	}
 }
@@ -379,7 +379,7 @@ func TestSyncPodImagePullBackOff(t *testing.T) {
 	until := clk.Now().Add(20 * time.Second)
 	m.images = pullBackOffImages{until: until}
 	pod := containertest.Pod(v1.RestartPolicyAlways, "a", "b")
-	r, err := m.SyncPod(context.Background(), pod, nil)
+	r, err := m.SyncPod(context.Background(), pod, nil, recordOf(m, pod.UID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,5 +397,46 @@ func TestSyncPodImagePullBackOff(t *testing.T) {
 	}
 	if got := imageOf(pod, "none"); got != "" {
 		t.Errorf("image of an unknown container %q", got)
+	}
+}
+
+// sickProbes reports the containers of IDs as having failed their liveness
+// probe.
+type sickProbes map[string]bool
+
+func (p sickProbes) Unhealthy(id string) (bool, string) { return p[id], "liveness" }
+func (sickProbes) Started(*v1.Container, string) bool   { return true }
+
+// The Killing event of each container a sync stops says why in the
+// kubelet's words: the probe that failed, the changed definition, or the
+// plain "Stopping container" for the rest.
+func TestSyncPodKillingEvents(t *testing.T) {
+	rec := events.New("n")
+	fake := containertest.NewFakeClient("img:1", "pause:1")
+	m, clk := newSyncManager(t, Config{Events: rec}, fake)
+	pod := containertest.Pod(v1.RestartPolicyAlways, "a", "b")
+	b := &containertest.Builder{T0: clk.Now().Add(-time.Hour)}
+	infra, a, old, gone := b.C(pod, infraName, true, 0, ""), b.C(pod, "a", true, 0, ""), b.C(pod, "b", true, 0, "old"), b.C(pod, "gone", true, 0, "")
+	m.probes = sickProbes{a.ID: true}
+	r, err := m.SyncPod(context.Background(), pod, containertest.State(infra, a, old, gone), recordOf(m, pod.UID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Stopping[a.ID] || !r.Stopping[old.ID] || !r.Stopping[gone.ID] || len(r.Stopping) != 3 {
+		t.Errorf("stopping %v, want a, b and gone", r.Stopping)
+	}
+	got := map[string]string{}
+	for _, e := range rec.List().Items {
+		if e.Reason == "Killing" {
+			got[e.InvolvedObject.FieldPath] = e.Message
+		}
+	}
+	want := map[string]string{
+		"spec.containers{a}":    "Container a failed liveness probe, will be restarted",
+		"spec.containers{b}":    "Container b definition changed, will be restarted",
+		"spec.containers{gone}": "Stopping container gone",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("Killing events %v, want %v", got, want)
 	}
 }

@@ -21,8 +21,8 @@ func summarize(pod *v1.Pod, a podActions) string {
 		parts = append(parts, "create-infra")
 	}
 	var kill []string
-	for _, c := range a.kill {
-		kill = append(kill, c.ID)
+	for _, k := range a.kill {
+		kill = append(kill, k.c.ID)
 	}
 	sort.Strings(kill)
 	if len(kill) > 0 {
@@ -82,18 +82,18 @@ func TestComputePodActions(t *testing.T) {
 		{"exited under Always restarts", always, func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, infraName, true, 0, ""), b.C(p, "a", false, 0, ""), b.C(p, "b", true, 0, ""))
 		}, "start:a#1"},
-		{"succeeded under OnFailure stays; pod done, infra stopped", onFailure, func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
+		{"succeeded under OnFailure: finished", onFailure, func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, infraName, true, 0, ""), b.C(p, "a", false, 0, ""))
-		}, "kill:POD-1"},
+		}, "finished"},
 		{"failed under OnFailure restarts", onFailure, func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, infraName, true, 0, ""), b.C(p, "a", false, 1, ""))
 		}, "start:a#1"},
-		{"failed under Never stays", never, func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
+		{"failed under Never: finished", never, func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, infraName, true, 0, ""), b.C(p, "a", false, 1, ""))
-		}, "kill:POD-1"},
+		}, "finished"},
 		{"finished pod without infra stays finished", never, func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, infraName, false, 0, ""), b.C(p, "a", false, 1, ""))
-		}, ""},
+		}, "finished"},
 		{"failed liveness: killed now, restarted on a later sync", always, func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			sick := b.C(p, "a", true, 0, "")
 			sick.ID = "sick-a"
@@ -120,9 +120,9 @@ func TestComputePodActions(t *testing.T) {
 		{"new infra: init runs again", containertest.PodWithInit(), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, "i1", false, 0, ""), b.C(p, "i2", false, 0, ""), b.C(p, infraName, false, 0, ""), b.C(p, "a", true, 0, ""))
 		}, "create-infra kill:a-4 init:i1#1"},
-		{"init failed under Never: pod failed, infra stopped", containertest.PodWithInit(v1.RestartPolicyNever), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
+		{"init failed under Never: finished", containertest.PodWithInit(v1.RestartPolicyNever), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, infraName, true, 0, ""), b.C(p, "i1", false, 1, ""))
-		}, "kill:POD-1"},
+		}, "finished"},
 		{"sidecar: started first", containertest.PodWithSidecar(v1.RestartPolicyNever), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, infraName, true, 0, ""))
 		}, "init:s1#0"},
@@ -149,7 +149,7 @@ func TestComputePodActions(t *testing.T) {
 		}, "kill:sick-s1"},
 		{"sidecar: pod done when its apps are; sidecar stopped", containertest.PodWithSidecar(v1.RestartPolicyNever), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, infraName, true, 0, ""), b.C(p, "s1", true, 0, ""), b.C(p, "i2", false, 0, ""), b.C(p, "a", false, 0, ""))
-		}, "kill:POD-1,s1-2"},
+		}, "finished"},
 		{"ephemeral: started in the running sandbox", withDebugger(always), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, infraName, true, 0, ""), b.C(p, "a", true, 0, ""), b.C(p, "b", true, 0, ""))
 		}, "ephemeral:dbg"},
@@ -172,7 +172,7 @@ func TestComputePodActions(t *testing.T) {
 		}, "create-infra kill:a-2,b-3,dbg-4 start:a#1 start:b#1"},
 		{"ephemeral: stopped with the pod when it is done", withDebugger(onFailure), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, infraName, true, 0, ""), b.C(p, "a", false, 0, ""), b.C(p, "dbg", true, 0, ""))
-		}, "kill:POD-1,dbg-3"},
+		}, "finished"},
 		{"container removed from spec is stopped and removed", containertest.Pod(v1.RestartPolicyAlways, "a"), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, infraName, true, 0, ""), b.C(p, "a", true, 0, ""), b.C(p, "gone", true, 0, "h"), b.C(p, "gone", false, 0, "h"))
 		}, "kill:gone-3"},
@@ -182,7 +182,14 @@ func TestComputePodActions(t *testing.T) {
 			b := &containertest.Builder{T0: time.Now().Add(-time.Hour)}
 			unhealthy := func(id string) (bool, string) { return strings.HasPrefix(id, "sick"), "liveness" }
 			started := func(_ *v1.Container, id string) bool { return !strings.HasPrefix(id, "unstarted") }
-			a := computePodActions(c.pod, c.state(b, c.pod), time.Now(), newBackoff(0, 0), podChecks{unhealthy: unhealthy, started: started})
+			state := c.state(b, c.pod)
+			if finished := kubecontainer.PodFinished(c.pod, state); finished != (c.want == "finished") {
+				t.Fatalf("finished %v: a finished pod is terminated by its worker (everything running stopped), never synced", finished)
+			}
+			if c.want == "finished" {
+				return
+			}
+			a := computePodActions(c.pod, state, time.Now(), newBackoff(0, 0), podChecks{unhealthy: unhealthy, started: started})
 			if got := summarize(c.pod, a); got != c.want {
 				t.Errorf("actions %q, want %q", got, c.want)
 			}
@@ -325,8 +332,18 @@ func TestComputePodActionsFailureBackoff(t *testing.T) {
 	})
 }
 
-// A container killed for a reason of its own is said to be so in the
-// kubelet's words (its Killing event's message).
+// killOf is the kill of container id among a's, if any.
+func killOf(a podActions, id string) (containerKill, bool) {
+	for _, k := range a.kill {
+		if k.c.ID == id {
+			return k, true
+		}
+	}
+	return containerKill{}, false
+}
+
+// A container killed for a reason of its own has that reason, which says so
+// in the kubelet's words (its Killing event's message).
 func TestKillReasonsAsTheKubelet(t *testing.T) {
 	unhealthy := func(id string) (bool, string) {
 		switch {
@@ -339,38 +356,39 @@ func TestKillReasonsAsTheKubelet(t *testing.T) {
 	}
 	named := func(c *kubecontainer.ContainerState, id string) *kubecontainer.ContainerState { c.ID = id; return c }
 	cases := []struct {
-		name  string
-		pod   *v1.Pod
-		state func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState
-		id    string
-		want  string
+		name   string
+		pod    *v1.Pod
+		state  func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState
+		id     string
+		reason killReason
+		want   string
 	}{
 		{"liveness, restarted", containertest.Pod(v1.RestartPolicyAlways, "a"), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, infraName, true, 0, ""), named(b.C(p, "a", true, 0, ""), "sick-a"))
-		}, "sick-a", "Container a failed liveness probe, will be restarted"},
+		}, "sick-a", killReason{kind: killProbe, probe: "liveness", restart: true}, "Container a failed liveness probe, will be restarted"},
 		{"startup, restarted", containertest.Pod(v1.RestartPolicyOnFailure, "a"), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, infraName, true, 0, ""), named(b.C(p, "a", true, 0, ""), "slow-a"))
-		}, "slow-a", "Container a failed startup probe, will be restarted"},
+		}, "slow-a", killReason{kind: killProbe, probe: "startup", restart: true}, "Container a failed startup probe, will be restarted"},
 		{"liveness under Never", containertest.Pod(v1.RestartPolicyNever, "a"), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, infraName, true, 0, ""), named(b.C(p, "a", true, 0, ""), "sick-a"))
-		}, "sick-a", "Container a failed liveness probe"},
+		}, "sick-a", killReason{kind: killProbe, probe: "liveness"}, "Container a failed liveness probe"},
 		{"sidecar liveness", containertest.PodWithSidecar(v1.RestartPolicyAlways), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, infraName, true, 0, ""), named(b.C(p, "s1", true, 0, ""), "sick-s1"), b.C(p, "i2", false, 0, ""), b.C(p, "a", true, 0, ""))
-		}, "sick-s1", "Init container s1 failed liveness probe"},
+		}, "sick-s1", killReason{kind: killProbe, probe: "liveness", sidecar: true}, "Init container s1 failed liveness probe"},
 		{"spec changed", containertest.Pod(v1.RestartPolicyAlways, "a"), func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
 			return containertest.State(b.C(p, infraName, true, 0, ""), named(b.C(p, "a", true, 0, "old"), "old-a"))
-		}, "old-a", "Container a definition changed, will be restarted"},
+		}, "old-a", killReason{kind: killSpecChanged}, "Container a definition changed, will be restarted"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b := &containertest.Builder{T0: time.Now().Add(-time.Hour)}
 			a := computePodActions(c.pod, c.state(b, c.pod), time.Now(), newBackoff(0, 0), podChecks{unhealthy: unhealthy})
-			killed := false
-			for _, k := range a.kill {
-				killed = killed || k.ID == c.id
+			k, killed := killOf(a, c.id)
+			if !killed || k.reason != c.reason {
+				t.Fatalf("killed %v for %v, want %v", killed, k.reason, c.reason)
 			}
-			if !killed || a.killReasons[c.id] != c.want {
-				t.Errorf("killed %v with %q, want %q", killed, a.killReasons[c.id], c.want)
+			if got := k.reason.event(k.c.Name); got != c.want {
+				t.Errorf("Killing event %q, want %q", got, c.want)
 			}
 		})
 	}
@@ -457,7 +475,7 @@ func TestSyncPodResult(t *testing.T) {
 	m.probes, m.relist = noProbes{}, noRelist{}
 	pod := containertest.Pod(v1.RestartPolicyAlways, "a")
 	pod.Spec.Containers[0].ImagePullPolicy = v1.PullNever
-	r, err := m.SyncPod(context.Background(), pod, nil)
+	r, err := m.SyncPod(context.Background(), pod, nil, recordOf(m, pod.UID))
 	if err == nil {
 		t.Fatal("a container whose image is absent under Never started")
 	}
@@ -503,8 +521,9 @@ func TestKillGraceOfProbes(t *testing.T) {
 			c := b.C(pod, "a", true, 0, "")
 			c.ID = tc.id
 			a := computePodActions(pod, containertest.State(b.C(pod, infraName, true, 0, ""), c), time.Now(), newBackoff(0, 0), podChecks{unhealthy: unhealthy})
-			if len(a.kill) != 1 || a.killGrace[tc.id] != tc.want {
-				t.Errorf("killed %d, grace %v, want %v", len(a.kill), a.killGrace[tc.id], tc.want)
+			k, _ := killOf(a, tc.id)
+			if len(a.kill) != 1 || k.grace != tc.want || k.ownGrace != (tc.want != 0) {
+				t.Errorf("killed %d, grace %v (own %v), want %v", len(a.kill), k.grace, k.ownGrace, tc.want)
 			}
 		})
 	}

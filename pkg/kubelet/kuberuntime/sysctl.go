@@ -8,6 +8,8 @@ import (
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 )
 
 // safeSysctls are the sysctls every pod may set, as the kubelet's: each
@@ -104,7 +106,7 @@ func NewSysctlAllowlist(unsafe []string) (*SysctlAllowlist, error) {
 // admit refuses a pod setting a sysctl the list does not allow, or one of a
 // namespace it shares with the host (reason SysctlForbidden, as the
 // kubelet's).
-func (w *SysctlAllowlist) admit(pod *v1.Pod) *Rejection {
+func (w *SysctlAllowlist) admit(pod *v1.Pod) *lifecycle.Rejection {
 	sc := pod.Spec.SecurityContext
 	if w == nil || sc == nil {
 		return nil
@@ -127,7 +129,7 @@ func (w *SysctlAllowlist) admit(pod *v1.Pod) *Rejection {
 			err = fmt.Sprintf("%q not allowed with host %s enabled", name, ns)
 		}
 		if err != "" {
-			return &Rejection{"SysctlForbidden", "forbidden sysctl: " + err}
+			return &lifecycle.Rejection{Reason: "SysctlForbidden", Message: "forbidden sysctl: " + err}
 		}
 	}
 	return nil

@@ -179,3 +179,51 @@ func (c podStateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(podStateDesc, prometheus.GaugeValue, float64(n), table)
 	}
 }
+
+// WorkingPods is one series of kubelet_working_pods: the pod workers in a
+// phase of the pod's life (lifecycle: sync, terminating, terminated), by
+// how the config knows their pods (config: desired, orphan — removed from
+// it —, runtime_only — found on the node only) and whether they are static.
+type WorkingPods struct {
+	Lifecycle, Config string
+	Static            bool
+	Count             int
+}
+
+// TrackWorkingPods serves kubelet_working_pods, the kubelet's gauge of the
+// pod workers by phase, from count at scrape time.
+func (m *Metrics) TrackWorkingPods(count func() []WorkingPods) {
+	m.Registry.MustRegister(workingPodsCollector{count})
+}
+
+var workingPodsDesc = prometheus.NewDesc(subsystem+"_working_pods",
+	"Number of pods the kubelet is actually running, broken down by lifecycle phase, whether the pod is desired, orphaned, or runtime only (also orphaned), and whether the pod is static.",
+	[]string{"lifecycle", "config", "static"}, nil)
+
+type workingPodsCollector struct{ count func() []WorkingPods }
+
+func (c workingPodsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- workingPodsDesc }
+
+// Collect reports every combination, zero where no worker is in it, as the
+// kubelet does: a series does not vanish when its last pod moves on.
+func (c workingPodsCollector) Collect(ch chan<- prometheus.Metric) {
+	type key struct {
+		lifecycle, config string
+		static            bool
+	}
+	n := map[key]int{}
+	for _, w := range c.count() {
+		n[key{w.Lifecycle, w.Config, w.Static}] += w.Count
+	}
+	for _, lc := range []string{"sync", "terminating", "terminated"} {
+		for _, cfg := range []string{"desired", "orphan", "runtime_only"} {
+			for _, static := range []bool{false, true} {
+				label := ""
+				if static {
+					label = "true"
+				}
+				ch <- prometheus.MustNewConstMetric(workingPodsDesc, prometheus.GaugeValue, float64(n[key{lc, cfg, static}]), lc, cfg, label)
+			}
+		}
+	}
+}

@@ -48,6 +48,8 @@ type cniNetwork struct {
 	binDirs                     []string
 	cni                         *libcni.CNIConfig
 
+	loadMu sync.Mutex // held by a load of the configuration
+
 	mu        sync.Mutex // guards what follows
 	stamp     string     // the directories as last loaded (see fingerprint)
 	list      *libcni.NetworkConfigList
@@ -55,6 +57,8 @@ type cniNetwork struct {
 	podCIDRs  []string                  // the Node's (node mode), for the ipRanges capability
 	sandboxes map[string]*sandboxRecord // by sandbox ID: attached, or being attached
 	ips       map[string]string         // by sandbox ID: its IP, once known
+
+	detaching sync.Map // sandbox ID → *sync.Mutex held by its detachment
 }
 
 // sandboxRecord is what the agent keeps of a sandbox it attaches: whose it
@@ -108,18 +112,26 @@ func newCNI(cfg Config) (*cniNetwork, error) {
 // the conf directory, reloaded when the directories changed.
 func (c *cniNetwork) network() (*libcni.NetworkConfigList, error) {
 	stamp := c.fingerprint()
+	// Loads take turns, outside mu: a load runs the plugins (for their
+	// versions), and mu guards what the relist reads (podIP).
+	c.loadMu.Lock()
+	defer c.loadMu.Unlock()
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if stamp != c.stamp || (c.list == nil && c.loadErr == nil) {
-		c.list, c.loadErr = c.load()
-		c.stamp = stamp
-		if c.loadErr != nil {
-			glog.Errorf("CNI: %v", c.loadErr)
-		} else {
-			glog.Infof("CNI: network %q (%d plugins) from %s", c.list.Name, len(c.list.Plugins), c.confDir)
-		}
+	list, err, loaded := c.list, c.loadErr, c.stamp == stamp && (c.list != nil || c.loadErr != nil)
+	c.mu.Unlock()
+	if loaded {
+		return list, err
 	}
-	return c.list, c.loadErr
+	list, err = c.load()
+	c.mu.Lock()
+	c.list, c.loadErr, c.stamp = list, err, stamp
+	c.mu.Unlock()
+	if err != nil {
+		glog.Errorf("CNI: %v", err)
+	} else {
+		glog.Infof("CNI: network %q (%d plugins) from %s", list.Name, len(list.Plugins), c.confDir)
+	}
+	return list, err
 }
 
 // fingerprint names, sizes and modification times of the conf and bin
@@ -315,14 +327,24 @@ func resultIP(res cnitypes.Result) (string, error) {
 }
 
 // tearDown detaches a sandbox the agent attached (see Manager.TearDown).
+// Two detachments of one sandbox (the start's and its pod's new sandbox's,
+// say) take turns: the second finds it detached.
 func (c *cniNetwork) tearDown(ctx context.Context, id string) error {
+	l, _ := c.detaching.LoadOrStore(id, &sync.Mutex{})
+	l.(*sync.Mutex).Lock()
+	defer l.(*sync.Mutex).Unlock()
 	c.mu.Lock()
 	rec := c.sandboxes[id]
 	c.mu.Unlock()
 	if rec == nil {
+		c.detaching.Delete(id)
 		return nil
 	}
-	return c.del(ctx, id, rec)
+	err := c.del(ctx, id, rec)
+	if err == nil {
+		c.detaching.Delete(id)
+	}
+	return err
 }
 
 // tearDownPod detaches the pod's sandboxes other than keep.

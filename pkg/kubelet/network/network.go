@@ -13,8 +13,10 @@
 // the Node's podCIDRs (SetPodCIDRs), from which it writes the reference
 // network configuration when none exists. What is true of CNI sandboxes
 // across restarts of the agent is on disk: the sandboxes it attached
-// (<root-dir>/network/sandboxes, one record each, written before the ADD)
-// and libcni's cache of each ADD's result and configuration
+// (<root-dir>/network/sandboxes, one record each, written before the ADD),
+// their network namespaces, pinned (<root-dir>/network/netns, bind mounts,
+// as containerd pins them) so that a DEL after the sandbox died still finds
+// its interface, and libcni's cache of each ADD's result and configuration
 // (--cni-cache-dir), from which a restarted agent learns the IPs of running
 // sandboxes without a new ADD, and with which it DELs those that stopped or
 // went while it was down (Run).

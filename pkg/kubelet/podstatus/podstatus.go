@@ -27,8 +27,7 @@ import (
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/eviction"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
@@ -41,9 +40,9 @@ type Records interface {
 	// (nil: nothing recorded).
 	Waiting(uid types.UID, container string) *kubecontainer.StartError
 	// Rejected is why the pod may not run here (nil: admitted).
-	Rejected(uid types.UID) *kuberuntime.Rejection
-	// Evicted is why the agent stopped the pod (nil: it did not).
-	Evicted(uid types.UID) *Eviction
+	Rejected(uid types.UID) *lifecycle.Rejection
+	// Termination is why the pod is ending (nil: it is not).
+	Termination(uid types.UID) *lifecycle.Termination
 	// Message is the termination message kept for a dead container.
 	Message(uid types.UID, containerID string) (string, bool)
 	// SetMessage keeps a dead container's termination message.
@@ -52,13 +51,6 @@ type Records interface {
 	// and how long its image pulls took; first is false if this was
 	// recorded before (or the config never gave the pod).
 	Started(uid types.UID) (seen time.Time, pulling time.Duration, first bool)
-}
-
-// Eviction is what a status shows of a pod the agent stopped: evicted by
-// the eviction manager, or past its activeDeadlineSeconds (Deadline).
-type Eviction struct {
-	Message  string
-	Deadline bool
 }
 
 // Statuses is the status store (pkg/kubelet/status): the pod's last status,
@@ -135,8 +127,50 @@ func (p *Producer) Status(ctx context.Context, pod *v1.Pod, state *kubecontainer
 		st.Phase, st.Reason, st.Message = v1.PodFailed, rej.Reason, "Pod was rejected: "+rej.Message
 		return st
 	}
-	prev, _ := p.cfg.Statuses.Get(pod.UID)
 	infra := state.RunningInfra()
+	p.addresses(pod, infra, &st)
+	// A pod the agent ended (evicted, past its deadline, the node shutting
+	// down) is done: its containers' last exits are final; so is a pod
+	// deleted in the API server once nothing of it runs.
+	var evicted *lifecycle.Termination
+	if t := p.cfg.Records.Termination(pod.UID); t != nil && (t.Cause == lifecycle.Evicted || t.Cause == lifecycle.DeadlineExceeded || t.Cause == lifecycle.Shutdown) {
+		evicted = t
+	}
+	deleted := pod.DeletionTimestamp != nil && (state == nil || !kubecontainer.AnyRunning(state))
+	finished := state != nil && kubecontainer.PodFinished(pod, state) || evicted != nil || deleted
+	p.containerStatuses(ctx, pod, state, infra, finished, &st)
+	st.Phase = podPhase(pod, st.InitContainerStatuses, st.ContainerStatuses, finished)
+	if deleted && st.Phase != v1.PodSucceeded {
+		// As the kubelet: a deleted pod ends terminal, Failed unless every
+		// container succeeded (one that never ran did not).
+		st.Phase = v1.PodFailed
+	}
+	ready := containersReadyCondition(pod, &st)
+	podReady := readinessGates(pod, ready)
+	conds := []v1.PodCondition{
+		readyToStartContainersCondition(pod, infra),
+		initializedCondition(pod, &st),
+		podReady,
+		ready,
+		{Type: v1.PodScheduled, Status: v1.ConditionTrue},
+	}
+	if evicted != nil {
+		st.Phase, st.Reason, st.Message = v1.PodFailed, evicted.Reason, evicted.Message
+	}
+	if evicted != nil && evicted.Cause == lifecycle.Evicted {
+		// As the kubelet reports a pod its eviction manager stopped.
+		conds = append(conds, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
+			Reason: v1.PodReasonTerminationByKubelet, Message: evicted.Message})
+	}
+	st.Conditions = p.cfg.Statuses.Stamp(pod.UID, conds)
+	return st
+}
+
+// addresses sets the pod's IPs (the sandbox's, the node's with
+// hostNetwork, else the last known) and its start time, which never moves
+// once set.
+func (p *Producer) addresses(pod *v1.Pod, infra *kubecontainer.ContainerState, st *v1.PodStatus) {
+	prev, _ := p.cfg.Statuses.Get(pod.UID)
 	if infra != nil {
 		st.PodIP = infra.IP
 		t := metav1.NewTime(infra.StartedAt)
@@ -151,13 +185,14 @@ func (p *Producer) Status(ctx context.Context, pod *v1.Pod, state *kubecontainer
 		st.PodIP, st.PodIPs = prev.PodIP, prev.PodIPs
 	}
 	if prev.StartTime != nil {
-		st.StartTime = prev.StartTime // it never moves once set
+		st.StartTime = prev.StartTime
 	}
-	evicted := p.cfg.Records.Evicted(pod.UID)
-	// An evicted pod is done: its containers' last exits are final; so is
-	// a pod deleted in the API server once nothing of it runs.
-	deleted := pod.DeletionTimestamp != nil && (state == nil || !kubecontainer.AnyRunning(state))
-	finished := state != nil && kubecontainer.PodFinished(pod, state) || evicted != nil || deleted
+}
+
+// containerStatuses sets the statuses of the init, app and ephemeral
+// containers. Only an init container's instances of the current sandbox
+// count, unless the pod is finished.
+func (p *Producer) containerStatuses(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, infra *kubecontainer.ContainerState, finished bool, st *v1.PodStatus) {
 	current := func(c *kubecontainer.ContainerState) bool {
 		return infra != nil && !c.CreatedAt.Before(infra.CreatedAt)
 	}
@@ -191,32 +226,6 @@ func (p *Producer) Status(ctx context.Context, pod *v1.Pod, state *kubecontainer
 		c := kubecontainer.EphemeralSpec(pod, i)
 		st.EphemeralContainerStatuses = append(st.EphemeralContainerStatuses, p.containerStatus(ctx, pod, c, state.Instances(c.Name), true, false, fresh))
 	}
-	st.Phase = podPhase(pod, st.InitContainerStatuses, st.ContainerStatuses, finished)
-	if deleted && st.Phase != v1.PodSucceeded {
-		// As the kubelet: a deleted pod ends terminal, Failed unless every
-		// container succeeded (one that never ran did not).
-		st.Phase = v1.PodFailed
-	}
-	ready := containersReadyCondition(pod, &st)
-	podReady := readinessGates(pod, ready)
-	conds := []v1.PodCondition{
-		readyToStartContainersCondition(pod, infra),
-		initializedCondition(pod, &st),
-		podReady,
-		ready,
-		{Type: v1.PodScheduled, Status: v1.ConditionTrue},
-	}
-	switch {
-	case evicted != nil && evicted.Deadline:
-		st.Phase, st.Reason, st.Message = v1.PodFailed, kubecontainer.ReasonDeadlineExceeded, evicted.Message
-	case evicted != nil:
-		// As the kubelet reports a pod its eviction manager stopped.
-		st.Phase, st.Reason, st.Message = v1.PodFailed, eviction.Reason, evicted.Message
-		conds = append(conds, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
-			Reason: v1.PodReasonTerminationByKubelet, Message: evicted.Message})
-	}
-	st.Conditions = p.cfg.Statuses.Stamp(pod.UID, conds)
-	return st
 }
 
 // podPhase is the kubelet's getPhase over the statuses produced: Pending

@@ -19,7 +19,7 @@ import (
 
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/container/containertest"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/status"
 )
@@ -59,8 +59,8 @@ func newHarness(t *testing.T, checkpoint string) *harness {
 // fakeRecords is the per-pod record as a test sets it.
 type fakeRecords struct {
 	waiting  map[string]*kubecontainer.StartError // by "uid/container"
-	rejected map[types.UID]*kuberuntime.Rejection
-	evicted  map[types.UID]*Eviction
+	rejected map[types.UID]*lifecycle.Rejection
+	ended    map[types.UID]*lifecycle.Termination
 	messages map[string]string // by "uid/container ID"
 	seen     map[types.UID]time.Time
 	pulling  map[types.UID]time.Duration
@@ -68,16 +68,18 @@ type fakeRecords struct {
 }
 
 func newFakeRecords() *fakeRecords {
-	return &fakeRecords{waiting: map[string]*kubecontainer.StartError{}, rejected: map[types.UID]*kuberuntime.Rejection{},
-		evicted: map[types.UID]*Eviction{}, messages: map[string]string{}, seen: map[types.UID]time.Time{},
+	return &fakeRecords{waiting: map[string]*kubecontainer.StartError{}, rejected: map[types.UID]*lifecycle.Rejection{},
+		ended: map[types.UID]*lifecycle.Termination{}, messages: map[string]string{}, seen: map[types.UID]time.Time{},
 		pulling: map[types.UID]time.Duration{}, observed: map[types.UID]bool{}}
 }
 
 func (r *fakeRecords) Waiting(uid types.UID, name string) *kubecontainer.StartError {
 	return r.waiting[string(uid)+"/"+name]
 }
-func (r *fakeRecords) Rejected(uid types.UID) *kuberuntime.Rejection { return r.rejected[uid] }
-func (r *fakeRecords) Evicted(uid types.UID) *Eviction               { return r.evicted[uid] }
+func (r *fakeRecords) Rejected(uid types.UID) *lifecycle.Rejection { return r.rejected[uid] }
+func (r *fakeRecords) Termination(uid types.UID) *lifecycle.Termination {
+	return r.ended[uid]
+}
 func (r *fakeRecords) Message(uid types.UID, id string) (string, bool) {
 	msg, ok := r.messages[string(uid)+"/"+id]
 	return msg, ok
@@ -172,21 +174,21 @@ func TestPodStatusPhases(t *testing.T) {
 // terminated, not waiting to restart whatever the restart policy, and only
 // an eviction with a DisruptionTarget condition.
 func TestStatusOfAPodTheAgentStopped(t *testing.T) {
-	apparmor := &kuberuntime.Rejection{Reason: "AppArmor", Message: "Cannot enforce AppArmor: AppArmor is not enabled on the host"}
+	apparmor := &lifecycle.Rejection{Reason: "AppArmor", Message: "Cannot enforce AppArmor: AppArmor is not enabled on the host"}
 	pressure := "The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi. "
 	deadline := "Pod was active on the node longer than the specified deadline"
 	for _, tc := range []struct {
 		name       string
-		rejected   *kuberuntime.Rejection
-		evicted    *Eviction
+		rejected   *lifecycle.Rejection
+		evicted    *lifecycle.Termination
 		reason     string
 		message    string
 		containers int  // container statuses, each terminated with 137
 		disruption bool // a DisruptionTarget condition
 	}{
 		{"rejected", apparmor, nil, "AppArmor", "Pod was rejected: " + apparmor.Message, 0, false},
-		{"evicted", nil, &Eviction{Message: pressure}, "Evicted", pressure, 1, true},
-		{"past its active deadline", nil, &Eviction{Message: deadline, Deadline: true}, kubecontainer.ReasonDeadlineExceeded, deadline, 1, false},
+		{"evicted", nil, &lifecycle.Termination{Cause: lifecycle.Evicted, Reason: "Evicted", Message: pressure}, "Evicted", pressure, 1, true},
+		{"past its active deadline", nil, &lifecycle.Termination{Cause: lifecycle.DeadlineExceeded, Reason: kubecontainer.ReasonDeadlineExceeded, Message: deadline}, kubecontainer.ReasonDeadlineExceeded, deadline, 1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, "")
@@ -195,7 +197,7 @@ func TestStatusOfAPodTheAgentStopped(t *testing.T) {
 				h.records.rejected[pod.UID] = tc.rejected
 			}
 			if tc.evicted != nil {
-				h.records.evicted[pod.UID] = tc.evicted
+				h.records.ended[pod.UID] = tc.evicted
 			}
 			var state *kubecontainer.PodState
 			if tc.containers > 0 {

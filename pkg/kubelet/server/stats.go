@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
@@ -172,68 +173,98 @@ func (s *Server) buildSummary() (*statsapi.Summary, error) {
 		out.Node.Runtime = &statsapi.RuntimeStats{ImageFs: usedOn(runtimeFs, disk.Taken, disk.Runtime.Images)}
 	}
 	for _, pod := range s.View.GetPods() {
-		ps := statsapi.PodStats{PodRef: statsapi.PodReference{Name: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID)}}
-		if pod.Status.StartTime != nil {
-			ps.StartTime = *pod.Status.StartTime
-		}
-		var ephemeral int64 // what the pod holds on the node's disk: layers, logs, volumes
-		if infra, err := s.View.FindContainer(pod.Namespace, pod.Name, "", "POD", false); err == nil && infra.Running {
-			if samples, err := s.Stats.Recent(infra.ID, true, req.NumStats); err == nil {
-				ps.Network = networkStats(samples)
-			}
-			if disk != nil {
-				ephemeral += disk.Runtime.Writable[infra.ID] + disk.Logs[infra.ID]
-			}
-		}
-		var cpuTotal, cpuRate, mem, ws, rss uint64
-		var have bool
-		var latest metav1.Time
-		for _, cs := range pod.Status.ContainerStatuses {
-			if cs.State.Running == nil {
-				continue
-			}
-			samples, err := s.Stats.Recent(strings.TrimPrefix(cs.ContainerID, "docker://"), true, req.NumStats)
-			if err != nil {
-				continue
-			}
-			c := statsapi.ContainerStats{Name: cs.Name, StartTime: cs.State.Running.StartedAt,
-				CPU: cpuStats(samples), Memory: memoryStats(samples)}
-			if id := strings.TrimPrefix(cs.ContainerID, "docker://"); disk != nil {
-				rootfs, logs := disk.Runtime.Writable[id], disk.Logs[id]
-				c.Rootfs, c.Logs = usedOn(runtimeFs, disk.Taken, rootfs), usedOn(runtimeFs, disk.Taken, logs)
-				ephemeral += rootfs + logs
-			}
-			ps.Containers = append(ps.Containers, c)
-			if c.CPU != nil && c.Memory != nil {
-				have = true
-				if c.CPU.Time.After(latest.Time) {
-					latest = c.CPU.Time
-				}
-				cpuTotal += deref(c.CPU.UsageCoreNanoSeconds)
-				cpuRate += deref(c.CPU.UsageNanoCores)
-				mem += deref(c.Memory.UsageBytes)
-				ws += deref(c.Memory.WorkingSetBytes)
-				rss += deref(c.Memory.RSSBytes)
-			}
-		}
-		if have {
-			ps.CPU = &statsapi.CPUStats{Time: latest, UsageCoreNanoSeconds: &cpuTotal, UsageNanoCores: &cpuRate}
-			ps.Memory = &statsapi.MemoryStats{Time: latest, UsageBytes: &mem, WorkingSetBytes: &ws, RSSBytes: &rss}
-		}
-		// The pod cgroup, where there is one, holds the pod's true totals:
-		// the infra container's and exited containers' share included.
-		if path := s.Host.PodCgroupPath(pod); path != "" {
-			if samples, err := s.Stats.Recent(path, false, req.NumStats); err == nil && len(samples) > 0 {
-				ps.CPU, ps.Memory = cpuStats(samples), memoryStats(samples)
-			}
-		}
-		if disk != nil {
-			ephemeral += disk.Volumes[pod.UID]
-			ps.EphemeralStorage = usedOn(fsStats(s.opts.RootDir), disk.Taken, ephemeral)
-		}
-		out.Pods = append(out.Pods, ps)
+		out.Pods = append(out.Pods, s.podStats(pod, disk, runtimeFs, req.NumStats))
 	}
 	return &out, nil
+}
+
+// podStats are a pod's stats from the last n samples: its network (the
+// sandbox's), its running containers', its cpu and memory (the pod
+// cgroup's where there is one, else its containers' sums) and what it
+// holds on the node's disk (disk: nil when not measured yet).
+func (s *Server) podStats(pod *v1.Pod, disk *diskusage.Stats, runtimeFs *statsapi.FsStats, n int) statsapi.PodStats {
+	ps := statsapi.PodStats{PodRef: statsapi.PodReference{Name: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID)}}
+	if pod.Status.StartTime != nil {
+		ps.StartTime = *pod.Status.StartTime
+	}
+	var ephemeral int64 // what the pod holds on the node's disk: layers, logs, volumes
+	if infra, err := s.View.FindContainer(pod.Namespace, pod.Name, "", "POD", false); err == nil && infra.Running {
+		if samples, err := s.Stats.Recent(infra.ID, true, n); err == nil {
+			ps.Network = networkStats(samples)
+		}
+		if disk != nil {
+			ephemeral += disk.Runtime.Writable[infra.ID] + disk.Logs[infra.ID]
+		}
+	}
+	var used int64
+	ps.Containers, used = s.containerSummaries(pod, disk, runtimeFs, n)
+	ephemeral += used
+	ps.CPU, ps.Memory = sumContainers(ps.Containers)
+	// The pod cgroup, where there is one, holds the pod's true totals:
+	// the infra container's and exited containers' share included.
+	if path := s.Host.PodCgroupPath(pod); path != "" {
+		if samples, err := s.Stats.Recent(path, false, n); err == nil && len(samples) > 0 {
+			ps.CPU, ps.Memory = cpuStats(samples), memoryStats(samples)
+		}
+	}
+	if disk != nil {
+		ephemeral += disk.Volumes[pod.UID]
+		ps.EphemeralStorage = usedOn(fsStats(s.opts.RootDir), disk.Taken, ephemeral)
+	}
+	return ps
+}
+
+// containerSummaries are the stats of the pod's running containers, and
+// the bytes their writable layers and logs hold.
+func (s *Server) containerSummaries(pod *v1.Pod, disk *diskusage.Stats, runtimeFs *statsapi.FsStats, n int) ([]statsapi.ContainerStats, int64) {
+	var out []statsapi.ContainerStats
+	var ephemeral int64
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.State.Running == nil {
+			continue
+		}
+		id := strings.TrimPrefix(cs.ContainerID, "docker://")
+		samples, err := s.Stats.Recent(id, true, n)
+		if err != nil {
+			continue
+		}
+		c := statsapi.ContainerStats{Name: cs.Name, StartTime: cs.State.Running.StartedAt,
+			CPU: cpuStats(samples), Memory: memoryStats(samples)}
+		if disk != nil {
+			rootfs, logs := disk.Runtime.Writable[id], disk.Logs[id]
+			c.Rootfs, c.Logs = usedOn(runtimeFs, disk.Taken, rootfs), usedOn(runtimeFs, disk.Taken, logs)
+			ephemeral += rootfs + logs
+		}
+		out = append(out, c)
+	}
+	return out, ephemeral
+}
+
+// sumContainers is the pod's cpu and memory as its containers' sums, at
+// the latest of their samples (nil if none has both).
+func sumContainers(containers []statsapi.ContainerStats) (*statsapi.CPUStats, *statsapi.MemoryStats) {
+	var cpuTotal, cpuRate, mem, ws, rss uint64
+	var have bool
+	var latest metav1.Time
+	for _, c := range containers {
+		if c.CPU == nil || c.Memory == nil {
+			continue
+		}
+		have = true
+		if c.CPU.Time.After(latest.Time) {
+			latest = c.CPU.Time
+		}
+		cpuTotal += deref(c.CPU.UsageCoreNanoSeconds)
+		cpuRate += deref(c.CPU.UsageNanoCores)
+		mem += deref(c.Memory.UsageBytes)
+		ws += deref(c.Memory.WorkingSetBytes)
+		rss += deref(c.Memory.RSSBytes)
+	}
+	if !have {
+		return nil, nil
+	}
+	return &statsapi.CPUStats{Time: latest, UsageCoreNanoSeconds: &cpuTotal, UsageNanoCores: &cpuRate},
+		&statsapi.MemoryStats{Time: latest, UsageBytes: &mem, WorkingSetBytes: &ws, RSSBytes: &rss}
 }
 
 // podsContainer is the "pods" system container, as the kubelet reports it:
