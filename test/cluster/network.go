@@ -248,11 +248,16 @@ func (nw *Network) Remove() error {
 	}
 	nw.hostRoutes = nil
 	for _, m := range nw.Machines {
+		// The veth first (its peer, the machine's eth0, goes with it): a
+		// namespace's interfaces are deleted after the namespace, in the
+		// background.
+		if linkExists(m.veth) {
+			if err := run("ip", "link", "del", m.veth); err != nil && linkExists(m.veth) {
+				errs = append(errs, err)
+			}
+		}
 		if _, err := os.Stat(m.NetNS); err == nil {
 			errs = append(errs, run("ip", "netns", "del", m.Name))
-		}
-		if linkExists(m.veth) {
-			errs = append(errs, run("ip", "link", "del", m.veth))
 		}
 	}
 	if linkExists(nw.Bridge) {
