@@ -143,7 +143,11 @@ func run() error {
 		if err := m.WaitReady(readyCtx); err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "cluster: %d nodes Ready %v after start:\n", len(m.Nodes), time.Since(began).Round(100*time.Millisecond))
+		what := fmt.Sprintf("%d nodes", len(m.Nodes))
+		if len(m.Nodes) == 1 {
+			what = "the node"
+		}
+		fmt.Fprintf(os.Stderr, "cluster: %s Ready %v after start:\n", what, time.Since(began).Round(100*time.Millisecond))
 		for _, n := range m.Nodes {
 			fmt.Fprintf(os.Stderr, "cluster:   %s at %s (agent log: %s; shell on its machine: nsenter --net=%s)\n", n.Name, n.IP, n.Agent.LogPath, n.NetNS)
 		}
