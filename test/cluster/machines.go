@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -163,7 +164,7 @@ func (m *Machines) WaitReady(ctx context.Context) error {
 					return err
 				}
 			}
-			if cond := nodeCondition(node, "Ready"); cond != nil && cond.Status == "True" && node.Spec.PodCIDR != "" {
+			if cond := nodeCondition(node, corev1.NodeReady); cond != nil && cond.Status == corev1.ConditionTrue && node.Spec.PodCIDR != "" {
 				delete(pending, name)
 			}
 		}
@@ -186,7 +187,8 @@ func (m *Machines) WaitReady(ctx context.Context) error {
 }
 
 // exited reports an agent or kube-proxy that is no longer running, with
-// its log's tail.
+// its log's tail. An agent's exit is taken from its Exited channel: it is
+// reported once.
 func (m *Machines) exited() error {
 	for _, n := range m.Nodes {
 		select {
