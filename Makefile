@@ -21,9 +21,11 @@ run: build images
 	hack/run.sh
 
 # A real Kubernetes control plane with the agent as its node (Ctrl-C stops
-# it all); prints the KUBECONFIG to export.
+# it all); prints the KUBECONFIG to export. NODES=n: n nodes, each a machine
+# of its own on this host, with CNI, kube-proxy and CoreDNS.
+NODES ?= 1
 cluster: build images
-	hack/cluster.sh
+	NODES=$(NODES) hack/cluster.sh
 
 # Unit and end-to-end tests against the real Docker daemon.
 test: images

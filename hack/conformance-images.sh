@@ -105,13 +105,21 @@ cp "$cache/agnhost" "$src/agnhost/porter/localhost.crt" "$src/agnhost/porter/loc
 # busybox-static).
 (cd "$ctx" && apt-get download busybox >/dev/null 2>&1 || { apt-get update -qq && apt-get download busybox >/dev/null; })
 dpkg-deb -x "$ctx"/busybox_*.deb "$ctx/busybox-dyn"
+# The DNS specs' probers run dig (+search, over UDP and TCP) and getent
+# hosts, as upstream's agnhost (Alpine's bind-tools and musl's getent) has
+# them: Debian's dig and glibc's getent go in too, with an nsswitch.conf
+# that reads /etc/hosts before DNS, as musl does.
 missing=()
 [ -x /usr/bin/curl ] || missing+=(curl)
 [ -x /bin/nc.openbsd ] || missing+=(netcat-openbsd)
+[ -x /usr/bin/dig ] || missing+=(bind9-dnsutils)
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-for pair in "$ctx/busybox-dyn/bin/busybox:/bin/busybox" /usr/bin/curl:/usr/bin/curl /bin/bash:/bin/bash /bin/nc.openbsd:/usr/bin/nc; do
+mkdir -p "$ctx/agnhost/root/etc"
+printf 'hosts: files dns\n' >"$ctx/agnhost/root/etc/nsswitch.conf"
+for pair in "$ctx/busybox-dyn/bin/busybox:/bin/busybox" /usr/bin/curl:/usr/bin/curl /bin/bash:/bin/bash /bin/nc.openbsd:/usr/bin/nc \
+  /usr/bin/dig:/usr/bin/dig /usr/bin/getent:/usr/bin/getent; do
   bin=${pair%%:*} dst=${pair#*:}
   mkdir -p "$ctx/agnhost/root$(dirname "$dst")" && cp -L "$bin" "$ctx/agnhost/root$dst"
   for f in $(ldd "$bin" | grep -o '/[^ ]*'); do
@@ -162,9 +170,12 @@ printf 'FROM %s/busybox:1.37.0-2\nCOPY nnp /usr/local/bin/nnp\nRUN ["/bin/chmod"
 build $e2e/nonewprivs:1.4 "$ctx/nonewprivs"
 
 # glibc-dns-testing (a stand-in): the specs that run it read the hostname
-# (hostname, hostname -f); busybox answers both.
+# (hostname, hostname -f), which busybox answers, and the DNS specs' glibc
+# prober runs dig and getent hosts (glibc's): busybox with agnhost's tools
+# (its shell stays the suite's busybox).
 mkdir -p "$ctx/glibc-dns-testing"
-printf 'FROM %s/busybox:1.37.0-2\n' $e2e >"$ctx/glibc-dns-testing/Dockerfile"
+cp -a "$ctx/agnhost/root" "$ctx/glibc-dns-testing/root" && rm "$ctx/glibc-dns-testing/root/bin/busybox"
+printf 'FROM %s/busybox:1.37.0-2\nCOPY root /\n' $e2e >"$ctx/glibc-dns-testing/Dockerfile"
 build $e2e/glibc-dns-testing:2.1.1 "$ctx/glibc-dns-testing"
 
 # pause: the project's pause program, under the suite's name.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs Kubernetes' own NodeConformance specs (e2e.test of k8s.io/kubernetes
-# v1.37.2, as published) against the agent as the one node of a real control
+# v1.37.2, as published) against the agent as the node of a real control
 # plane (test/cluster/cmd/cluster, as `make cluster`), in parallel with the
 # ginkgo command of the same module: first the parallel-safe specs, then the
 # serial ones. JUnit XML goes to bin/conformance/, and docs/conformance.md
@@ -10,14 +10,27 @@
 #   hack/conformance.sh --smoke   the specs of hack/conformance-smoke.txt, a
 #                                 few across areas (make test runs it); it
 #                                 fails unless each passes, and writes no docs
+#   hack/conformance.sh --network-smoke
+#                                 the sig-network [Conformance] specs of
+#                                 hack/conformance-network-smoke.txt (cluster
+#                                 DNS, Services) against a two-node cluster
+#                                 with kube-proxy and CoreDNS (make test runs
+#                                 it too); results in bin/conformance-network/
 #
 # PROCS (default 10: most specs wait) is ginkgo's parallelism; SERIAL=0
 # skips the serial part; NODE_NAME, PORT and HEALTHZ_PORT set the node's
-# name and the agent's ports.
+# name and the agent's ports. NODES=n (n > 1) runs the whole run against n
+# nodes, each a machine of its own with kube-proxy and CoreDNS (as `make
+# cluster NODES=n`; the nodes are NODE_NAME-1 ... NODE_NAME-n); LABELS
+# replaces the parallel part's label filter (say 'Conformance && !Serial &&
+# !Slow && !Disruptive' for the [Conformance] specs of every area).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-smoke=
-[ "${1:-}" = --smoke ] && smoke=1
+smoke= out=bin/conformance nodes=${NODES:-1}
+case "${1:-}" in
+--smoke) smoke=hack/conformance-smoke.txt ;;
+--network-smoke) smoke=hack/conformance-network-smoke.txt out=bin/conformance-network nodes=2 ;;
+esac
 hack/ensure-docker.sh
 hack/ensure-test-deps.sh
 bin=$(E2E=1 hack/ensure-control-plane.sh)
@@ -26,12 +39,21 @@ make -s build
 go build -o bin/cluster ./test/cluster/cmd/cluster
 ginkgo=$(hack/conformance-images.sh --ginkgo)
 
-out=bin/conformance
 rm -rf "$out" && mkdir -p "$out"
 dir=/tmp/classic-kubelet-conformance
-# The node: the agent started by the cluster command (its log is in $dir).
-bin/cluster --bin-dir "$bin" --dir "$dir" --node-name "${NODE_NAME:-conformance-node}" --port "${PORT:-10250}" \
-  -- --healthz-port "${HEALTHZ_PORT:-10248}" --read-only-port 0 >"$out/cluster.out" 2>"$out/cluster.log" &
+node=${NODE_NAME:-conformance-node}
+root="$dir/kubelet"
+clusterargs=(--bin-dir "$bin" --dir "$dir" --node-name "$node" --port "${PORT:-10250}")
+if [ "$nodes" -gt 1 ]; then
+  # Its own ranges, beside `make cluster`'s and the e2e tests' defaults.
+  clusterargs+=(--nodes "$nodes" --cni-bin-dir "$(hack/ensure-cni-plugins.sh)" --coredns-image "$(hack/ensure-coredns.sh)"
+    --cluster-cidr 10.253.0.0/16 --lan 10.254.0.0/24)
+  # The specs that look into a node's root dir find the first node's.
+  root="$dir/nodes/$node-1/root"
+fi
+# The nodes: the agents started by the cluster command (their logs are in
+# $dir).
+bin/cluster "${clusterargs[@]}" -- --healthz-port "${HEALTHZ_PORT:-10248}" --read-only-port 0 >"$out/cluster.out" 2>"$out/cluster.log" &
 cluster=$!
 cleanup() {
   kill -TERM "$cluster" 2>/dev/null || true
@@ -47,7 +69,7 @@ kubeconfig=$(sed -n 's/^export KUBECONFIG=//p' "$out/cluster.out")
 [ -n "$kubeconfig" ] || { echo "conformance: the cluster did not come up" >&2; cat "$out/cluster.log" >&2; exit 1; }
 
 e2eflags=(--kubeconfig="$kubeconfig" --provider=skeleton --report-dir="$out" --dump-logs-on-failure=false --kubectl-path="$bin/kubectl"
-  --kubelet-root-dir="$dir/kubelet" --volume-dir="$dir/kubelet")
+  --kubelet-root-dir="$root" --volume-dir="$root")
 run() { # name label-filter procs [focus regex]
   local name=$1 filter=$2 procs=$3 focus=${4:-}
   local args=(--label-filter="$filter" --procs="$procs" --timeout=2h --output-dir="$out" --junit-report="$name.xml"
@@ -58,9 +80,18 @@ run() { # name label-filter procs [focus regex]
   "$ginkgo" run "${args[@]}" "$bin/e2e.test" -- "${e2eflags[@]}" >"$out/$name.log" 2>&1 || rc=$?
   echo "$name: $((SECONDS - began)) s (ginkgo exit $rc; log $out/$name.log)" | tee -a "$out/times.txt" >&2
 }
-parallel='NodeConformance && !Serial && !Slow && !Disruptive && !Flaky'
+parallel=${LABELS:-'NodeConformance && !Serial && !Slow && !Disruptive && !Flaky'}
+if [ "$smoke" = hack/conformance-network-smoke.txt ]; then
+  # sig-network's specs are [Conformance], not NodeConformance: they ask
+  # for a cluster.
+  parallel='Conformance && !Serial && !Slow && !Disruptive && !Flaky'
+fi
 if [ -n "$smoke" ]; then
-  run smoke "$parallel" "${PROCS:-4}" "$(paste -sd'|' hack/conformance-smoke.txt)"
+  # The network smoke's specs mostly wait (DNS probes, endpoints): one
+  # process each.
+  procs=4
+  [ "$smoke" = hack/conformance-network-smoke.txt ] && procs=$(grep -vc '^#' "$smoke")
+  run smoke "$parallel" "${PROCS:-$procs}" "$(grep -v '^#' "$smoke" | paste -sd'|')"
   go run ./hack/conformancereport --check "$out/smoke.xml"
   exit
 fi

@@ -4,7 +4,12 @@
 # E2E=1, Kubernetes' e2e.test) — from the k8s.io/kubernetes module of
 # test/controlplane, once per machine: the binaries are cached under
 # $KUBE_CACHE (default ~/.cache/classic-kubelet/kubernetes-<version>-<go.sum
-# hash>), and a second call returns at once. Prints the bin directory.
+# hash>), and a second call returns at once. Prints the bin directory. It
+# also holds kube-proxy (the multi-node clusters'), built from the same
+# release in a module of its own, test/kubeproxy, and cached under that
+# module's hash (kube-proxy-<version>-<hash>): adding it to test/controlplane
+# would have changed that module's hash, and every machine would have built
+# the control plane again.
 # Cold, the four binaries take about 10 minutes on 2 cores (linking
 # kube-apiserver peaks near 3 GiB). With --check it builds nothing: it prints
 # the bin directory if the four binaries are there, and otherwise names the
@@ -45,6 +50,15 @@ build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
 build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
 build kubectl k8s.io/kubernetes/cmd/kubectl
+proxysum=$(cat ../kubeproxy/go.mod ../kubeproxy/go.sum | sha256sum | cut -c1-12)
+proxydir=$(dirname "$dir")/kube-proxy-$version-$proxysum
+if [ ! -x "$proxydir/kube-proxy" ]; then
+  echo "ensure-control-plane: building kube-proxy $version (cached in $proxydir)" >&2
+  mkdir -p "$proxydir"
+  (cd ../kubeproxy && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$proxydir/kube-proxy.tmp" k8s.io/kubernetes/cmd/kube-proxy)
+  mv "$proxydir/kube-proxy.tmp" "$proxydir/kube-proxy"
+fi
+ln -sfn "$proxydir/kube-proxy" "$dir/bin/kube-proxy"
 if [ "${E2E:-}" = 1 ]; then
   build e2e.test k8s.io/kubernetes/test/e2e test
 fi

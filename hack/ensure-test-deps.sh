@@ -6,8 +6,9 @@
 # catatonit, from which it builds its pause image) and docker-compose; gcc
 # for the -race build; Prometheus; etcd's server and etcdctl. Last, the real
 # Kubernetes control plane of the node-mode tests: built once per machine
-# (about 10 minutes cold), at once when cached; and the reference CNI plugins
-# of the CNI-mode tests (about a minute cold).
+# (about 10 minutes cold), at once when cached; the reference CNI plugins of
+# the CNI-mode tests (about a minute cold); CoreDNS's image (about 4 minutes
+# cold).
 set -euo pipefail
 missing=()
 command -v docker-registry >/dev/null 2>&1 || missing+=(docker-registry)
@@ -26,6 +27,9 @@ command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 command -v etcdctl >/dev/null 2>&1 || missing+=(etcd-client)
 # The Docker restart test gives its private daemon a bridge of its own.
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+# The two-node clusters' machines: network namespaces, bridges, routes and
+# kube-proxy's rules.
+command -v iptables >/dev/null 2>&1 || missing+=(iptables)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "ensure-test-deps: installing ${missing[*]}" >&2
   apt-get update -qq
@@ -33,3 +37,4 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 "$(dirname "$0")/ensure-control-plane.sh" >/dev/null
 "$(dirname "$0")/ensure-cni-plugins.sh" >/dev/null
+"$(dirname "$0")/ensure-coredns.sh" >/dev/null

@@ -17,8 +17,10 @@ go build -race -o /dev/null ./cmd/kubelet
 # Kubernetes' e2e.test, for the conformance smoke at the end: built once per
 # machine (about 20 minutes cold), beside the control plane.
 E2E=1 hack/ensure-control-plane.sh >/dev/null
-# The reference CNI plugins of the CNI-mode tests (about a minute cold).
+# The reference CNI plugins of the CNI-mode tests (about a minute cold), and
+# the two-node tests' CoreDNS image (about 4 minutes cold).
 hack/ensure-cni-plugins.sh >/dev/null
+hack/ensure-coredns.sh >/dev/null
 # The unit tests first, their packages built and run side by side: they
 # drive fake clocks and assert no timing. Then the packages under test/ one
 # at a time: the end-to-end tests, the benchmark and scale smokes measure
@@ -35,4 +37,10 @@ hack/ensure-cni-plugins.sh >/dev/null
 # Kubernetes' own NodeConformance suite: a smoke of specs across areas
 # (hack/conformance-smoke.txt) against the agent as a real cluster's node;
 # `make conformance` runs all of them.
-hack/conformance.sh --smoke
+# Then sig-network's DNS and Service [Conformance] specs of
+# hack/conformance-network-smoke.txt against two nodes with kube-proxy and
+# CoreDNS. Both run, whichever fails.
+rc=0
+hack/conformance.sh --smoke || rc=$?
+hack/conformance.sh --network-smoke || rc=$?
+exit $rc

@@ -52,6 +52,11 @@ type Options struct {
 	// default 172.17.0.0/16 and the default route's network must not
 	// overlap it).
 	ServiceCIDR string
+	// ClusterCIDR, if set, is the pods' range: kube-controller-manager
+	// allocates each node a /24 of it (Node.spec.podCIDR), as for a
+	// network add-on or the agent's reference CNI configuration
+	// (StartMachines). Unset, nodes get none, as before.
+	ClusterCIDR string
 	// APIServerArgs are added to kube-apiserver's flags (a later flag wins).
 	APIServerArgs []string
 }
@@ -73,6 +78,9 @@ type Cluster struct {
 	AdminKubeconfig string
 	// ServiceCIDR is the services' range.
 	ServiceCIDR string
+	// ClusterCIDR is the pods' range nodes' podCIDRs are cut from; "" if
+	// none.
+	ClusterCIDR string
 
 	binDir string
 	ca     *authority
@@ -116,6 +124,11 @@ func Start(ctx context.Context, dir string, opts Options) (_ *Cluster, retErr er
 	if err != nil {
 		return nil, fmt.Errorf("cluster: service CIDR: %w", err)
 	}
+	if opts.ClusterCIDR != "" {
+		if _, _, err := net.ParseCIDR(opts.ClusterCIDR); err != nil {
+			return nil, fmt.Errorf("cluster: cluster CIDR: %w", err)
+		}
+	}
 	if dir, err = filepath.Abs(dir); err != nil {
 		return nil, err
 	}
@@ -132,7 +145,8 @@ func Start(ctx context.Context, dir string, opts Options) (_ *Cluster, retErr er
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Dir: dir, Address: opts.Address, Server: "https://" + apiAddr[0], ServiceCIDR: opts.ServiceCIDR, binDir: opts.BinDir}
+	c := &Cluster{Dir: dir, Address: opts.Address, Server: "https://" + apiAddr[0], ServiceCIDR: opts.ServiceCIDR,
+		ClusterCIDR: opts.ClusterCIDR, binDir: opts.BinDir}
 	defer func() {
 		if retErr != nil {
 			c.Stop()
@@ -203,7 +217,14 @@ func Start(ctx context.Context, dir string, opts Options) (_ *Cluster, retErr er
 		return nil, apiserver.failure(err)
 	}
 
-	cm, err := c.start("kube-controller-manager", filepath.Join(c.binDir, "kube-controller-manager"),
+	var podRanges []string
+	if c.ClusterCIDR != "" {
+		// The node IPAM controller gives each node a /24 (its default
+		// size) of the range as it registers.
+		podRanges = []string{"--allocate-node-cidrs=true", "--cluster-cidr", c.ClusterCIDR,
+			"--service-cluster-ip-range", c.ServiceCIDR}
+	}
+	cm, err := c.start("kube-controller-manager", filepath.Join(c.binDir, "kube-controller-manager"), append([]string{
 		"--kubeconfig", f.controllerManagerKubeconfig,
 		"--authentication-kubeconfig", f.controllerManagerKubeconfig,
 		"--authorization-kubeconfig", f.controllerManagerKubeconfig,
@@ -216,7 +237,7 @@ func Start(ctx context.Context, dir string, opts Options) (_ *Cluster, retErr er
 		"--cluster-signing-cert-file", c.CAFile, "--cluster-signing-key-file", f.caKey,
 		"--leader-elect=true",
 		"--profiling=false",
-	)
+	}, podRanges...)...)
 	if err != nil {
 		return nil, err
 	}

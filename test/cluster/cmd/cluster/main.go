@@ -1,8 +1,14 @@
-// Command cluster runs a real Kubernetes control plane with one agent as
-// its node, in the foreground, until Ctrl-C: `make cluster` (hack/cluster.sh)
-// runs it. It prints the KUBECONFIG to export. On exit it stops the agent,
-// removes the node's containers (the cluster they belonged to goes with
-// them), stops the control plane and removes its directory.
+// Command cluster runs a real Kubernetes control plane with agents as its
+// nodes, in the foreground, until Ctrl-C: `make cluster` (hack/cluster.sh)
+// runs it. With one node (--network docker, the default) the agent runs on
+// this host with docker0's address and Docker's bridge, as before; with
+// --nodes n (--network cni) every node is a machine of its own on this host,
+// its agent in CNI mode, with kube-proxy and CoreDNS (cluster.StartMachines,
+// docs/kubernetes.md). It prints the KUBECONFIG to export. On exit it stops
+// the agents, removes the nodes' containers (the cluster they belonged to
+// goes with them) and everything it made on the host (machines, bridges,
+// routes, iptables chains), stops the control plane and removes its
+// directory.
 package main
 
 import (
@@ -11,18 +17,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
-	docker "github.com/fsouza/go-dockerclient"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/classic-kubelet/kubelet/test/cleanup"
 	"github.com/classic-kubelet/kubelet/test/cluster"
 )
 
@@ -35,11 +35,17 @@ func main() {
 
 func run() error {
 	host, _ := os.Hostname()
-	binDir := flag.String("bin-dir", "", "Directory of kube-apiserver, kube-controller-manager, kube-scheduler and kubectl (hack/ensure-control-plane.sh prints it).")
-	dir := flag.String("dir", "/tmp/classic-kubelet-cluster", "Directory of the cluster's certificates, kubeconfigs, etcd data, logs and the agent's root dir; emptied at start, removed at exit.")
+	binDir := flag.String("bin-dir", "", "Directory of kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kube-proxy (hack/ensure-control-plane.sh prints it).")
+	dir := flag.String("dir", "/tmp/classic-kubelet-cluster", "Directory of the cluster's certificates, kubeconfigs, etcd data, logs and the agents' root dirs; emptied at start, removed at exit.")
 	agentBin := flag.String("agent", "bin/kubelet", "The agent binary; empty: the control plane alone.")
-	node := flag.String("node-name", strings.ToLower(host), "The node's name (the agent's --hostname-override).")
+	nodes := flag.Int("nodes", 1, "How many nodes (agents). More than one needs --network cni.")
+	network := flag.String("network", "", "The pod network: docker (one node on docker0's address, pods on Docker's bridge, no add-ons: the default for one node) or cni (every node a machine of its own, the agents in CNI mode, kube-proxy and CoreDNS: the default for several).")
+	node := flag.String("node-name", strings.ToLower(host), "The node's name (the agent's --hostname-override); with --network cni, the nodes are <name>-1 ... <name>-n.")
 	port := flag.Int("port", 10250, "The agent's full-access port, on the node IP (the API server reaches it there).")
+	cniBinDir := flag.String("cni-bin-dir", "", "With --network cni: the reference CNI plugins (hack/ensure-cni-plugins.sh prints it).")
+	clusterCIDR := flag.String("cluster-cidr", "10.244.0.0/16", "With --network cni: the pods' range, a /24 per node.")
+	lan := flag.String("lan", "10.250.0.0/24", "With --network cni: the machines' network (the host .1, node i .(i+1)).")
+	dnsImage := flag.String("coredns-image", cluster.CoreDNSImage, "With --network cni: CoreDNS's image (hack/ensure-coredns.sh builds it).")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: %s [flags] [-- agent flags...]\n", os.Args[0])
 		flag.PrintDefaults()
@@ -47,6 +53,24 @@ func run() error {
 	flag.Parse()
 	if *binDir == "" {
 		return errors.New("--bin-dir is required")
+	}
+	if *network == "" {
+		*network = "docker"
+		if *nodes > 1 {
+			*network = "cni"
+		}
+	}
+	switch {
+	case *nodes < 1:
+		return errors.New("--nodes must be at least 1")
+	case *network != "docker" && *network != "cni":
+		return fmt.Errorf("--network %q: docker or cni", *network)
+	case *network == "docker" && *nodes > 1:
+		return errors.New("--network docker runs one node: pods on Docker's bridges of several nodes could not reach each other (--network cni)")
+	case *network == "cni" && *agentBin == "":
+		return errors.New("--network cni needs an agent")
+	case *network == "cni" && *cniBinDir == "":
+		return errors.New("--network cni needs --cni-bin-dir (hack/ensure-cni-plugins.sh prints it)")
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -65,8 +89,12 @@ func run() error {
 	defer os.RemoveAll(*dir)
 
 	began := time.Now()
+	opts := cluster.Options{BinDir: *binDir}
+	if *network == "cni" {
+		opts.ClusterCIDR = *clusterCIDR
+	}
 	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	c, err := cluster.Start(startCtx, *dir, cluster.Options{BinDir: *binDir})
+	c, err := cluster.Start(startCtx, *dir, opts)
 	cancel()
 	if err != nil {
 		return err
@@ -74,127 +102,68 @@ func run() error {
 	defer c.Stop()
 	fmt.Fprintf(os.Stderr, "cluster: control plane up in %v at %s (logs: %s/*.log)\n", time.Since(began).Round(100*time.Millisecond), c.Server, c.Dir)
 
-	var exited <-chan error
-	if *agentBin != "" {
-		a, err := startAgent(c, *agentBin, *node, *port, flag.Args())
+	watch := func(ctx context.Context) error { <-ctx.Done(); return nil }
+	switch {
+	case *agentBin == "":
+	case *network == "docker":
+		a, err := c.StartAgent(cluster.AgentOptions{Binary: *agentBin, Node: *node, IP: c.Address, Port: *port,
+			RootDir: filepath.Join(c.Dir, "kubelet"), LogPath: filepath.Join(c.Dir, "kubelet.log"), Args: flag.Args()})
 		if err != nil {
 			return err
 		}
-		defer a.stop()
-		exited = a.exited
-		if err := waitReady(ctx, c, *node, a.exited); err != nil {
-			return fmt.Errorf("%w; last lines of %s:\n%s", err, a.logPath, tail(a.logPath, 30))
+		defer a.Stop()
+		readyCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		err = c.WaitNodeReady(readyCtx, *node, a.Exited)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%w; last lines of %s:\n%s", err, a.LogPath, tail(a.LogPath, 30))
 		}
-		fmt.Fprintf(os.Stderr, "cluster: node %s Ready (agent log: %s)\n", *node, a.logPath)
+		fmt.Fprintf(os.Stderr, "cluster: node %s Ready (agent log: %s)\n", *node, a.LogPath)
+		watch = func(ctx context.Context) error {
+			select {
+			case <-ctx.Done():
+				return nil
+			case err := <-a.Exited:
+				return fmt.Errorf("agent exited: %v", err)
+			}
+		}
+	default:
+		names := make([]string, *nodes)
+		for i := range names {
+			names[i] = fmt.Sprintf("%s-%d", *node, i+1)
+		}
+		m, err := c.StartMachines(ctx, cluster.MachinesOptions{Agent: *agentBin, Nodes: names, CNIBinDir: *cniBinDir,
+			LAN: *lan, Port: *port, AgentArgs: flag.Args(), DNS: cluster.DNSOptions{Image: *dnsImage}})
+		if err != nil {
+			return err
+		}
+		defer m.Stop()
+		readyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		if err := m.WaitReady(readyCtx); err != nil {
+			return err
+		}
+		what := fmt.Sprintf("%d nodes", len(m.Nodes))
+		if len(m.Nodes) == 1 {
+			what = "the node"
+		}
+		fmt.Fprintf(os.Stderr, "cluster: %s Ready %v after start:\n", what, time.Since(began).Round(100*time.Millisecond))
+		for _, n := range m.Nodes {
+			fmt.Fprintf(os.Stderr, "cluster:   %s at %s (agent log: %s; shell on its machine: nsenter --net=%s)\n", n.Name, n.IP, n.Agent.LogPath, n.NetNS)
+		}
+		if err := m.WaitCoreDNS(readyCtx); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "cluster: CoreDNS Running and Ready %v after start (kube-dns at %s)\n", time.Since(began).Round(100*time.Millisecond), m.DNSIP)
+		watch = m.Watch
 	}
 	fmt.Printf("export KUBECONFIG=%s\n", c.AdminKubeconfig)
 	fmt.Fprintf(os.Stderr, "cluster: kubectl is %s; Ctrl-C stops the cluster\n", c.KubectlPath())
-	select {
-	case <-ctx.Done():
-		fmt.Fprintln(os.Stderr, "cluster: stopping")
-		return nil
-	case err := <-exited:
-		return fmt.Errorf("agent exited: %v", err)
+	if err := watch(ctx); err != nil {
+		return err
 	}
-}
-
-// agent is the node's agent process.
-type agent struct {
-	cmd     *exec.Cmd
-	node    string
-	rootDir string
-	logPath string
-	exited  chan error // receives how it exited, once
-	done    chan struct{}
-}
-
-func startAgent(c *cluster.Cluster, bin, node string, port int, extra []string) (*agent, error) {
-	creds, err := c.NodeCredentials(node, c.Address)
-	if err != nil {
-		return nil, err
-	}
-	a := &agent{node: node, rootDir: filepath.Join(c.Dir, "kubelet"), logPath: filepath.Join(c.Dir, "kubelet.log"),
-		exited: make(chan error, 1), done: make(chan struct{})}
-	logf, err := os.Create(a.logPath)
-	if err != nil {
-		return nil, err
-	}
-	args := append([]string{
-		"--kubeconfig", creds.Kubeconfig,
-		"--node-ip", c.Address,
-		"--hostname-override", node,
-		"--root-dir", a.rootDir,
-		// The API server connects to the node IP: the full-access port
-		// listens there, with client certificates of the cluster CA,
-		// tokens checked by TokenReview, and every request authorized by
-		// SubjectAccessReview.
-		"--address", c.Address, "--port", fmt.Sprint(port),
-		"--tls-cert-file", creds.CertFile, "--tls-private-key-file", creds.KeyFile,
-		"--client-ca-file", creds.ClientCAFile,
-		"--authentication-token-webhook", "--authorization-mode=Webhook",
-	}, extra...)
-	a.cmd = exec.Command(bin, args...)
-	a.cmd.Stdout, a.cmd.Stderr = logf, logf
-	// A group of its own: Ctrl-C reaches this program only, which stops the
-	// agent before the control plane. Should this program be killed, the
-	// agent is stopped as by Ctrl-C, with the control plane.
-	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := a.cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start agent: %w", err)
-	}
-	go func() {
-		err := a.cmd.Wait()
-		logf.Close()
-		a.exited <- err
-		close(a.done)
-	}()
-	return a, nil
-}
-
-// stop stops the agent (SIGTERM, then SIGKILL after 15 s) and removes what
-// it left: its containers, their cgroups and volume mounts.
-func (a *agent) stop() {
-	_ = a.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-a.done:
-	case <-time.After(15 * time.Second):
-		_ = a.cmd.Process.Kill()
-		<-a.done
-	}
-	if d, err := docker.NewClientFromEnv(); err == nil {
-		cleanup.NodeContainers(d, a.node)
-	}
-	cleanup.PodCgroups(cleanup.PodDirUIDs(a.rootDir))
-	cleanup.UnmountUnder(a.rootDir)
-}
-
-// waitReady waits until the node is registered and Ready.
-func waitReady(ctx context.Context, c *cluster.Cluster, node string, exited <-chan error) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	why := "not registered"
-	for {
-		n, err := c.Admin().CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-		if err == nil {
-			why = "not Ready"
-			for _, cond := range n.Status.Conditions {
-				if cond.Type == corev1.NodeReady {
-					if cond.Status == corev1.ConditionTrue {
-						return nil
-					}
-					why = fmt.Sprintf("Ready=%s: %s", cond.Status, cond.Message)
-				}
-			}
-		}
-		select {
-		case err := <-exited:
-			return fmt.Errorf("agent exited: %v", err)
-		case <-ctx.Done():
-			return fmt.Errorf("node %s: %s: %w", node, why, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	fmt.Fprintln(os.Stderr, "cluster: stopping")
+	return nil
 }
 
 // lock takes an exclusive lock on path, failing at once if it is held.
