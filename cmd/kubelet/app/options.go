@@ -214,6 +214,17 @@ func NewOptions() *Options {
 
 // AddFlags registers the options' flags on fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.addNodeFlags(fs)
+	o.addAPIFlags(fs)
+	o.addSourceFlags(fs)
+	o.addAccessFlags(fs)
+	o.addRuntimeFlags(fs)
+	o.addHousekeepingFlags(fs)
+	o.addNodeModeFlags(fs)
+}
+
+// addNodeFlags adds the flags of the node, its state and the runtime.
+func (o *Options) addNodeFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PodManifestPath, "pod-manifest-path", o.PodManifestPath, "Directory of pod manifests to run (or a single manifest file). Watched; re-read every --file-check-frequency.")
 	fs.StringVar(&o.PodManifestPath, "config", o.PodManifestPath, "Alias of --pod-manifest-path (its 2014 name).")
 	fs.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "The node name (default: the lower-cased hostname). Scopes the containers this agent owns.")
@@ -227,7 +238,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.BackoffMax, "backoff-max", o.BackoffMax, "Longest crash-loop back-off (advanced).")
 	_ = fs.MarkHidden("backoff-initial")
 	_ = fs.MarkHidden("backoff-max")
+}
 
+// addAPIFlags adds the flags of the agent's own HTTP API ports and the pod count.
+func (o *Options) addAPIFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Address, "address", o.Address, "Address of the full-access API port.")
 	fs.IntVar(&o.Port, "port", o.Port, "Full-access API port (POST/PUT/DELETE /pods and everything read-only); 0 disables it and the API pod source.")
 	fs.StringVar(&o.ReadOnlyAddress, "read-only-address", o.ReadOnlyAddress, "Address of the read-only API port.")
@@ -235,6 +249,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HealthzBindAddress, "healthz-bind-address", o.HealthzBindAddress, "Address of the healthz port.")
 	fs.IntVar(&o.HealthzPort, "healthz-port", o.HealthzPort, "Port serving /healthz alone; 0 disables it.")
 	fs.IntVar(&o.MaxPods, "max-pods", o.MaxPods, "Pods this node runs at most, across all sources; the rest are rejected (OutOfpods).")
+}
+
+// addSourceFlags adds the flags of the URL and etcd sources, and etcd's node keys.
+func (o *Options) addSourceFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ManifestURL, "manifest-url", o.ManifestURL, "URL polled for this node's pods.")
 	fs.StringArrayVar(&o.ManifestURLHeader, "manifest-url-header", o.ManifestURLHeader, "Header 'Name:value' sent with each --manifest-url request (repeatable).")
 	fs.DurationVar(&o.HTTPCheckFrequency, "http-check-frequency", o.HTTPCheckFrequency, "How often --manifest-url is polled.")
@@ -248,10 +266,18 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.NodeLeaseDuration, "node-lease-duration", o.NodeLeaseDuration, "TTL of the node's lease key in etcd (<etcd-prefix>/<node>/lease): the node counts as gone this long after its agent stops renewing.")
 	fs.DurationVar(&o.NodeLeaseRenewInterval, "node-lease-renew-interval", o.NodeLeaseRenewInterval, "How often the node lease is renewed and the Node object (<etcd-prefix>/<node>/node) checked for changes.")
 	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "How long events written to etcd (/events/<node>/...) are kept.")
+}
+
+// addAccessFlags adds the flags of TLS and who may use the full-access port (the token and authorization webhooks are with node mode).
+func (o *Options) addAccessFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "Certificate (PEM) for HTTPS on the full-access port.")
 	fs.StringVar(&o.TLSPrivateKeyFile, "tls-private-key-file", o.TLSPrivateKeyFile, "Private key (PEM) of --tls-cert-file.")
 	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "CA bundle: the full-access port then requires client certificates signed by it.")
 	fs.BoolVar(&o.InsecureFullAccess, "insecure-full-access", o.InsecureFullAccess, "Allow the full-access port on a non-loopback address without client certificates (dangerous).")
+}
+
+// addRuntimeFlags adds the flags of stats, what pods may do and use, their network and images.
+func (o *Options) addRuntimeFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.NodeLogDir, "node-log-dir", o.NodeLogDir, "Directory served at /logs/.")
 	fs.DurationVar(&o.HousekeepingInterval, "housekeeping-interval", o.HousekeepingInterval, "How often the embedded cAdvisor samples container stats.")
 	fs.DurationVar(&o.DiskUsagePeriod, "disk-usage-period", o.DiskUsagePeriod, "How often the disk usage of containers (writable layers, logs), pod volumes and images is measured, in the background, for /stats/summary.")
@@ -273,6 +299,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DockerConfig, "docker-config", o.DockerConfig, "Docker config file with registry credentials (default: ~/.docker/config.json and the legacy ~/.dockercfg).")
 	fs.Float64Var(&o.RegistryQPS, "registry-qps", o.RegistryQPS, "Image pulls per second (0: unlimited).")
 	fs.IntVar(&o.RegistryBurst, "registry-burst", o.RegistryBurst, "Image pulls allowed in a burst above --registry-qps.")
+}
+
+// addHousekeepingFlags adds the flags of garbage collection, logs and eviction.
+func (o *Options) addHousekeepingFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.MinimumContainerTTLDuration, "minimum-container-ttl-duration", o.MinimumContainerTTLDuration, "A dead container younger than this is never collected.")
 	fs.IntVar(&o.MaximumDeadContainersPerContainer, "maximum-dead-containers-per-container", o.MaximumDeadContainersPerContainer, "Dead instances kept per container (at least 1).")
 	fs.IntVar(&o.MaximumDeadContainers, "maximum-dead-containers", o.MaximumDeadContainers, "Dead containers kept on the node (-1: no limit).")
@@ -290,6 +320,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.EvictionMaxPodGracePeriod, "eviction-max-pod-grace-period", o.EvictionMaxPodGracePeriod, "Longest grace period, in seconds, of a pod evicted for a soft threshold.")
 	fs.StringVar(&o.EvictionMinimumReclaim, "eviction-minimum-reclaim", o.EvictionMinimumReclaim, "What must be available beyond a threshold before its pressure ends (signal=quantity or percentage, comma-separated).")
 	fs.DurationVar(&o.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", o.EvictionPressureTransitionPeriod, "How long a pressure condition stays after its signal recovered.")
+}
+
+// addNodeModeFlags adds the flags of node mode (the API server, the Node, the
+// webhooks that ask it) and the host's resolver file.
+func (o *Options) addNodeModeFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig of a Kubernetes API server: the agent joins it as a node (registers the Node, renews its Lease, runs the pods bound to it, writes their statuses and events). See docs/kubernetes.md.")
 	fs.StringVar(&o.NodeIP, "node-ip", o.NodeIP, "The node's InternalIP, which the API server reaches the agent at (default: the address of the interface of the default route; never loopback).")
 	fs.BoolVar(&o.RegisterNode, "register-node", o.RegisterNode, "Create the Node in the API server if it is missing (false: it must exist).")
@@ -311,6 +346,25 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 // Validate checks the options and fills in derived defaults.
 func (o *Options) Validate() error {
+	if err := o.validateNodeName(); err != nil {
+		return err
+	}
+	for _, check := range []func() error{o.validateRanges, o.validateSources, o.validateHousekeeping,
+		o.validateAccess, o.validateResources, o.validateNetwork, o.validateNodeMode} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	if o.PodManifestPath != "" {
+		if err := checkNotKubeletConfig(o.PodManifestPath); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateNodeName defaults the node name to the host's, lower-cased.
+func (o *Options) validateNodeName() error {
 	if o.HostnameOverride == "" {
 		h, err := os.Hostname()
 		if err != nil {
@@ -324,6 +378,11 @@ func (o *Options) Validate() error {
 	if msgs := validation.IsDNS1123Subdomain(o.HostnameOverride); len(msgs) > 0 {
 		return fmt.Errorf("node name %q (--hostname-override): %s", o.HostnameOverride, strings.Join(msgs, "; "))
 	}
+	return nil
+}
+
+// validateRanges checks the periods, ports and counts.
+func (o *Options) validateRanges() error {
 	for name, d := range map[string]time.Duration{
 		"--sync-frequency": o.SyncFrequency, "--file-check-frequency": o.FileCheckFrequency,
 		"--relist-period": o.RelistPeriod, "--backoff-initial": o.BackoffInitial, "--backoff-max": o.BackoffMax,
@@ -344,6 +403,14 @@ func (o *Options) Validate() error {
 	if o.MaxPods < 1 {
 		return fmt.Errorf("--max-pods must be at least 1, got %d", o.MaxPods)
 	}
+	if o.RegistryQPS < 0 || o.RegistryBurst < 0 {
+		return fmt.Errorf("--registry-qps and --registry-burst must not be negative")
+	}
+	return nil
+}
+
+// validateSources checks the pod sources' options (the URL, etcd).
+func (o *Options) validateSources() error {
 	if _, err := config.ParseHeaders(o.ManifestURLHeader); err != nil {
 		return fmt.Errorf("--manifest-url-header: %w", err)
 	}
@@ -360,6 +427,12 @@ func (o *Options) Validate() error {
 	if !strings.HasPrefix(o.EtcdPrefix, "/") {
 		return fmt.Errorf("--etcd-prefix %q must start with /", o.EtcdPrefix)
 	}
+	return nil
+}
+
+// validateHousekeeping checks the root dir, garbage collection, logs and
+// eviction.
+func (o *Options) validateHousekeeping() error {
 	if o.RootDir == "" {
 		return fmt.Errorf("--root-dir must not be empty")
 	}
@@ -375,9 +448,13 @@ func (o *Options) Validate() error {
 	if o.EvictionMaxPodGracePeriod < 0 || o.EvictionPressureTransitionPeriod < 0 {
 		return fmt.Errorf("--eviction-max-pod-grace-period and --eviction-pressure-transition-period must not be negative")
 	}
-	if o.RegistryQPS < 0 || o.RegistryBurst < 0 {
-		return fmt.Errorf("--registry-qps and --registry-burst must not be negative")
-	}
+	return nil
+}
+
+// validateAccess checks the full-access port's TLS, authentication and
+// authorization: it is refused on a non-loopback address to
+// unauthenticated clients unless --insecure-full-access.
+func (o *Options) validateAccess() error {
 	if (o.TLSCertFile == "") != (o.TLSPrivateKeyFile == "") {
 		return fmt.Errorf("--tls-cert-file and --tls-private-key-file go together")
 	}
@@ -402,6 +479,12 @@ func (o *Options) Validate() error {
 		}
 		glog.Warningf("Serving the full-access port on %s without client certificates (--insecure-full-access): anyone who reaches it can run anything on this node", o.Address)
 	}
+	return nil
+}
+
+// validateResources checks what pods may use: processes, the node's
+// reservations, sysctls.
+func (o *Options) validateResources() error {
 	if o.PodMaxPids < -1 {
 		return fmt.Errorf("--pod-max-pids must be -1 (unbounded) or more, got %d", o.PodMaxPids)
 	}
@@ -410,17 +493,6 @@ func (o *Options) Validate() error {
 	}
 	if _, err := kuberuntime.NewSysctlAllowlist(o.AllowedUnsafeSysctls); err != nil {
 		return fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
-	}
-	if err := o.validateNetwork(); err != nil {
-		return err
-	}
-	if err := o.validateNodeMode(); err != nil {
-		return err
-	}
-	if o.PodManifestPath != "" {
-		if err := checkNotKubeletConfig(o.PodManifestPath); err != nil {
-			return err
-		}
 	}
 	return nil
 }
