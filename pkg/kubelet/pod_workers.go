@@ -99,7 +99,7 @@ type podState struct {
 }
 
 // newPodWorkers returns the pod workers; newRecord makes the record of a
-// pod whose worker starts. Workers start once Run is running.
+// pod whose worker starts. Workers start once Start has been called.
 func newPodWorkers(syncer podSyncer, newRecord func() *podRecord) *podWorkers {
 	return &podWorkers{syncer: syncer, newRecord: newRecord, pods: map[types.UID]*podState{}, forgotten: map[types.UID]time.Time{}}
 }
@@ -116,7 +116,7 @@ func (p *podWorkers) Start(ctx context.Context) {
 // Wait blocks until every worker has exited (once Start's context ended).
 func (p *podWorkers) Wait() { p.wg.Wait() }
 
-// stopped reports whether no worker may start or act (before Run, or once
+// stopped reports whether no worker may start or act (before Start, or once
 // its context ended); p.mu is held.
 func (p *podWorkers) stopped() bool { return p.ctx == nil || p.ctx.Err() != nil }
 
