@@ -65,7 +65,7 @@ type podWorkers struct {
 	wg        sync.WaitGroup
 
 	mu  sync.Mutex      // guards what follows and every podState
-	ctx context.Context // Run's: the workers' lifetime (nil before Run)
+	ctx context.Context // Start's: the workers' lifetime (nil before Start)
 	// pods are the workers, by pod UID.
 	pods map[types.UID]*podState
 	// forgotten keeps, for a while, when each forgotten pod's worker last
