@@ -36,7 +36,7 @@ var _ eviction.Pods = evictionPods{}
 func (p evictionPods) Desired() []*v1.Pod               { return p.k.desired.all() }
 func (p evictionPods) DesiredPod(uid types.UID) *v1.Pod { return p.k.desired.get(uid) }
 func (p evictionPods) Evicted(uid types.UID) bool       { return p.k.workers.Termination(uid) != nil }
-func (p evictionPods) Sync(uids []types.UID)            { p.k.dirty.mark(uids) }
+func (p evictionPods) Sync(uids []types.UID)            { p.k.dirty.Mark(uids) }
 
 // Evict terminates the pod as the kubelet's eviction manager does: its
 // status is Failed, reason Evicted, with the eviction's message.

@@ -32,6 +32,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/pleg"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/podqueue"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/podstatus"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/prober"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/runtimeevents"
@@ -142,7 +143,7 @@ type Kubelet struct {
 	sources SourcesSeen
 	cache   *pleg.Cache
 	relist  *pleg.Relister
-	retries *retryQueue // pods to wake when their back-off ends
+	retries *podqueue.Retries // pods to wake when their back-off ends
 	probes  *prober.Manager
 	status  *status.Manager
 	metrics *metrics.Metrics
@@ -166,8 +167,8 @@ type Kubelet struct {
 
 	lastSyncLoop atomic.Int64 // unix nanoseconds of the last sync loop iteration
 
-	desired *desiredSet // what the config wants here
-	dirty   *dirtySet   // pods to sync, from the relist, retries and probes
+	desired *desiredSet     // what the config wants here
+	dirty   *podqueue.Dirty // pods to sync, from the relist, retries and probes
 	// workers walk each pod through its life; each owns its pod's record.
 	workers *podWorkers
 	// forgetters drop what a cache keeps of a pod, called once when the
@@ -198,8 +199,8 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		cache:   pleg.NewCache(),
 		status:  status.NewManager(filepath.Join(cfg.RootDir, "checkpoints", "conditions.json"), cfg.Clock),
 		desired: newDesiredSet(),
-		dirty:   newDirtySet(),
-		retries: newRetryQueue(cfg.Clock),
+		dirty:   podqueue.NewDirty(),
+		retries: podqueue.NewRetries(cfg.Clock),
 	}
 	k.hk.Store(&Housekeeping{GC: cfg.GC, ContainerLogDir: cfg.ContainerLogDir, LogMaxSize: cfg.LogMaxSize, LogMaxFiles: cfg.LogMaxFiles})
 	memory := nodeMemory()
@@ -210,7 +211,7 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		k.ownEvents = runtimeevents.NewHub(k.docker, cfg.Clock)
 		cfg.RuntimeEvents = k.ownEvents
 	}
-	k.relist = pleg.NewRelister(k.docker, cfg.RuntimeEvents, cfg.NodeName, cfg.RelistPeriod, k.cache, k.dirty.mark)
+	k.relist = pleg.NewRelister(k.docker, cfg.RuntimeEvents, cfg.NodeName, cfg.RelistPeriod, k.cache, k.dirty.Mark)
 	k.relist.Metrics = k.metrics
 	k.relist.Clock = cfg.Clock
 	k.relist.OnLogPath = func(c *kubecontainer.ContainerState) { k.runtime.LinkLog(c) }
@@ -222,13 +223,13 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 	k.images.Events = func(pod *v1.Pod, container, reason, msg string, warning bool) {
 		cfg.Events.Event(events.PodRef(pod, container), warning, reason, "%s", msg)
 	}
-	k.images.Retry = k.retries.add
+	k.images.Retry = k.retries.Add
 	k.images.Pulled = func(uid types.UID, d time.Duration) {
 		if r := k.workers.Record(uid); r != nil {
 			r.addPulling(d)
 		}
 	}
-	k.probes = prober.NewManager(docker, func(uid types.UID) { k.dirty.mark([]types.UID{uid}) },
+	k.probes = prober.NewManager(docker, k.dirty.MarkPod,
 		func(t prober.Target, typ prober.Type, r probe.Result, out string, took time.Duration) {
 			ns, name, _ := strings.Cut(t.PodKey, "/")
 			k.metrics.ObserveProbe(typ.Title(), r != probe.Failure, t.Container.Name, name, ns, t.PodUID, took)
@@ -251,7 +252,7 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 	k.volumes.Downward = k.runtime.Downward()
 	k.workers = newPodWorkers(k, func() *podRecord { return newPodRecord(cfg.Clock.Now(), k.runtime.NewPodRecord()) })
 	k.metrics.TrackWorkingPods(k.workers.WorkingPods)
-	k.forgetters = []func(types.UID){k.retries.forget, k.images.ForgetPod, k.status.Forget, k.volumes.Forget, k.probes.RemovePod}
+	k.forgetters = []func(types.UID){k.retries.Forget, k.images.ForgetPod, k.status.Forget, k.volumes.Forget, k.probes.RemovePod}
 	k.producer = podstatus.New(podstatus.Config{HostIP: cfg.NodeIP, PodDir: k.volumes.PodDir, Records: statusRecords{k.workers},
 		Statuses: k.status, Probes: k.probes, Logs: k.runtime, Metrics: k.metrics, Clock: cfg.Clock})
 	k.eviction = newEvictor(k)
@@ -292,7 +293,7 @@ func (k *Kubelet) Run(ctx context.Context, updates <-chan api.PodUpdate) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		k.retries.run(ctx, k.dirty.mark)
+		k.retries.Run(ctx, k.dirty.Mark)
 	}()
 	wg.Add(1)
 	go func() {
@@ -322,7 +323,7 @@ func (k *Kubelet) Run(ctx context.Context, updates <-chan api.PodUpdate) {
 		defer wg.Done()
 		k.eviction.Run(ctx)
 	}()
-	for k.syncLoopIteration(ctx, updates, k.dirty.ch, syncTicker.C(), housekeeping.C()) {
+	for k.syncLoopIteration(ctx, updates, k.dirty.Ready(), syncTicker.C(), housekeeping.C()) {
 	}
 }
 
@@ -358,7 +359,7 @@ func (k *Kubelet) syncLoopIteration(ctx context.Context, updates <-chan api.PodU
 		k.handleUpdate(u)
 	case <-dirty:
 		start = k.cfg.Clock.Now()
-		for _, uid := range k.dirty.take() {
+		for _, uid := range k.dirty.Take() {
 			k.dispatch(uid)
 		}
 	case <-syncTick:

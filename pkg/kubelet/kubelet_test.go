@@ -307,9 +307,7 @@ func TestActiveDeadline(t *testing.T) {
 				k.status.Set(pod.UID, v1.PodStatus{StartTime: &start})
 			}
 			term := k.activeDeadline(pod, tc.state)
-			k.retries.mu.Lock()
-			wake := k.retries.wake[pod.UID]
-			k.retries.mu.Unlock()
+			wake, _ := k.retries.Next(pod.UID)
 			if !wake.Equal(tc.wantWake) {
 				t.Errorf("wake at %v, want %v", wake.Sub(now), tc.wantWake.Sub(now))
 			}

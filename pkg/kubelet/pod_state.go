@@ -10,8 +10,8 @@ func (k *Kubelet) podStateSizes() map[string]int {
 		"desired":   k.desired.len(),
 		"workers":   k.workers.len(),
 		"forgotten": k.workers.forgottenLen(),
-		"dirty":     k.dirty.len(),
-		"retries":   k.retries.len(),
+		"dirty":     k.dirty.Len(),
+		"retries":   k.retries.Len(),
 		"cache":     k.cache.Len(),
 		"relisted":  k.cache.RelistedLen(),
 		"statuses":  k.status.Len(),
@@ -23,18 +23,6 @@ func (d *desiredSet) len() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return len(d.pods)
-}
-
-func (d *dirtySet) len() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.uids)
-}
-
-func (q *retryQueue) len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.wake)
 }
 
 func (p *podWorkers) len() int {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
@@ -53,7 +52,7 @@ func (k *Kubelet) stepDone(ctx context.Context, w podWork, op string, start time
 		return
 	}
 	if changed := k.logSyncError(w, state, acted, err); err != nil && changed {
-		k.dirty.mark([]types.UID{w.UID})
+		k.dirty.MarkPod(w.UID)
 	}
 }
 
@@ -112,7 +111,7 @@ func (k *Kubelet) syncDesired(ctx context.Context, pod *v1.Pod, state *kubeconta
 	}
 	res, err := k.runtime.SyncPod(ctx, pod, state, rec.runtime)
 	if !res.RetryAt.IsZero() {
-		k.retries.add(pod.UID, res.RetryAt) // nothing else may wake the pod when its back-off ends
+		k.retries.Add(pod.UID, res.RetryAt) // nothing else may wake the pod when its back-off ends
 	}
 	for name, why := range res.Waiting {
 		rec.setWaiting(name, why)
@@ -143,7 +142,7 @@ func (k *Kubelet) activeDeadline(pod *v1.Pod, state *kubecontainer.PodState) *li
 	}
 	deadline := start.Add(time.Duration(*secs) * time.Second)
 	if k.cfg.Clock.Now().Before(deadline) {
-		k.retries.add(pod.UID, deadline)
+		k.retries.Add(pod.UID, deadline)
 		return nil
 	}
 	glog.Infof("Pod %s: %s", api.Key(pod), messageDeadlineExceeded)

@@ -1,4 +1,4 @@
-package kubelet
+package podqueue
 
 import (
 	"context"
@@ -14,27 +14,27 @@ import (
 func TestRetryQueue(t *testing.T) {
 	start := time.Now()
 	clk := testingclock.NewFakeClock(start)
-	q := newRetryQueue(clk)
+	q := NewRetries(clk)
 	ctx, cancel := context.WithCancel(context.Background())
 	fired := make(chan []types.UID, 10)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		q.run(ctx, func(uids []types.UID) { fired <- uids })
+		q.Run(ctx, func(uids []types.UID) { fired <- uids })
 	}()
-	q.add("a", start.Add(300*time.Millisecond))
-	q.add("a", start.Add(50*time.Millisecond)) // the earlier time wins
-	q.add("b", start.Add(100*time.Millisecond))
-	q.add("gone", start.Add(80*time.Millisecond))
-	q.forget("gone")
+	q.Add("a", start.Add(300*time.Millisecond))
+	q.Add("a", start.Add(50*time.Millisecond)) // the earlier time wins
+	q.Add("b", start.Add(100*time.Millisecond))
+	q.Add("gone", start.Add(80*time.Millisecond))
+	q.Forget("gone")
 
 	// step moves the clock and returns what fired up to then: a pod added
 	// as due now fires after (or with) everything due before it.
 	step := func(d time.Duration) []types.UID {
 		t.Helper()
 		clk.Step(d)
-		q.add("barrier", clk.Now())
+		q.Add("barrier", clk.Now())
 		var got []types.UID
 		for {
 			select {
@@ -70,7 +70,7 @@ func TestRetryQueue(t *testing.T) {
 	}
 
 	// A time in the future fires when the clock reaches it, by the timer.
-	q.add("c", clk.Now().Add(time.Minute))
+	q.Add("c", clk.Now().Add(time.Minute))
 	clk.Step(time.Minute)
 	select {
 	case uids := <-fired:
