@@ -22,7 +22,7 @@ func (k *Kubelet) garbageCollect(ctx context.Context) {
 			glog.Errorf("GC: remove %s: %v", c.RuntimeName, err)
 		}
 	}
-	k.runtime.RemoveDanglingLogLinks()
+	k.logLinks.RemoveDangling()
 	k.removeOrphanPodDirs()
 	if k.images != nil {
 		k.images.Collect(ctx)

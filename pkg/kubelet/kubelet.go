@@ -154,6 +154,9 @@ type Kubelet struct {
 	images  *images.Manager
 	volumes *volumes.Manager
 
+	logs     *kuberuntime.LogSettings // the containers' log settings (SIGHUP changes them)
+	logLinks *kuberuntime.LogLinks
+
 	// producer produces the pods' statuses, which status keeps.
 	producer *podstatus.Producer
 
@@ -203,8 +206,11 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		retries: podqueue.NewRetries(cfg.Clock),
 	}
 	k.hk.Store(&Housekeeping{GC: cfg.GC, ContainerLogDir: cfg.ContainerLogDir, LogMaxSize: cfg.LogMaxSize, LogMaxFiles: cfg.LogMaxFiles})
+	k.logs = kuberuntime.NewLogSettings(kuberuntime.ContainerLogs{Dir: cfg.ContainerLogDir, MaxSize: cfg.LogMaxSize, MaxFiles: cfg.LogMaxFiles})
+	k.logLinks = kuberuntime.NewLogLinks(k.logs)
 	memory := nodeMemory()
-	k.volumes = &volumes.Manager{RootDir: cfg.RootDir, NodeMemory: memory, Objects: cfg.Objects}
+	downward := kuberuntime.NewDownward(kuberuntime.DownwardNode{Name: cfg.NodeName, IP: cfg.NodeIP, CPUs: runtime.NumCPU(), Memory: memory, RootDir: cfg.RootDir})
+	k.volumes = &volumes.Manager{RootDir: cfg.RootDir, NodeMemory: memory, Objects: cfg.Objects, Downward: downward}
 	k.meter = &diskusage.Meter{Runtime: k.docker, Pods: k.cache, Node: cfg.NodeName, PodDir: k.volumes.PodDir, Period: cfg.DiskUsagePeriod}
 	k.metrics.TrackPodState(k.podStateSizes)
 	if cfg.RuntimeEvents == nil {
@@ -214,7 +220,7 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 	k.relist = pleg.NewRelister(k.docker, cfg.RuntimeEvents, cfg.NodeName, cfg.RelistPeriod, k.cache, k.dirty.Mark)
 	k.relist.Metrics = k.metrics
 	k.relist.Clock = cfg.Clock
-	k.relist.OnLogPath = func(c *kubecontainer.ContainerState) { k.runtime.LinkLog(c) }
+	k.relist.OnLogPath = k.logLinks.Link
 	if cfg.Images.BackoffInitial <= 0 {
 		cfg.Images.BackoffInitial, cfg.Images.BackoffMax = kuberuntime.BackoffBounds(cfg.BackoffInitial, cfg.BackoffMax)
 	}
@@ -224,11 +230,6 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		cfg.Events.Event(events.PodRef(pod, container), warning, reason, "%s", msg)
 	}
 	k.images.Retry = k.retries.Add
-	k.images.Pulled = func(uid types.UID, d time.Duration) {
-		if r := k.workers.Record(uid); r != nil {
-			r.addPulling(d)
-		}
-	}
 	k.probes = prober.NewManager(docker, k.dirty.MarkPod,
 		func(t prober.Target, typ prober.Type, r probe.Result, out string, took time.Duration) {
 			ns, name, _ := strings.Cut(t.PodKey, "/")
@@ -242,14 +243,14 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 			}
 		}, cfg.Clock)
 	k.runtime = kuberuntime.NewManager(kuberuntime.Config{
-		NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, NodeCPUs: runtime.NumCPU(), NodeMemory: memory,
+		NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, NodeMemory: memory,
 		RootDir: cfg.RootDir, InfraImage: cfg.InfraImage, PauseBinary: cfg.PauseBinary, ClusterDomain: cfg.ClusterDomain,
 		ResolvConf: cfg.ResolvConf, AllowPrivileged: cfg.AllowPrivileged, SeccompDefault: cfg.SeccompDefault,
 		Sysctls: cfg.Sysctls, Services: cfg.Services, Objects: cfg.Objects, Cgroups: cfg.Cgroups,
 		PodMaxPids: cfg.PodMaxPids, PodsLimits: cfg.PodsLimits, Events: cfg.Events, Metrics: k.metrics,
 		BackoffInitial: cfg.BackoffInitial, BackoffMax: cfg.BackoffMax, Clock: cfg.Clock,
-	}, kuberuntime.Deps{Runtime: docker, Volumes: k.volumes, Images: k.images, Probes: k.probes, Relist: k.relist, Host: runtimeHost{k}, Network: cfg.Network})
-	k.volumes.Downward = k.runtime.Downward()
+	}, kuberuntime.Deps{Runtime: docker, Volumes: k.volumes, Images: k.images, Probes: k.probes, Relist: k.relist, Network: cfg.Network,
+		Downward: downward, Logs: k.logs, LogLinks: k.logLinks})
 	k.workers = newPodWorkers(k, func() *podRecord { return newPodRecord(cfg.Clock.Now(), k.runtime.NewPodRecord()) })
 	k.metrics.TrackWorkingPods(k.workers.WorkingPods)
 	k.forgetters = []func(types.UID){k.retries.Forget, k.images.ForgetPod, k.status.Forget, k.volumes.Forget, k.probes.RemovePod}
@@ -526,20 +527,11 @@ type Housekeeping struct {
 }
 
 // SetHousekeeping applies new housekeeping settings from now on.
-func (k *Kubelet) SetHousekeeping(h Housekeeping) { k.hk.Store(&h) }
+func (k *Kubelet) SetHousekeeping(h Housekeeping) {
+	k.hk.Store(&h)
+	k.logs.Set(kuberuntime.ContainerLogs{Dir: h.ContainerLogDir, MaxSize: h.LogMaxSize, MaxFiles: h.LogMaxFiles})
+}
 
 func (k *Kubelet) housekeeping() Housekeeping {
 	return *k.hk.Load()
 }
-
-// runtimeHost is what the runtime manager asks of the Kubelet.
-type runtimeHost struct{ k *Kubelet }
-
-var _ kuberuntime.Host = runtimeHost{}
-
-func (h runtimeHost) ContainerLogs() kuberuntime.ContainerLogs {
-	hk := h.k.housekeeping()
-	return kuberuntime.ContainerLogs{Dir: hk.ContainerLogDir, MaxSize: hk.LogMaxSize, MaxFiles: hk.LogMaxFiles}
-}
-
-func (h runtimeHost) Life() context.Context { return h.k.lifetime() }

@@ -15,9 +15,9 @@ import (
 // podRecord is everything the agent remembers of one pod between its
 // worker's steps, in one place. The pod's worker makes it when it starts
 // and it goes with the worker when the pod is forgotten: nothing has to be
-// forgotten by hand. The worker's steps write it; the status producer (also
-// run by the API for a pod not synced yet) and the image manager read and
-// add to it, hence the lock.
+// forgotten by hand. The worker's steps write it (the time its pulls took
+// among what a runtime sync returns); the status producer (also run by the
+// API for a pod not synced yet) reads it, hence the lock.
 type podRecord struct {
 	mu sync.Mutex
 

@@ -113,6 +113,7 @@ func (k *Kubelet) syncDesired(ctx context.Context, pod *v1.Pod, state *kubeconta
 	if !res.RetryAt.IsZero() {
 		k.retries.Add(pod.UID, res.RetryAt) // nothing else may wake the pod when its back-off ends
 	}
+	rec.addPulling(res.Pulling)
 	for name, why := range res.Waiting {
 		rec.setWaiting(name, why)
 	}

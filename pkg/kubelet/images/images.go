@@ -113,9 +113,6 @@ type Manager struct {
 	Retry func(types.UID, time.Time)
 	// Events (set before use) records what happens to a pod's images.
 	Events func(pod *v1.Pod, container, reason, msg string, warning bool)
-	// Pulled (optional) is told how long a pull for a pod took, so pod
-	// start latency can be reported without it.
-	Pulled func(uid types.UID, d time.Duration)
 
 	events *runtimeevents.Hub // nil: no image events followed
 	clock  clock.PassiveClock
@@ -166,8 +163,9 @@ func (m *Manager) ForgetPod(uid types.UID) {
 // the credentials of podCreds (the pod's image pull secrets, asked for only
 // when a pull is due; nil, or a nil keyring: none) that match the image's
 // registry, then the node's, as the kubelet's keyring orders them; with
-// none, it is anonymous.
-func (m *Manager) Ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, podCreds func() *credentialprovider.Keyring) error {
+// none, it is anonymous. pulled is how long a pull took (0: none was
+// made, or it failed), which the pod start metrics leave out.
+func (m *Manager) Ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, podCreds func() *credentialprovider.Keyring) (pulled time.Duration, err error) {
 	policy := c.ImagePullPolicy
 	if policy == "" {
 		policy = v1.PullIfNotPresent
@@ -178,15 +176,15 @@ func (m *Manager) Ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, podC
 	if policy != v1.PullAlways {
 		present, err := m.docker.ImagePresent(ctx, c.Image)
 		if err != nil || present {
-			return err
+			return 0, err
 		}
 		if policy == v1.PullNever {
-			return &kubecontainer.StartError{Reason: kubecontainer.ReasonErrImageNeverPull, Message: fmt.Sprintf("image %s is not present and imagePullPolicy is Never", c.Image)}
+			return 0, &kubecontainer.StartError{Reason: kubecontainer.ReasonErrImageNeverPull, Message: fmt.Sprintf("image %s is not present and imagePullPolicy is Never", c.Image)}
 		}
 	}
 	if until, why := m.BackOff(pod, c); why != nil && m.clock.Now().Before(until) {
 		m.Events(pod, c.Name, "BackOff", fmt.Sprintf("Back-off pulling image %q", c.Image), false)
-		return why
+		return 0, why
 	}
 	key := keyOf(pod, c)
 	m.Events(pod, c.Name, "Pulling", fmt.Sprintf("Pulling image %q", c.Image), false)
@@ -210,18 +208,15 @@ func (m *Manager) Ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, podC
 		m.mu.Unlock()
 		m.Retry(pod.UID, until)
 		m.Events(pod, c.Name, "Failed", msg, true)
-		return &kubecontainer.StartError{Reason: kubecontainer.ReasonErrImagePull, Message: msg}
+		return 0, &kubecontainer.StartError{Reason: kubecontainer.ReasonErrImagePull, Message: msg}
 	}
 	m.mu.Lock()
 	delete(m.failures, key)
 	m.backoff.Reset(key)
 	m.mu.Unlock()
 	took := time.Since(start)
-	if m.Pulled != nil {
-		m.Pulled(pod.UID, took)
-	}
 	m.Events(pod, c.Name, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v", c.Image, took.Round(time.Millisecond)), false)
-	return nil
+	return took, nil
 }
 
 // BackOff reports whether the pod may not pull the container's image again

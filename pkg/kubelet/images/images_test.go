@@ -65,9 +65,12 @@ func TestEnsure(t *testing.T) {
 	} {
 		before := fake.CountCalls("pull")
 		pod, c := podWith(tc.image, tc.policy)
-		err := m.Ensure(ctx, pod, c, nil)
+		pulled, err := m.Ensure(ctx, pod, c, nil)
 		if got := reason(err); got != tc.reason || (tc.reason == "" && err != nil) {
 			t.Errorf("%s %s: %v, want reason %q", tc.image, tc.policy, err, tc.reason)
+		}
+		if pulled != 0 && (tc.pulls == 0 || err != nil) {
+			t.Errorf("%s %s: pulled for %v, without a pull that worked", tc.image, tc.policy, pulled)
 		}
 		if n := fake.CountCalls("pull") - before; n != tc.pulls {
 			t.Errorf("%s %s: %d pulls, want %d", tc.image, tc.policy, n, tc.pulls)
@@ -81,7 +84,7 @@ func TestEnsure(t *testing.T) {
 	}
 	m.ForgetPod("u1")
 	pod, c := podWith("reg.test/private:1", v1.PullIfNotPresent)
-	if err := m.Ensure(ctx, pod, c, nil); reason(err) != kubecontainer.ReasonErrImagePull {
+	if _, err := m.Ensure(ctx, pod, c, nil); reason(err) != kubecontainer.ReasonErrImagePull {
 		t.Errorf("after the pod was forgotten: %v, want a fresh pull attempt", err)
 	}
 }
@@ -101,7 +104,7 @@ func TestPullBackOffDoubles(t *testing.T) {
 	other.UID = "u2"
 	attempt := func(step string, wantReason string, wantWait time.Duration) {
 		t.Helper()
-		err := m.Ensure(ctx, pod, c, nil)
+		_, err := m.Ensure(ctx, pod, c, nil)
 		if got := reason(err); got != wantReason || (wantReason == "" && err != nil) {
 			t.Fatalf("%s: %v, want reason %q", step, err, wantReason)
 		}
@@ -123,7 +126,7 @@ func TestPullBackOffDoubles(t *testing.T) {
 	attempt("second failure", kubecontainer.ReasonErrImagePull, 20*time.Second)
 	clk.Step(time.Hour) // however long after
 	attempt("third failure", kubecontainer.ReasonErrImagePull, 25*time.Second)
-	if err := m.Ensure(ctx, other, oc, nil); reason(err) != kubecontainer.ReasonErrImagePull {
+	if _, err := m.Ensure(ctx, other, oc, nil); reason(err) != kubecontainer.ReasonErrImagePull {
 		t.Fatalf("another pod's pull of the image: %v, want its own first failure", err)
 	}
 	m.ForgetPod(pod.UID)
@@ -150,7 +153,7 @@ func TestCollect(t *testing.T) {
 	ctx := context.Background()
 	for _, img := range []string{"pause:1", "old:1", "used:1", "new:1"} {
 		pod, c := podWith(img, v1.PullAlways)
-		if err := m.Ensure(ctx, pod, c, nil); err != nil {
+		if _, err := m.Ensure(ctx, pod, c, nil); err != nil {
 			t.Fatal(err)
 		}
 		clk.Step(time.Second) // distinct pull times
@@ -185,7 +188,7 @@ func TestDeleteUnused(t *testing.T) {
 	ctx := context.Background()
 	for _, img := range []string{"pause:1", "old:1", "used:1", "new:1"} {
 		pod, c := podWith(img, v1.PullAlways)
-		if err := m.Ensure(ctx, pod, c, nil); err != nil {
+		if _, err := m.Ensure(ctx, pod, c, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -273,7 +276,7 @@ func TestImageEventsWakePodsInPullBackOff(t *testing.T) {
 		pod *v1.Pod
 		c   *v1.Container
 	}{{ifNotPresent, c1}, {always, c2}} {
-		if err := m.Ensure(ctx, pc.pod, pc.c, nil); reason(err) != kubecontainer.ReasonErrImagePull {
+		if _, err := m.Ensure(ctx, pc.pod, pc.c, nil); reason(err) != kubecontainer.ReasonErrImagePull {
 			t.Fatalf("%s: %v, want ErrImagePull", pc.c.ImagePullPolicy, err)
 		}
 	}
@@ -370,7 +373,7 @@ func TestEnsureUsesPodCredentials(t *testing.T) {
 			m := NewManager(fake, nil, Policy{Keyring: node, BackoffInitial: time.Hour, BackoffMax: time.Hour}, "pause:1",
 				filepath.Join(t.TempDir(), "images.json"))
 			pod, c := podWith(tc.image, v1.PullAlways)
-			err := m.Ensure(context.Background(), pod, c, func() *credentialprovider.Keyring { return tc.pod })
+			_, err := m.Ensure(context.Background(), pod, c, func() *credentialprovider.Keyring { return tc.pod })
 			if tried := strings.Join(fake.PullUsers(tc.image), ","); tried != tc.tried {
 				t.Errorf("pulled as %q, want %q", tried, tc.tried)
 			}

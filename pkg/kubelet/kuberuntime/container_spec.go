@@ -143,7 +143,7 @@ func (m *Manager) appSpec(ctx context.Context, pod *v1.Pod, c *v1.Container, sb 
 	labels := kubecontainer.ContainerLabels(pod, m.cfg.NodeName, c.Name, hash, kubecontainer.TypeContainer, restartCount)
 	labels[kubecontainer.LabelSource] = podSourceOf(pod)
 	adj := max(oomScoreAdj(pod, c, m.cfg.NodeMemory), m.oomFloor)
-	logs := m.host.ContainerLogs()
+	logs := m.logs.Get()
 	spec := &kubecontainer.CreateSpec{
 		Name:         kubecontainer.BuildName(kubecontainer.ContainerName{Container: c.Name, Hash: hash, Pod: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID)}),
 		Image:        c.Image,
@@ -182,7 +182,7 @@ func (m *Manager) appSpec(ctx context.Context, pod *v1.Pod, c *v1.Container, sb 
 		}
 		spec.PidMode = "container:" + id
 	}
-	env, vars, err := m.containerEnv(pod, c, podIP)
+	env, vars, err := m.containerEnv(ctx, pod, c, podIP)
 	if err != nil {
 		return nil, &kubecontainer.StartError{Reason: reasonConfigError, Message: err.Error()}
 	}

@@ -144,7 +144,8 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		typ = "ephemeral_container"
 	}
 	m.cfg.Metrics.StartedContainers.WithLabelValues(typ).Inc()
-	err := m.createAndStart(ctx, pod, c, sb, restartCount)
+	pulled, err := m.createAndStart(ctx, pod, c, sb, restartCount)
+	r.Pulling += pulled
 	var ce *kubecontainer.StartError
 	if errors.As(err, &ce) {
 		m.cfg.Metrics.StartedContainerErrors.WithLabelValues(typ, ce.Reason).Inc()
@@ -180,11 +181,18 @@ func isInitContainer(pod *v1.Pod, name string) bool {
 	return false
 }
 
-func (m *Manager) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Container, sb sandbox, restartCount int) error {
+// createAndStart makes the container's image present, then creates and
+// starts the container; pulled is how long a pull of its image took.
+func (m *Manager) createAndStart(ctx context.Context, pod *v1.Pod, c *v1.Container, sb sandbox, restartCount int) (pulled time.Duration, err error) {
 	creds := func() *credentialprovider.Keyring { return m.pullCredentials(ctx, pod, sb.record) }
-	if err := m.images.Ensure(ctx, pod, c, creds); err != nil {
-		return err
+	if pulled, err = m.images.Ensure(ctx, pod, c, creds); err != nil {
+		return pulled, err
 	}
+	return pulled, m.create(ctx, pod, c, sb, restartCount)
+}
+
+// create creates and starts the container, then runs its postStart hook.
+func (m *Manager) create(ctx context.Context, pod *v1.Pod, c *v1.Container, sb sandbox, restartCount int) error {
 	spec, err := m.appSpec(ctx, pod, c, sb, restartCount)
 	if err != nil {
 		return err

@@ -158,6 +158,6 @@ func (m *Manager) RemoveContainer(ctx context.Context, c *kubecontainer.Containe
 	if err := m.runtime.Remove(ctx, c.ID); err != nil {
 		return err
 	}
-	m.logLinks().remove(c)
+	m.logLinks.Remove(c)
 	return nil
 }

@@ -239,13 +239,6 @@ func TestStopPodWithoutSpec(t *testing.T) {
 	}
 }
 
-type logDirHost struct {
-	fakeHost
-	dir string
-}
-
-func (h *logDirHost) ContainerLogs() ContainerLogs { return ContainerLogs{Dir: h.dir} }
-
 // RemoveContainer removes the container and its log link; a failed remove
 // keeps the link.
 func TestRemoveContainerDropsLogLink(t *testing.T) {
@@ -254,7 +247,7 @@ func TestRemoveContainerDropsLogLink(t *testing.T) {
 			fake := containertest.NewFakeClient()
 			m := newTestManager(t, Config{}, fake)
 			dir := t.TempDir()
-			m.host = &logDirHost{dir: dir}
+			m.logLinks = NewLogLinks(NewLogSettings(ContainerLogs{Dir: dir}))
 			id := strings.Repeat("ab", 32)
 			logPath := filepath.Join(t.TempDir(), id+"-json.log")
 			if err := os.WriteFile(logPath, nil, 0o644); err != nil {
@@ -262,7 +255,7 @@ func TestRemoveContainerDropsLogLink(t *testing.T) {
 			}
 			c := &kubecontainer.ContainerState{ID: id, Name: "a", LogPath: logPath, Running: true,
 				Labels: map[string]string{kubecontainer.LabelPodName: "p", kubecontainer.LabelPodNamespace: "default"}}
-			m.LinkLog(c)
+			m.logLinks.Link(c)
 			link := filepath.Join(dir, "p_default_a-"+id+".log")
 			if target, err := os.Readlink(link); err != nil || target != logPath {
 				t.Fatalf("link %q %v, want to %s", target, err, logPath)

@@ -4,19 +4,14 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"math"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
 )
 
@@ -57,103 +52,16 @@ func expand(s string, lookup func(string) (string, bool)) string {
 	return b.String()
 }
 
-// fieldKey matches metadata.labels['k'] and metadata.annotations['k'].
-var fieldKey = regexp.MustCompile(`^metadata\.(labels|annotations)\['([^']+)'\]$`)
-
-// fieldValue resolves a downward fieldPath for a pod.
-func (m *Manager) fieldValue(pod *v1.Pod, path, podIP string) (string, error) {
-	switch path {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "spec.nodeName":
-		return m.cfg.NodeName, nil
-	case "spec.serviceAccountName":
-		return pod.Spec.ServiceAccountName, nil
-	case "status.podIP", "status.podIPs": // one address family here: the list is that address
-		if pod.Spec.HostNetwork && m.cfg.NodeIP != "" {
-			return m.cfg.NodeIP, nil // the pod's IP is the node's, as its status says
-		}
-		return podIP, nil
-	case "status.hostIP", "status.hostIPs":
-		return m.cfg.NodeIP, nil
-	case "metadata.labels":
-		return formatMap(pod.Labels), nil
-	case "metadata.annotations":
-		return formatMap(pod.Annotations), nil
-	}
-	if sub := fieldKey.FindStringSubmatch(path); sub != nil {
-		if sub[1] == "labels" {
-			return pod.Labels[sub[2]], nil
-		}
-		return pod.Annotations[sub[2]], nil
-	}
-	return "", fmt.Errorf("unsupported fieldPath %q", path)
-}
-
-// formatMap renders labels or annotations as the downward API does:
-// key="value" lines, sorted.
-func formatMap(m map[string]string) string {
-	lines := make([]string, 0, len(m))
-	for key, v := range m {
-		lines = append(lines, fmt.Sprintf("%s=%q", key, v))
-	}
-	slices.Sort(lines)
-	return strings.Join(lines, "\n")
-}
-
-// resourceValue resolves a resourceFieldRef as Kubernetes does: the
-// container's request or limit (a missing limit is the node's capacity),
-// divided by the divisor and rounded up.
-func (m *Manager) resourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector, self string) (string, error) {
-	name := ref.ContainerName
-	if name == "" {
-		name = self
-	}
-	c := kubecontainer.ContainerSpec(pod, name)
-	if c == nil {
-		return "", fmt.Errorf("no container %q", name)
-	}
-	kind, res, _ := strings.Cut(ref.Resource, ".")
-	list := c.Resources.Limits
-	if kind == "requests" {
-		list = c.Resources.Requests
-	}
-	q, ok := list[v1.ResourceName(res)]
-	if !ok {
-		switch {
-		case kind == "limits" && res == "cpu":
-			q = *resource.NewQuantity(int64(m.cfg.NodeCPUs), resource.DecimalSI)
-		case kind == "limits" && res == "memory":
-			q = *resource.NewQuantity(m.cfg.NodeMemory, resource.BinarySI)
-		case kind == "limits" && res == "ephemeral-storage":
-			q = *resource.NewQuantity(m.nodeEphemeralStorage(), resource.BinarySI)
-		case kind == "requests":
-			// A request defaults to the limit when only a limit is written.
-			if lim, ok := c.Resources.Limits[v1.ResourceName(res)]; ok {
-				q = lim
-			}
-		}
-	}
-	divisor := ref.Divisor
-	if divisor.IsZero() {
-		divisor = resource.MustParse("1")
-	}
-	if res == "cpu" {
-		return fmt.Sprint(int64(math.Ceil(float64(q.MilliValue()) / float64(divisor.MilliValue())))), nil
-	}
-	return fmt.Sprint(int64(math.Ceil(float64(q.Value()) / float64(divisor.Value())))), nil
-}
+// objectReadTimeout bounds a read of a config map or secret for a
+// container's environment.
+const objectReadTimeout = 10 * time.Second
 
 // containerEnv resolves a container's environment in order: each value may
 // refer to the variables before it with $(VAR).
 //
 // The Services' variables (node mode) come first, so the container's own
 // may refer to them; one the container defines itself is its own.
-func (m *Manager) containerEnv(pod *v1.Pod, c *v1.Container, podIP string) ([]string, map[string]string, error) {
+func (m *Manager) containerEnv(ctx context.Context, pod *v1.Pod, c *v1.Container, podIP string) ([]string, map[string]string, error) {
 	vars := map[string]string{}
 	svc, err := m.serviceEnv(pod)
 	if err != nil {
@@ -163,7 +71,7 @@ func (m *Manager) containerEnv(pod *v1.Pod, c *v1.Container, podIP string) ([]st
 	for _, e := range c.Env {
 		own[e.Name] = true
 	}
-	from, err := m.envFrom(pod, c)
+	from, err := m.envFrom(ctx, pod, c)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -191,19 +99,19 @@ func (m *Manager) containerEnv(pod *v1.Pod, c *v1.Container, podIP string) ([]st
 		case e.ValueFrom == nil:
 			v = expand(e.Value, func(n string) (string, bool) { x, ok := vars[n]; return x, ok })
 		case e.ValueFrom.FieldRef != nil:
-			v, err = m.fieldValue(pod, e.ValueFrom.FieldRef.FieldPath, podIP)
+			v, err = m.downward.field(pod, e.ValueFrom.FieldRef.FieldPath, podIP)
 		case e.ValueFrom.ResourceFieldRef != nil:
-			v, err = m.resourceValue(pod, e.ValueFrom.ResourceFieldRef, c.Name)
+			v, err = m.downward.resource(pod, e.ValueFrom.ResourceFieldRef, c.Name)
 		case e.ValueFrom.ConfigMapKeyRef != nil:
 			ref := e.ValueFrom.ConfigMapKeyRef
 			var ok bool
-			if v, ok, err = m.objectKey(pod.Namespace, "configmap", ref.Name, ref.Key, ref.Optional); err == nil && !ok {
+			if v, ok, err = m.objectKey(ctx, pod.Namespace, "configmap", ref.Name, ref.Key, ref.Optional); err == nil && !ok {
 				continue // optional and absent: no variable
 			}
 		case e.ValueFrom.SecretKeyRef != nil:
 			ref := e.ValueFrom.SecretKeyRef
 			var ok bool
-			if v, ok, err = m.objectKey(pod.Namespace, "secret", ref.Name, ref.Key, ref.Optional); err == nil && !ok {
+			if v, ok, err = m.objectKey(ctx, pod.Namespace, "secret", ref.Name, ref.Key, ref.Optional); err == nil && !ok {
 				continue
 			}
 		}
@@ -226,13 +134,15 @@ func ownEnv(c *v1.Container, name string) bool {
 }
 
 // objectData reads a config map's or secret's data (node mode); found is
-// false for an optional one that is absent.
-func (m *Manager) objectData(namespace, kind, name string, optional *bool) (data map[string]string, found bool, err error) {
+// false for an optional one that is absent. The read is not cancelled with
+// ctx, the pod's sync, which a termination request cancels (the container
+// would be shown waiting on a cancelled read); its timeout bounds it.
+func (m *Manager) objectData(ctx context.Context, namespace, kind, name string, optional *bool) (data map[string]string, found bool, err error) {
 	opt := optional != nil && *optional
 	if m.cfg.Objects == nil {
 		return nil, false, fmt.Errorf("%w to read %s %s/%s", volumes.ErrNoAPIServer, kind, namespace, name)
 	}
-	ctx, cancel := context.WithTimeout(m.host.Life(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), objectReadTimeout)
 	defer cancel()
 	data = map[string]string{}
 	switch kind {
@@ -263,8 +173,8 @@ func (m *Manager) objectData(namespace, kind, name string, optional *bool) (data
 // objectKey is one key of a config map or secret, for configMapKeyRef and
 // secretKeyRef: a missing key is an error unless the reference is
 // optional, as the kubelet's.
-func (m *Manager) objectKey(namespace, kind, name, key string, optional *bool) (string, bool, error) {
-	data, found, err := m.objectData(namespace, kind, name, optional)
+func (m *Manager) objectKey(ctx context.Context, namespace, kind, name, key string, optional *bool) (string, bool, error) {
+	data, found, err := m.objectData(ctx, namespace, kind, name, optional)
 	if err != nil || !found {
 		return "", false, err
 	}
@@ -281,7 +191,7 @@ func (m *Manager) objectKey(namespace, kind, name, key string, optional *bool) (
 // envFrom is the container's envFrom variables, in order (a later source
 // wins a name), each key with the source's prefix; keys that are not valid
 // variable names are left out, as the kubelet does.
-func (m *Manager) envFrom(pod *v1.Pod, c *v1.Container) ([]v1.EnvVar, error) {
+func (m *Manager) envFrom(ctx context.Context, pod *v1.Pod, c *v1.Container) ([]v1.EnvVar, error) {
 	var out []v1.EnvVar
 	index := map[string]int{}
 	for _, src := range c.EnvFrom {
@@ -290,9 +200,9 @@ func (m *Manager) envFrom(pod *v1.Pod, c *v1.Container) ([]v1.EnvVar, error) {
 		var err error
 		switch {
 		case src.ConfigMapRef != nil:
-			data, found, err = m.objectData(pod.Namespace, "configmap", src.ConfigMapRef.Name, src.ConfigMapRef.Optional)
+			data, found, err = m.objectData(ctx, pod.Namespace, "configmap", src.ConfigMapRef.Name, src.ConfigMapRef.Optional)
 		case src.SecretRef != nil:
-			data, found, err = m.objectData(pod.Namespace, "secret", src.SecretRef.Name, src.SecretRef.Optional)
+			data, found, err = m.objectData(ctx, pod.Namespace, "secret", src.SecretRef.Name, src.SecretRef.Optional)
 		}
 		if err != nil {
 			return nil, err
@@ -315,28 +225,4 @@ func (m *Manager) envFrom(pod *v1.Pod, c *v1.Container) ([]v1.EnvVar, error) {
 		}
 	}
 	return out, nil
-}
-
-// Downward gives the volume manager the pods' downward API values (volume
-// files have no container of their own, nor the pod IP).
-func (m *Manager) Downward() volumes.DownwardValues { return downwardValues{m} }
-
-type downwardValues struct{ m *Manager }
-
-func (d downwardValues) FieldValue(pod *v1.Pod, path string) (string, error) {
-	return d.m.fieldValue(pod, path, "")
-}
-
-func (d downwardValues) ResourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector) (string, error) {
-	return d.m.resourceValue(pod, ref, "")
-}
-
-// nodeEphemeralStorage is the node's allocatable ephemeral storage: the
-// size of the file system holding the root dir (what the kubelet reports).
-func (m *Manager) nodeEphemeralStorage() int64 {
-	var st unix.Statfs_t
-	if err := unix.Statfs(m.cfg.RootDir, &st); err != nil {
-		return 0
-	}
-	return int64(st.Blocks) * st.Bsize
 }

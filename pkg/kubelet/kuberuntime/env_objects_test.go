@@ -107,7 +107,7 @@ func TestContainerEnvFromObjects(t *testing.T) {
 			m := newTestManager(t, Config{Objects: c.objects}, nil)
 			pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"},
 				Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", EnvFrom: c.from, Env: c.env}}}}
-			env, _, err := m.containerEnv(pod, &pod.Spec.Containers[0], "")
+			env, _, err := m.containerEnv(context.Background(), pod, &pod.Spec.Containers[0], "")
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("error %v, want %q", err, c.wantErr)
@@ -127,14 +127,13 @@ func TestContainerEnvFromObjects(t *testing.T) {
 // The downward values of volume files: fields and resources, with the
 // labels and annotations rendered as key="value" lines, sorted.
 func TestDownwardValues(t *testing.T) {
-	m := newTestManager(t, Config{NodeName: "n1", NodeCPUs: 2, NodeMemory: 1 << 30}, nil)
+	d := NewDownward(DownwardNode{Name: "n1", CPUs: 2, Memory: 1 << 30, RootDir: t.TempDir()})
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u",
 		Labels: map[string]string{"b": "2", "a": "1"}, Annotations: map[string]string{"q": `say "hi"`}},
 		Spec: v1.PodSpec{ServiceAccountName: "sa", Containers: []v1.Container{{Name: "c",
 			Resources: v1.ResourceRequirements{
 				Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("250m")},
 				Limits:   v1.ResourceList{v1.ResourceMemory: resource.MustParse("100Mi")}}}}}}
-	d := m.Downward()
 	for path, want := range map[string]string{
 		"metadata.labels":           "a=\"1\"\nb=\"2\"",
 		"metadata.annotations":      `q="say \"hi\""`,

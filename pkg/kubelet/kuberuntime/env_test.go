@@ -42,8 +42,8 @@ func TestExpand(t *testing.T) {
 }
 
 func TestContainerEnv(t *testing.T) {
-	m := newTestManager(t, Config{NodeName: "node-1"}, nil)
-	m.cfg.NodeIP, m.cfg.NodeCPUs = "10.0.0.1", 4
+	m := newTestManager(t, Config{NodeName: "node-1", NodeIP: "10.0.0.1"}, nil)
+	m.downward = NewDownward(DownwardNode{Name: "node-1", IP: "10.0.0.1", CPUs: 4})
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "u1", Labels: map[string]string{"app": "x"}},
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c",
 			Resources: v1.ResourceRequirements{Limits: v1.ResourceList{"memory": resource.MustParse("64Mi")}},
@@ -58,7 +58,7 @@ func TestContainerEnv(t *testing.T) {
 				{Name: "GREETING", Value: "hello $(POD) from $(NODE) $(LATER)"},
 				{Name: "LATER", Value: "late"},
 			}}}}}
-	env, _, err := m.containerEnv(pod, &pod.Spec.Containers[0], "172.17.0.5")
+	env, _, err := m.containerEnv(context.Background(), pod, &pod.Spec.Containers[0], "172.17.0.5")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestContainerEnv(t *testing.T) {
 	}
 	// A host-network pod's IP is the node's, as its status reports.
 	pod.Spec.HostNetwork = true
-	if env, _, err = m.containerEnv(pod, &pod.Spec.Containers[0], HostNetworkIP); err != nil || env[2] != "IP=10.0.0.1" {
+	if env, _, err = m.containerEnv(context.Background(), pod, &pod.Spec.Containers[0], HostNetworkIP); err != nil || env[2] != "IP=10.0.0.1" {
 		t.Errorf("host network: %v %v, want IP=10.0.0.1", env, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 
 	"github.com/golang/glog"
 
@@ -102,19 +103,47 @@ func (l logLinks) removeDangling() {
 	}
 }
 
-// logLinks are the links in the container log dir of the moment (it may
-// change while the agent runs).
-func (m *Manager) logLinks() logLinks { return logLinks{dir: m.host.ContainerLogs().Dir} }
+// LogSettings are the containers' log settings of the moment: a SIGHUP
+// changes them while the agent runs. The Manager reads the bounds of the
+// json-file log of each container it creates, the LogLinks the directory.
+type LogSettings struct{ v atomic.Pointer[ContainerLogs] }
 
-// LinkLog links the log file of a container the relist inspected (an
-// infra container's output is nobody's log). The links are made from the
+// NewLogSettings returns settings holding l.
+func NewLogSettings(l ContainerLogs) *LogSettings {
+	s := &LogSettings{}
+	s.Set(l)
+	return s
+}
+
+// Get returns the settings in force.
+func (s *LogSettings) Get() ContainerLogs { return *s.v.Load() }
+
+// Set puts l in force from now on.
+func (s *LogSettings) Set(l ContainerLogs) { s.v.Store(&l) }
+
+// LogLinks are the containers' log links in the directory of the moment
+// (LogSettings): the relist has each container linked when it first sees
+// its log file, the Manager removes a link with its container, the garbage
+// collection drops the links whose container is gone.
+type LogLinks struct{ settings *LogSettings }
+
+// NewLogLinks returns the links in the directory of settings.
+func NewLogLinks(settings *LogSettings) *LogLinks { return &LogLinks{settings: settings} }
+
+func (l *LogLinks) links() logLinks { return logLinks{dir: l.settings.Get().Dir} }
+
+// Link links the log file of a container the relist inspected (an infra
+// container's output is nobody's log). The links are made from the
 // relist's inspect rather than one of their own on the start path, so a
 // restarted agent remakes them all.
-func (m *Manager) LinkLog(c *kubecontainer.ContainerState) {
+func (l *LogLinks) Link(c *kubecontainer.ContainerState) {
 	if c.Name != infraName {
-		m.logLinks().create(c.Labels[kubecontainer.LabelPodName], c.Labels[kubecontainer.LabelPodNamespace], c.Name, c.ID, c.LogPath, c.Running)
+		l.links().create(c.Labels[kubecontainer.LabelPodName], c.Labels[kubecontainer.LabelPodNamespace], c.Name, c.ID, c.LogPath, c.Running)
 	}
 }
 
-// RemoveDanglingLogLinks drops the log links whose container is gone.
-func (m *Manager) RemoveDanglingLogLinks() { m.logLinks().removeDangling() }
+// Remove drops a removed container's link.
+func (l *LogLinks) Remove(c *kubecontainer.ContainerState) { l.links().remove(c) }
+
+// RemoveDangling drops the log links whose container is gone.
+func (l *LogLinks) RemoveDangling() { l.links().removeDangling() }

@@ -10,14 +10,13 @@ import (
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
-// The Manager links app containers' logs (not the infra container's) in
-// the log dir of the moment, and drops only its own links whose container
-// is gone: other files, live links and foreign links stay.
-func TestManagerLogLinks(t *testing.T) {
-	m := newTestManager(t, Config{}, nil)
+// The log links are of app containers (not the infra container), in the
+// log dir of the moment; only the agent's own links whose container is gone
+// are dropped: other files, live links and foreign links stay.
+func TestLogLinks(t *testing.T) {
 	dir := t.TempDir()
-	host := &logDirHost{dir: dir}
-	m.host = host
+	settings := NewLogSettings(ContainerLogs{Dir: dir})
+	links := NewLogLinks(settings)
 	logs := t.TempDir()
 	mk := func(name, id string) *kubecontainer.ContainerState {
 		p := filepath.Join(logs, id+"-json.log")
@@ -28,9 +27,9 @@ func TestManagerLogLinks(t *testing.T) {
 			Labels: map[string]string{kubecontainer.LabelPodName: "p", kubecontainer.LabelPodNamespace: "ns"}}
 	}
 	live, gone := mk("a", strings.Repeat("1", 64)), mk("b", strings.Repeat("2", 64))
-	m.LinkLog(live)
-	m.LinkLog(gone)
-	m.LinkLog(mk(infraName, strings.Repeat("3", 64)))
+	links.Link(live)
+	links.Link(gone)
+	links.Link(mk(infraName, strings.Repeat("3", 64)))
 	if err := os.Symlink("/nowhere", filepath.Join(dir, "foreign.log")); err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +39,7 @@ func TestManagerLogLinks(t *testing.T) {
 	if err := os.Remove(gone.LogPath); err != nil {
 		t.Fatal(err)
 	}
-	m.RemoveDanglingLogLinks()
+	links.RemoveDangling()
 	entries, _ := os.ReadDir(dir)
 	var names []string
 	for _, e := range entries {
@@ -51,9 +50,9 @@ func TestManagerLogLinks(t *testing.T) {
 		t.Errorf("log dir %v, want %v", names, want)
 	}
 	// Links disabled: nothing made, nothing swept.
-	host.dir = ""
-	m.LinkLog(mk("c", strings.Repeat("4", 64)))
-	m.RemoveDanglingLogLinks()
+	settings.Set(ContainerLogs{})
+	links.Link(mk("c", strings.Repeat("4", 64)))
+	links.RemoveDangling()
 	if after, _ := os.ReadDir(dir); len(after) != len(want) {
 		t.Errorf("with links disabled the dir changed: %d entries", len(after))
 	}

@@ -19,13 +19,17 @@
 //     is measured once, by the instrumented runtime.
 //
 // The Kubelet holds one Manager and asks it; what the Manager needs of the
-// Kubelet and its other parts are the small interfaces declared here (Host,
-// Volumes, Images, Probes, Relister, Network).
+// Kubelet and its other parts are the small interfaces declared here
+// (Volumes, Images, Probes, Relister, Network), and the parts of its own
+// it shares, built first: the downward API (Downward, which the volume
+// manager reads too), the log settings and links (LogSettings, which a
+// SIGHUP changes, and LogLinks, which the relist makes).
 package kuberuntime
 
 import (
 	"context"
 	"fmt"
+	goruntime "runtime"
 	"time"
 
 	"github.com/golang/glog"
@@ -49,10 +53,8 @@ type Config struct {
 	NodeName string
 	// NodeIP is the pods' host IP (status.hostIP in the downward API).
 	NodeIP string
-	// NodeCPUs and NodeMemory (bytes) are the node's capacity: what a
-	// missing CPU or memory limit is in the downward API, and the memory a
-	// Burstable container's OOM score is reckoned against.
-	NodeCPUs   int
+	// NodeMemory (bytes) is the node's: the memory a Burstable
+	// container's OOM score is reckoned against.
 	NodeMemory int64
 	RootDir    string
 	InfraImage string
@@ -108,10 +110,18 @@ type Deps struct {
 	Images  Images
 	Probes  Probes
 	Relist  Relister
-	Host    Host
 	// Network is the pod network; nil: Docker's bridge without cluster
 	// DNS.
 	Network Network
+	// Downward resolves the downward API's values (the volume manager's
+	// too); nil: one of the node of Config (and its CPUs).
+	Downward *Downward
+	// Logs are the containers' log settings of the moment; nil: no links,
+	// Docker's default log bounds.
+	Logs *LogSettings
+	// LogLinks are the containers' log links, which the Manager removes
+	// with their containers; nil: links in the directory of Logs.
+	LogLinks *LogLinks
 }
 
 // Network is the pod network (pkg/kubelet/network): the resolver settings
@@ -134,17 +144,6 @@ type Network interface {
 
 var _ Network = (*network.Manager)(nil)
 
-// Host is what the Manager needs of the Kubelet that runs it.
-type Host interface {
-	// ContainerLogs are the containers' log settings of the moment: they
-	// may change while the agent runs (SIGHUP).
-	ContainerLogs() ContainerLogs
-	// Life is the agent's Run context. Reads of config maps and secrets
-	// for a container's environment are bounded by it, not by the pod
-	// sync that asks for them, which a kill cancels.
-	Life() context.Context
-}
-
 // ContainerLogs are the settings of the containers' logs.
 type ContainerLogs struct {
 	// Dir holds the containers' log symlinks ("" for none).
@@ -156,10 +155,11 @@ type ContainerLogs struct {
 
 // Images is what the Manager needs of the image manager: a container's
 // image present as its pull policy says, pulled with the pod's
-// credentials (asked for only when a pull is due) and the node's; and
-// whether the image's pulls are in back-off, until when and why.
+// credentials (asked for only when a pull is due) and the node's, and how
+// long a pull took (0: none was made); and whether the image's pulls are in
+// back-off, until when and why.
 type Images interface {
-	Ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, podCreds func() *credentialprovider.Keyring) error
+	Ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, podCreds func() *credentialprovider.Keyring) (pulled time.Duration, err error)
 	BackOff(pod *v1.Pod, c *v1.Container) (until time.Time, why *kubecontainer.StartError)
 }
 
@@ -205,8 +205,11 @@ type Manager struct {
 	images  Images
 	probes  Probes
 	relist  Relister
-	host    Host
 	network Network
+
+	downward *Downward
+	logs     *LogSettings
+	logLinks *LogLinks
 
 	// starts bounds the container creations and starts in flight across
 	// all pods: the daemon serializes much of that work, and a burst of
@@ -264,6 +267,15 @@ func NewManager(cfg Config, deps Deps) *Manager {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
+	if deps.Downward == nil {
+		deps.Downward = NewDownward(DownwardNode{Name: cfg.NodeName, IP: cfg.NodeIP, CPUs: goruntime.NumCPU(), Memory: cfg.NodeMemory, RootDir: cfg.RootDir})
+	}
+	if deps.Logs == nil {
+		deps.Logs = NewLogSettings(ContainerLogs{})
+	}
+	if deps.LogLinks == nil {
+		deps.LogLinks = NewLogLinks(deps.Logs)
+	}
 	// The agent outlives its pods when the node runs out of memory, as
 	// the kubelet (before the floor is probed: its probe reads this).
 	selfErr := lowerOOMScoreAdj("/proc/self/oom_score_adj", agentOOMScoreAdj)
@@ -276,7 +288,7 @@ func NewManager(cfg Config, deps Deps) *Manager {
 		glog.Warningf("This host does not let processes lower their oom_score_adj (no CAP_SYS_RESOURCE): %s; Guaranteed, node-critical and infra containers get %d instead of the kubelet's -997/-998", self, oomFloor)
 	}
 	return &Manager{cfg: cfg, runtime: deps.Runtime, volumes: deps.Volumes, images: deps.Images, probes: deps.Probes, relist: deps.Relist,
-		host: deps.Host, network: deps.Network, starts: newStartSlots(maxParallelStarts),
+		network: deps.Network, downward: deps.Downward, logs: deps.Logs, logLinks: deps.LogLinks, starts: newStartSlots(maxParallelStarts),
 		hookHTTP: probehttp.New(), oomFloor: oomFloor, appArmor: appArmorEnabled}
 }
 

@@ -1,7 +1,6 @@
 package kuberuntime
 
 import (
-	"context"
 	"sync"
 	"testing"
 
@@ -12,16 +11,9 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
 )
 
-// fakeHost is the Kubelet as the Manager sees it: no log settings.
-type fakeHost struct{}
-
-func (h *fakeHost) ContainerLogs() ContainerLogs { return ContainerLogs{} }
-
-func (h *fakeHost) Life() context.Context { return context.Background() }
-
 // newTestManager is a Manager over rt (a fake runtime with no images if
 // nil) and the pod directories under cfg.RootDir (a temporary one if
-// empty).
+// empty), with no log links.
 func newTestManager(t *testing.T, cfg Config, rt kubecontainer.Runtime) *Manager {
 	t.Helper()
 	if cfg.RootDir == "" {
@@ -30,11 +22,9 @@ func newTestManager(t *testing.T, cfg Config, rt kubecontainer.Runtime) *Manager
 	if rt == nil {
 		rt = containertest.NewFakeClient()
 	}
-	vols := &volumes.Manager{RootDir: cfg.RootDir, NodeMemory: cfg.NodeMemory}
-	host := &fakeHost{}
-	m := NewManager(cfg, Deps{Runtime: rt, Volumes: vols, Host: host})
-	vols.Downward = m.Downward()
-	return m
+	downward := NewDownward(DownwardNode{Name: cfg.NodeName, IP: cfg.NodeIP, CPUs: 1, Memory: cfg.NodeMemory, RootDir: cfg.RootDir})
+	vols := &volumes.Manager{RootDir: cfg.RootDir, NodeMemory: cfg.NodeMemory, Downward: downward}
+	return NewManager(cfg, Deps{Runtime: rt, Volumes: vols, Downward: downward})
 }
 
 // testRecords keeps each pod's record across a test's syncs, as the pod's

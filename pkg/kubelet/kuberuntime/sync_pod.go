@@ -40,6 +40,9 @@ type Result struct {
 	// Stopping are the IDs of the running containers the sync stopped or
 	// meant to: they are no longer probed.
 	Stopping map[string]bool
+	// Pulling is the time the sync spent pulling the pod's images (the
+	// pod start metrics leave it out).
+	Pulling time.Duration
 }
 
 // retry asks for the pod to be synced again at t (the earliest asked wins).

@@ -361,8 +361,8 @@ func TestCollectBackoff(t *testing.T) {
 // pull back-off until until.
 type pullBackOffImages struct{ until time.Time }
 
-func (pullBackOffImages) Ensure(context.Context, *v1.Pod, *v1.Container, func() *credentialprovider.Keyring) error {
-	return nil
+func (pullBackOffImages) Ensure(context.Context, *v1.Pod, *v1.Container, func() *credentialprovider.Keyring) (time.Duration, error) {
+	return 0, nil
 }
 
 func (p pullBackOffImages) BackOff(_ *v1.Pod, c *v1.Container) (time.Time, *kubecontainer.StartError) {
