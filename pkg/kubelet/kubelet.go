@@ -217,10 +217,8 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		k.ownEvents = runtimeevents.NewHub(k.docker, cfg.Clock)
 		cfg.RuntimeEvents = k.ownEvents
 	}
-	k.relist = pleg.NewRelister(k.docker, cfg.RuntimeEvents, cfg.NodeName, cfg.RelistPeriod, k.cache, k.dirty.Mark)
-	k.relist.Metrics = k.metrics
-	k.relist.Clock = cfg.Clock
-	k.relist.OnLogPath = k.logLinks.Link
+	k.relist = pleg.NewRelister(pleg.Config{Node: cfg.NodeName, Period: cfg.RelistPeriod, Clock: cfg.Clock},
+		pleg.Deps{Runtime: k.docker, Events: cfg.RuntimeEvents, Cache: k.cache, Dirty: k.dirty, Logs: k.logLinks, Metrics: k.metrics})
 	if cfg.Images.BackoffInitial <= 0 {
 		cfg.Images.BackoffInitial, cfg.Images.BackoffMax = kuberuntime.BackoffBounds(cfg.BackoffInitial, cfg.BackoffMax)
 	}

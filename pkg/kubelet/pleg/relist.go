@@ -37,8 +37,8 @@ const (
 )
 
 // Relister turns Docker's state into the pod cache and hands the UIDs of
-// pods whose containers changed to onDirty. It never blocks on its consumer:
-// onDirty only records the UIDs.
+// pods whose containers changed to its Dirty marker. It never blocks on its
+// consumer: the marker only records the UIDs.
 //
 // Two paths feed the cache. A relist lists this node's containers (label
 // filtered) and inspects those that are new or changed state; it runs every
@@ -59,14 +59,9 @@ type Relister struct {
 	period  time.Duration
 	cache   *Cache
 	onDirty func([]types.UID)
-	// OnLogPath (optional) gets each container the first time it is seen
-	// with a log file: Docker names it at the start, so a container first
-	// inspected between its create and its start comes back later.
-	OnLogPath func(*kubecontainer.ContainerState)
-	Metrics   *metrics.Metrics // optional
-	// Clock times the relists, the re-subscriptions and the cache's
-	// timestamps (the real clock unless replaced before Run).
-	Clock clock.WithTicker
+	logs    LogLinker        // nil: none
+	metrics *metrics.Metrics // nil: none
+	clock   clock.WithTicker
 
 	known    map[string]*kubecontainer.ContainerState // by container ID; owned by Run
 	failures int                                      // consecutive failed relists; owned by Run
@@ -102,10 +97,55 @@ type pending struct {
 	finished time.Time
 }
 
-// NewRelister returns a relister of node's containers that follows the
-// events of the hub events (nil: none; the periodic relist alone).
-func NewRelister(docker Lister, events *runtimeevents.Hub, node string, period time.Duration, cache *Cache, onDirty func([]types.UID)) *Relister {
-	return &Relister{docker: docker, events: events, node: node, period: period, cache: cache, onDirty: onDirty, Clock: clock.RealClock{},
+// Config configures a Relister.
+type Config struct {
+	// Node is the owner label's value: only the node's containers are
+	// listed.
+	Node string
+	// Period is how long a relist waits for the next while Docker answers
+	// (stretched while its event stream is connected).
+	Period time.Duration
+	// Clock times the relists, the re-subscriptions and the cache's
+	// timestamps; nil: the real clock.
+	Clock clock.WithTicker
+}
+
+// Deps are what a Relister reads and tells.
+type Deps struct {
+	Runtime Lister
+	// Events is the agent's event hub; nil: no events followed (the
+	// periodic relist alone).
+	Events *runtimeevents.Hub
+	Cache  *Cache
+	// Dirty is told the pods whose containers changed.
+	Dirty Marker
+	// Logs, if set, gets each container the first time it is seen with a
+	// log file (the log links).
+	Logs LogLinker
+	// Metrics, if set, gets the relist's metrics (kubelet_pleg_*) and the
+	// counts of running pods and containers.
+	Metrics *metrics.Metrics
+}
+
+// Marker records the pods to sync (podqueue.Dirty); it must not block.
+type Marker interface {
+	Mark(uids []types.UID)
+}
+
+// LogLinker links a container's log file (kuberuntime.LogLinks). Docker
+// names the file at the start, so a container first inspected between its
+// create and its start comes back later.
+type LogLinker interface {
+	Link(c *kubecontainer.ContainerState)
+}
+
+// NewRelister returns a relister of cfg.Node's containers.
+func NewRelister(cfg Config, d Deps) *Relister {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	return &Relister{docker: d.Runtime, events: d.Events, node: cfg.Node, period: cfg.Period, cache: d.Cache, onDirty: d.Dirty.Mark,
+		logs: d.Logs, metrics: d.Metrics, clock: cfg.Clock,
 		known: map[string]*kubecontainer.ContainerState{}, oomed: map[string]bool{}, trigger: make(chan struct{}, 1), named: make(chan struct{}, 1), podsDue: make(chan struct{}, 1)}
 }
 
@@ -192,7 +232,7 @@ func (r *Relister) Run(ctx context.Context) {
 		defer func() { <-done }()
 	}
 
-	timer := r.Clock.NewTimer(0)
+	timer := r.clock.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
@@ -215,7 +255,7 @@ func (r *Relister) Run(ctx context.Context) {
 
 // newFailing is the back-off of relists while Docker fails.
 func (r *Relister) newFailing() *backoff.Backoff[backoff.One] {
-	return backoff.New[backoff.One](backoff.Policy{Initial: r.period, Max: max(r.period, relistRetryMax)}, r.Clock)
+	return backoff.New[backoff.One](backoff.Policy{Initial: r.period, Max: max(r.period, relistRetryMax)}, r.clock)
 }
 
 // nextDelay is the relist period, stretched while the event stream is
@@ -248,7 +288,7 @@ func (r *Relister) relistOnce(ctx context.Context) {
 		return
 	}
 	r.failures++
-	r.failing.Next(backoff.One{}, r.Clock.Now())
+	r.failing.Next(backoff.One{}, r.clock.Now())
 	// Log the first failure and then sparsely: Docker may be down for long.
 	if r.failures == 1 || r.failures%60 == 0 {
 		glog.Errorf("Relist failed (%d in a row): %v", r.failures, err)
@@ -325,7 +365,7 @@ func (r *Relister) requeue(evented map[string]pending) {
 
 // relist lists this node's containers once and updates the cache.
 func (r *Relister) relist(ctx context.Context) error {
-	start := r.Clock.Now()
+	start := r.clock.Now()
 	// Taken before the list: an event arriving during this relist pokes
 	// the next one, which inspects its container.
 	r.mu.Lock()
@@ -367,11 +407,11 @@ func (r *Relister) relist(ctx context.Context) error {
 	r.known = known
 	r.pruneOOM(known, true)
 	r.cache.Set(pods, start)
-	if r.Metrics != nil {
+	if r.metrics != nil {
 		r.observe(start, pods)
 	}
 	if len(dirty) > 0 {
-		glog.V(4).Infof("Relist: %d containers, %d inspected, %d pods changed, in %v", len(list), len(fresh), len(dirty), r.Clock.Since(start))
+		glog.V(4).Infof("Relist: %d containers, %d inspected, %d pods changed, in %v", len(list), len(fresh), len(dirty), r.clock.Since(start))
 		r.onDirty(keys(dirty))
 	}
 	return nil
@@ -435,7 +475,7 @@ func (r *Relister) inspectNamed(ctx context.Context) {
 		}
 	}
 	r.cache.Update(pods)
-	if r.Metrics != nil {
+	if r.metrics != nil {
 		r.count(r.cache.All())
 	}
 	glog.V(4).Infof("Events named %d containers (%d inspected) of %d pods", len(evented), len(ids), len(dirty))
@@ -474,7 +514,7 @@ func (r *Relister) relistPods(ctx context.Context) {
 	}
 	r.pruneOOM(fresh, false)
 	dirty := r.setListedPods(lists, fresh)
-	if r.Metrics != nil {
+	if r.metrics != nil {
 		r.count(r.cache.All())
 	}
 	glog.V(4).Infof("Relisted %d pods by themselves: %d containers, %d inspected, %d changed", len(lists), len(all), len(fresh), len(dirty))
@@ -504,7 +544,7 @@ func (r *Relister) listPods(ctx context.Context, asked map[types.UID]bool) (list
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			start := r.Clock.Now()
+			start := r.clock.Now()
 			list, err := r.docker.List(ctx, kubecontainer.LabelPodUID, string(uid))
 			if err != nil {
 				failures.Store(true)
@@ -621,11 +661,11 @@ func exited(running *kubecontainer.ContainerState, p pending) *kubecontainer.Con
 	return &st
 }
 
-// noteLogPath hands a container to OnLogPath the first time it is seen with
+// noteLogPath has a container's log linked the first time it is seen with
 // a log file.
 func (r *Relister) noteLogPath(prev, st *kubecontainer.ContainerState) {
-	if r.OnLogPath != nil && st.LogPath != "" && (prev == nil || prev.LogPath == "") {
-		r.OnLogPath(st)
+	if r.logs != nil && st.LogPath != "" && (prev == nil || prev.LogPath == "") {
+		r.logs.Link(st)
 	}
 }
 
@@ -757,19 +797,19 @@ func containerState(d *kubecontainer.ContainerDetail) (*kubecontainer.ContainerS
 // observe records a completed relist in the kubelet's PLEG metrics and
 // counts the pods and containers it found.
 func (r *Relister) observe(start time.Time, pods map[types.UID]*kubecontainer.PodState) {
-	m := r.Metrics
-	m.PLEGRelistDuration.Observe(r.Clock.Since(start).Seconds())
+	m := r.metrics
+	m.PLEGRelistDuration.Observe(r.clock.Since(start).Seconds())
 	if !r.last.IsZero() {
 		m.PLEGRelistInterval.Observe(start.Sub(r.last).Seconds())
 	}
 	r.last = start
-	m.PLEGLastSeen.Set(float64(r.Clock.Now().Unix()))
+	m.PLEGLastSeen.Set(float64(r.clock.Now().Unix()))
 	r.count(pods)
 }
 
 // count sets the gauges of running pods and containers by state.
 func (r *Relister) count(pods map[types.UID]*kubecontainer.PodState) {
-	m := r.Metrics
+	m := r.metrics
 	runningPods := 0
 	states := map[string]int{"created": 0, "running": 0, "exited": 0}
 	for _, p := range pods {

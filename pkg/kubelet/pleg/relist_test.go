@@ -38,9 +38,10 @@ func TestRelistInspectsOnlyWhatChanged(t *testing.T) {
 
 	var dirty []types.UID
 	cache := NewCache()
-	r := NewRelister(fake, nil, "n", time.Second, cache, func(uids []types.UID) { dirty = append(dirty, uids...) })
 	var seen []string
-	r.OnLogPath = func(c *kubecontainer.ContainerState) { seen = append(seen, c.ID) }
+	r := NewRelister(Config{Node: "n", Period: time.Second}, Deps{Runtime: fake, Cache: cache,
+		Dirty: markFunc(func(uids []types.UID) { dirty = append(dirty, uids...) }),
+		Logs:  linkFunc(func(c *kubecontainer.ContainerState) { seen = append(seen, c.ID) })})
 	steps := []struct {
 		name        string
 		change      func()
@@ -127,8 +128,7 @@ func TestEventsUpdateTheirPodsWithoutAList(t *testing.T) {
 	const period = 200 * time.Millisecond // stretched to 1 s by the stream
 	clk := testingclock.NewFakeClock(time.Now())
 	hub := runtimeevents.NewHub(fake, clk)
-	r := NewRelister(fake, hub, "n", period, cache, func(uids []types.UID) { rounds <- uids })
-	r.Clock = clk
+	r := NewRelister(Config{Node: "n", Period: period, Clock: clk}, Deps{Runtime: fake, Events: hub, Cache: cache, Dirty: markFunc(func(uids []types.UID) { rounds <- uids })})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { hub.Run(ctx) })
@@ -206,7 +206,7 @@ func TestRelistLeavesOutContainersBeingStarted(t *testing.T) {
 	ctx := context.Background()
 	fake := containertest.NewFakeClient()
 	cache := NewCache()
-	r := NewRelister(fake, nil, "n", time.Second, cache, func([]types.UID) {})
+	r := NewRelister(Config{Node: "n", Period: time.Second}, Deps{Runtime: fake, Cache: cache, Dirty: markFunc(func([]types.UID) {})})
 	fake.AddContainer(kubecontainer.ContainerDetail{ID: "c1", Name: "k8s_a.h_p_default_u1_00000001", Status: "created",
 		Labels: map[string]string{kubecontainer.LabelOwner: "n", kubecontainer.LabelPodUID: "u1"}})
 	started := r.Starting("c1")
@@ -261,7 +261,7 @@ func TestRelistPodListsThatPodAlone(t *testing.T) {
 	fake.AddContainer(kubecontainer.ContainerDetail{ID: "b1", Name: "k8s_b.h_q_default_u2_00000002", Labels: labels("n", "u2"), Running: true})
 	var dirty []types.UID
 	cache := NewCache()
-	r := NewRelister(fake, nil, "n", time.Second, cache, func(uids []types.UID) { dirty = append(dirty, uids...) })
+	r := NewRelister(Config{Node: "n", Period: time.Second}, Deps{Runtime: fake, Cache: cache, Dirty: markFunc(func(uids []types.UID) { dirty = append(dirty, uids...) })})
 	if err := r.relist(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func TestRelistPodListsThatPodAlone(t *testing.T) {
 // The wait between two relists: the period, stretched while the event
 // stream is connected, doubled per failure in a row up to relistRetryMax.
 func TestRelistDelay(t *testing.T) {
-	r := NewRelister(containertest.NewFakeClient(), nil, "n", time.Second, NewCache(), func([]types.UID) {})
+	r := NewRelister(Config{Node: "n", Period: time.Second}, Deps{Runtime: containertest.NewFakeClient(), Cache: NewCache(), Dirty: markFunc(func([]types.UID) {})})
 	for _, tc := range []struct {
 		name     string
 		live     bool
@@ -347,10 +347,20 @@ func TestRelistDelay(t *testing.T) {
 		r.live.Store(tc.live)
 		r.failing = r.newFailing()
 		for range tc.failures {
-			r.failing.Next(backoff.One{}, r.Clock.Now())
+			r.failing.Next(backoff.One{}, r.clock.Now())
 		}
 		if got := r.nextDelay(); got != tc.want {
 			t.Errorf("%s: next relist in %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
+
+// markFunc is a function as the relist's Dirty marker.
+type markFunc func([]types.UID)
+
+func (f markFunc) Mark(uids []types.UID) { f(uids) }
+
+// linkFunc is a function as the relist's log linker.
+type linkFunc func(*kubecontainer.ContainerState)
+
+func (f linkFunc) Link(c *kubecontainer.ContainerState) { f(c) }
