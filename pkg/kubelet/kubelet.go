@@ -218,16 +218,13 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 		cfg.RuntimeEvents = k.ownEvents
 	}
 	k.relist = pleg.NewRelister(pleg.Config{Node: cfg.NodeName, Period: cfg.RelistPeriod, Clock: cfg.Clock},
-		pleg.Deps{Runtime: k.docker, Events: cfg.RuntimeEvents, Cache: k.cache, Dirty: k.dirty, Logs: k.logLinks, Metrics: k.metrics})
+		pleg.Deps{Runtime: k.docker, Hub: cfg.RuntimeEvents, Cache: k.cache, Dirty: k.dirty, Logs: k.logLinks, Metrics: k.metrics})
 	if cfg.Images.BackoffInitial <= 0 {
 		cfg.Images.BackoffInitial, cfg.Images.BackoffMax = kuberuntime.BackoffBounds(cfg.BackoffInitial, cfg.BackoffMax)
 	}
 	k.cfg.Images = cfg.Images
-	k.images = images.NewManager(docker, cfg.RuntimeEvents, cfg.Images, cfg.InfraImage, filepath.Join(cfg.RootDir, "images.json"))
-	k.images.Events = func(pod *v1.Pod, container, reason, msg string, warning bool) {
-		cfg.Events.Event(events.PodRef(pod, container), warning, reason, "%s", msg)
-	}
-	k.images.Retry = k.retries.Add
+	k.images = images.NewManager(images.Config{Policy: cfg.Images, InfraImage: cfg.InfraImage, RecordPath: filepath.Join(cfg.RootDir, "images.json")},
+		images.Deps{Runtime: docker, Hub: cfg.RuntimeEvents, Retries: k.retries, Events: cfg.Events})
 	k.probes = prober.NewManager(docker, k.dirty.MarkPod,
 		func(t prober.Target, typ prober.Type, r probe.Result, out string, took time.Duration) {
 			ns, name, _ := strings.Cut(t.PodKey, "/")

@@ -31,6 +31,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/backoff"
 	"github.com/classic-kubelet/kubelet/pkg/credentialprovider"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/runtimeevents"
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
@@ -109,13 +110,10 @@ type Manager struct {
 	limiter    *rate.Limiter
 	group      singleflight.Group
 	recordPath string
-	// Retry (set before use) is told when a pod's pull back-off ends.
-	Retry func(types.UID, time.Time)
-	// Events (set before use) records what happens to a pod's images.
-	Events func(pod *v1.Pod, container, reason, msg string, warning bool)
-
-	events *runtimeevents.Hub // nil: no image events followed
-	clock  clock.PassiveClock
+	retries    Retries
+	events     Events
+	hub        *runtimeevents.Hub // nil: no image events followed
+	clock      clock.PassiveClock
 
 	mu       sync.Mutex // guards pulled, failures, and backoff's keys being those of failures
 	pulled   map[string]pulledImage
@@ -123,11 +121,44 @@ type Manager struct {
 	backoff  *backoff.Backoff[failureKey]
 }
 
-// NewManager returns a manager that records the images it pulls in
-// recordPath (loaded now if there), never collects infraImage, and wakes
-// the pods waiting for an image that appears on the image events of the hub
-// events (Run; nil: none).
-func NewManager(d Runtime, events *runtimeevents.Hub, p Policy, infraImage, recordPath string) *Manager {
+// Config configures the image manager.
+type Config struct {
+	Policy Policy
+	// InfraImage is never collected.
+	InfraImage string
+	// RecordPath records the images the agent pulled (loaded at start if
+	// there): only those are collected.
+	RecordPath string
+}
+
+// Deps are what the image manager pulls through, reads and tells.
+type Deps struct {
+	Runtime Runtime
+	// Hub is the agent's runtime event hub: an image that appears wakes
+	// the pods waiting for it (Run); nil: no image events followed.
+	Hub *runtimeevents.Hub
+	// Retries is told when a pod's pull back-off ends, or its image is
+	// present (podqueue.Retries); nil: nobody is.
+	Retries Retries
+	// Events records what happens to a pod's images (events.Recorder);
+	// nil: nothing is recorded.
+	Events Events
+}
+
+// Retries wakes a pod at a time (podqueue.Retries); it must not block.
+type Retries interface {
+	Add(uid types.UID, at time.Time)
+}
+
+// Events records what happens to a pod (events.Recorder).
+type Events interface {
+	Event(ref events.Ref, warning bool, reason, format string, args ...any)
+}
+
+// NewManager returns a manager that pulls and collects images as cfg says,
+// through d.
+func NewManager(cfg Config, d Deps) *Manager {
+	p, infraImage, recordPath := cfg.Policy, cfg.InfraImage, cfg.RecordPath
 	limit := rate.Inf
 	if p.QPS > 0 {
 		limit = rate.Limit(p.QPS)
@@ -136,10 +167,9 @@ func NewManager(d Runtime, events *runtimeevents.Hub, p Policy, infraImage, reco
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	m := &Manager{docker: d, events: events, clock: clk, policy: p, infraImage: infraImage, limiter: rate.NewLimiter(limit, max(p.Burst, 1)),
+	m := &Manager{docker: d.Runtime, hub: d.Hub, retries: d.Retries, events: d.Events, clock: clk, policy: p, infraImage: infraImage, limiter: rate.NewLimiter(limit, max(p.Burst, 1)),
 		recordPath: recordPath, pulled: map[string]pulledImage{}, failures: map[failureKey]*pullFailure{},
-		backoff: backoff.New[failureKey](backoff.Policy{Initial: p.BackoffInitial, Max: p.BackoffMax}, clk),
-		Retry:   func(types.UID, time.Time) {}, Events: func(*v1.Pod, string, string, string, bool) {}}
+		backoff: backoff.New[failureKey](backoff.Policy{Initial: p.BackoffInitial, Max: p.BackoffMax}, clk)}
 	if data, err := os.ReadFile(recordPath); err == nil {
 		if err := json.Unmarshal(data, &m.pulled); err != nil {
 			glog.Errorf("Ignoring corrupt record of pulled images %s: %v", recordPath, err)
@@ -183,11 +213,11 @@ func (m *Manager) Ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, podC
 		}
 	}
 	if until, why := m.BackOff(pod, c); why != nil && m.clock.Now().Before(until) {
-		m.Events(pod, c.Name, "BackOff", fmt.Sprintf("Back-off pulling image %q", c.Image), false)
+		m.event(pod, c.Name, "BackOff", fmt.Sprintf("Back-off pulling image %q", c.Image), false)
 		return 0, why
 	}
 	key := keyOf(pod, c)
-	m.Events(pod, c.Name, "Pulling", fmt.Sprintf("Pulling image %q", c.Image), false)
+	m.event(pod, c.Name, "Pulling", fmt.Sprintf("Pulling image %q", c.Image), false)
 	start := time.Now()
 	var fromPod []kubecontainer.Auth
 	if podCreds != nil {
@@ -206,8 +236,8 @@ func (m *Manager) Ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, podC
 		now := m.clock.Now()
 		until := now.Add(m.backoff.Next(key, now))
 		m.mu.Unlock()
-		m.Retry(pod.UID, until)
-		m.Events(pod, c.Name, "Failed", msg, true)
+		m.retry(pod.UID, until)
+		m.event(pod, c.Name, "Failed", msg, true)
 		return 0, &kubecontainer.StartError{Reason: kubecontainer.ReasonErrImagePull, Message: msg}
 	}
 	m.mu.Lock()
@@ -215,8 +245,22 @@ func (m *Manager) Ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, podC
 	m.backoff.Reset(key)
 	m.mu.Unlock()
 	took := time.Since(start)
-	m.Events(pod, c.Name, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v", c.Image, took.Round(time.Millisecond)), false)
+	m.event(pod, c.Name, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v", c.Image, took.Round(time.Millisecond)), false)
 	return took, nil
+}
+
+// event records what happened to a container's image.
+func (m *Manager) event(pod *v1.Pod, container, reason, msg string, warning bool) {
+	if m.events != nil {
+		m.events.Event(events.PodRef(pod, container), warning, reason, "%s", msg)
+	}
+}
+
+// retry wakes the pod at t.
+func (m *Manager) retry(uid types.UID, t time.Time) {
+	if m.retries != nil {
+		m.retries.Add(uid, t)
+	}
 }
 
 // BackOff reports whether the pod may not pull the container's image again
@@ -242,10 +286,10 @@ func (m *Manager) BackOff(pod *v1.Pod, c *v1.Container) (until time.Time, why *k
 // kubelet, which checks presence before the back-off, would start it. A
 // waiting pod costs no Docker call meanwhile; only such an event does.
 func (m *Manager) Run(ctx context.Context) {
-	if m.events == nil {
+	if m.hub == nil {
 		return
 	}
-	sub := m.events.Subscribe("images", func(ev kubecontainer.Event) bool { return ev.Type == kubecontainer.ImageEvent })
+	sub := m.hub.Subscribe("images", func(ev kubecontainer.Event) bool { return ev.Type == kubecontainer.ImageEvent })
 	defer sub.Close()
 	for {
 		select {
@@ -300,7 +344,7 @@ func (m *Manager) wakePresent(ctx context.Context) {
 		m.mu.Unlock()
 		for _, uid := range woken {
 			glog.Infof("Image %s is present now: pod %s no longer waits for its pull back-off", image, uid)
-			m.Retry(uid, m.clock.Now())
+			m.retry(uid, m.clock.Now())
 		}
 	}
 }

@@ -43,10 +43,9 @@ func reason(err error) string {
 func TestEnsure(t *testing.T) {
 	fake := containertest.NewFakeClient("present:1")
 	fake.SetPullable("pullable:1")
-	m := NewManager(fake, nil, Policy{Keyring: &credentialprovider.Keyring{}, BackoffInitial: time.Hour, BackoffMax: time.Hour}, "pause:1",
-		filepath.Join(t.TempDir(), "images.json"))
 	var retries []types.UID
-	m.Retry = func(uid types.UID, _ time.Time) { retries = append(retries, uid) }
+	m := NewManager(Config{Policy: Policy{Keyring: &credentialprovider.Keyring{}, BackoffInitial: time.Hour, BackoffMax: time.Hour}, InfraImage: "pause:1",
+		RecordPath: filepath.Join(t.TempDir(), "images.json")}, Deps{Runtime: fake, Retries: retryFunc(func(uid types.UID) { retries = append(retries, uid) })})
 	ctx := context.Background()
 	for _, tc := range []struct {
 		image  string
@@ -96,8 +95,7 @@ func TestEnsure(t *testing.T) {
 func TestPullBackOffDoubles(t *testing.T) {
 	fake := containertest.NewFakeClient()
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
-	m := NewManager(fake, nil, Policy{Keyring: &credentialprovider.Keyring{}, BackoffInitial: 10 * time.Second, BackoffMax: 25 * time.Second, Clock: clk},
-		"pause:1", filepath.Join(t.TempDir(), "images.json"))
+	m := NewManager(Config{Policy: Policy{Keyring: &credentialprovider.Keyring{}, BackoffInitial: 10 * time.Second, BackoffMax: 25 * time.Second, Clock: clk}, InfraImage: "pause:1", RecordPath: filepath.Join(t.TempDir(), "images.json")}, Deps{Runtime: fake})
 	ctx := context.Background()
 	pod, c := podWith("later:1", v1.PullIfNotPresent)
 	other, oc := podWith("later:1", v1.PullIfNotPresent)
@@ -148,8 +146,7 @@ func TestCollect(t *testing.T) {
 	fake := containertest.NewFakeClient("built-by-hand:1")
 	fake.SetPullable("old:1", "new:1", "used:1", "pause:1")
 	clk := testingclock.NewFakeClock(time.Now())
-	m := NewManager(fake, nil, Policy{Keyring: &credentialprovider.Keyring{}, HighThreshold: 85, LowThreshold: 80, Clock: clk}, "pause:1",
-		filepath.Join(t.TempDir(), "images.json"))
+	m := NewManager(Config{Policy: Policy{Keyring: &credentialprovider.Keyring{}, HighThreshold: 85, LowThreshold: 80, Clock: clk}, InfraImage: "pause:1", RecordPath: filepath.Join(t.TempDir(), "images.json")}, Deps{Runtime: fake})
 	ctx := context.Background()
 	for _, img := range []string{"pause:1", "old:1", "used:1", "new:1"} {
 		pod, c := podWith(img, v1.PullAlways)
@@ -183,8 +180,7 @@ func TestCollect(t *testing.T) {
 func TestDeleteUnused(t *testing.T) {
 	fake := containertest.NewFakeClient()
 	fake.SetPullable("old:1", "new:1", "used:1", "pause:1")
-	m := NewManager(fake, nil, Policy{Keyring: &credentialprovider.Keyring{}, HighThreshold: 85, LowThreshold: 80}, "pause:1",
-		filepath.Join(t.TempDir(), "images.json"))
+	m := NewManager(Config{Policy: Policy{Keyring: &credentialprovider.Keyring{}, HighThreshold: 85, LowThreshold: 80}, InfraImage: "pause:1", RecordPath: filepath.Join(t.TempDir(), "images.json")}, Deps{Runtime: fake})
 	ctx := context.Background()
 	for _, img := range []string{"pause:1", "old:1", "used:1", "new:1"} {
 		pod, c := podWith(img, v1.PullAlways)
@@ -233,7 +229,7 @@ func TestSharedPullOutlivesTheFirstCaller(t *testing.T) {
 	fake := containertest.NewFakeClient("pause:1")
 	fake.SetPullable("img:1")
 	d := &slowPulls{FakeClient: fake, first: make(chan struct{})}
-	m := NewManager(d, nil, Policy{Keyring: &credentialprovider.Keyring{}}, "pause:1", filepath.Join(t.TempDir(), "pulled.json"))
+	m := NewManager(Config{Policy: Policy{Keyring: &credentialprovider.Keyring{}}, InfraImage: "pause:1", RecordPath: filepath.Join(t.TempDir(), "pulled.json")}, Deps{Runtime: d})
 	ctxA, cancelA := context.WithCancel(context.Background())
 	errA := make(chan error, 1)
 	go func() { errA <- m.pull(ctxA, "img:1", nil) }()
@@ -262,10 +258,9 @@ func TestSharedPullOutlivesTheFirstCaller(t *testing.T) {
 func TestImageEventsWakePodsInPullBackOff(t *testing.T) {
 	fake := containertest.NewFakeClient()
 	hub := runtimeevents.NewHub(fake, testingclock.NewFakeClock(time.Now()))
-	m := NewManager(fake, hub, Policy{Keyring: &credentialprovider.Keyring{}, BackoffInitial: time.Hour, BackoffMax: time.Hour}, "pause:1",
-		filepath.Join(t.TempDir(), "images.json"))
 	woken := make(chan types.UID, 10)
-	m.Retry = func(uid types.UID, _ time.Time) { woken <- uid }
+	m := NewManager(Config{Policy: Policy{Keyring: &credentialprovider.Keyring{}, BackoffInitial: time.Hour, BackoffMax: time.Hour}, InfraImage: "pause:1",
+		RecordPath: filepath.Join(t.TempDir(), "images.json")}, Deps{Runtime: fake, Hub: hub, Retries: retryFunc(func(uid types.UID) { woken <- uid })})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -370,8 +365,7 @@ func TestEnsureUsesPodCredentials(t *testing.T) {
 			} else {
 				fake.RequireAuth(tc.image, tc.registry)
 			}
-			m := NewManager(fake, nil, Policy{Keyring: node, BackoffInitial: time.Hour, BackoffMax: time.Hour}, "pause:1",
-				filepath.Join(t.TempDir(), "images.json"))
+			m := NewManager(Config{Policy: Policy{Keyring: node, BackoffInitial: time.Hour, BackoffMax: time.Hour}, InfraImage: "pause:1", RecordPath: filepath.Join(t.TempDir(), "images.json")}, Deps{Runtime: fake})
 			pod, c := podWith(tc.image, v1.PullAlways)
 			_, err := m.Ensure(context.Background(), pod, c, func() *credentialprovider.Keyring { return tc.pod })
 			if tried := strings.Join(fake.PullUsers(tc.image), ","); tried != tc.tried {
@@ -409,7 +403,7 @@ func TestPullsSharedOnlyWithSameCredentials(t *testing.T) {
 	fake := containertest.NewFakeClient()
 	fake.SetPullable("reg.test/app:1")
 	g := &gatedPulls{FakeClient: fake, anonymous: make(chan struct{}, 1), release: make(chan struct{})}
-	m := NewManager(g, nil, Policy{Keyring: &credentialprovider.Keyring{}}, "pause:1", filepath.Join(t.TempDir(), "images.json"))
+	m := NewManager(Config{Policy: Policy{Keyring: &credentialprovider.Keyring{}}, InfraImage: "pause:1", RecordPath: filepath.Join(t.TempDir(), "images.json")}, Deps{Runtime: g})
 	ctx := context.Background()
 	anon := make(chan error, 1)
 	go func() { anon <- m.pull(ctx, "reg.test/app:1", nil) }()
@@ -460,3 +454,9 @@ func TestPullKey(t *testing.T) {
 		})
 	}
 }
+
+// retryFunc is a function as the image manager's Retries, given the pod
+// woken.
+type retryFunc func(types.UID)
+
+func (f retryFunc) Add(uid types.UID, _ time.Time) { f(uid) }

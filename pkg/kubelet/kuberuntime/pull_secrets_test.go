@@ -150,7 +150,7 @@ func TestNodeModePullsWithPodSecrets(t *testing.T) {
 	pod := containertest.Pod(v1.RestartPolicyAlways, "c")
 	pod.Spec.Containers[0].Image, pod.Spec.Containers[0].ImagePullPolicy = "reg.test/app:1", v1.PullAlways
 	pod.Spec.ImagePullSecrets = []v1.LocalObjectReference{{Name: "absent"}, {Name: "regcred"}, {Name: "opaque"}}
-	m.images = images.NewManager(fake, nil, images.Policy{}, "pause:1", filepath.Join(t.TempDir(), "images.json"))
+	m.images = images.NewManager(images.Config{Policy: images.Policy{}, InfraImage: "pause:1", RecordPath: filepath.Join(t.TempDir(), "images.json")}, images.Deps{Runtime: fake})
 	m.probes, m.relist = noProbes{}, noRelist{}
 	if _, err := m.SyncPod(context.Background(), pod, nil, recordOf(m, pod.UID)); err != nil {
 		t.Fatalf("sync: %v", err)

@@ -29,7 +29,7 @@ func newSyncManager(t *testing.T, cfg Config, fake *containertest.FakeClient) (*
 	clk := clocktesting.NewFakeClock(time.Now())
 	cfg.NodeName, cfg.InfraImage, cfg.Clock = "n", "pause:1", clk
 	m := newTestManager(t, cfg, fake)
-	m.images = images.NewManager(fake, nil, images.Policy{}, "pause:1", filepath.Join(t.TempDir(), "images.json"))
+	m.images = images.NewManager(images.Config{Policy: images.Policy{}, InfraImage: "pause:1", RecordPath: filepath.Join(t.TempDir(), "images.json")}, images.Deps{Runtime: fake})
 	m.probes, m.relist = noProbes{}, noRelist{}
 	return m, clk
 }

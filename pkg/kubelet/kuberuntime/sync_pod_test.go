@@ -476,7 +476,7 @@ func (noRelist) Refresh(string)         {}
 func TestSyncPodResult(t *testing.T) {
 	fake := containertest.NewFakeClient("pause:1")
 	m := newTestManager(t, Config{NodeName: "n", InfraImage: "pause:1"}, fake)
-	m.images = images.NewManager(fake, nil, images.Policy{}, "pause:1", filepath.Join(t.TempDir(), "images.json"))
+	m.images = images.NewManager(images.Config{Policy: images.Policy{}, InfraImage: "pause:1", RecordPath: filepath.Join(t.TempDir(), "images.json")}, images.Deps{Runtime: fake})
 	m.probes, m.relist = noProbes{}, noRelist{}
 	pod := containertest.Pod(v1.RestartPolicyAlways, "a")
 	pod.Spec.Containers[0].ImagePullPolicy = v1.PullNever

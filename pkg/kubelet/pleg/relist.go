@@ -113,10 +113,10 @@ type Config struct {
 // Deps are what a Relister reads and tells.
 type Deps struct {
 	Runtime Lister
-	// Events is the agent's event hub; nil: no events followed (the
+	// Hub is the agent's runtime event hub; nil: no events followed (the
 	// periodic relist alone).
-	Events *runtimeevents.Hub
-	Cache  *Cache
+	Hub   *runtimeevents.Hub
+	Cache *Cache
 	// Dirty is told the pods whose containers changed.
 	Dirty Marker
 	// Logs, if set, gets each container the first time it is seen with a
@@ -144,7 +144,7 @@ func NewRelister(cfg Config, d Deps) *Relister {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Relister{docker: d.Runtime, events: d.Events, node: cfg.Node, period: cfg.Period, cache: d.Cache, onDirty: d.Dirty.Mark,
+	return &Relister{docker: d.Runtime, events: d.Hub, node: cfg.Node, period: cfg.Period, cache: d.Cache, onDirty: d.Dirty.Mark,
 		logs: d.Logs, metrics: d.Metrics, clock: cfg.Clock,
 		known: map[string]*kubecontainer.ContainerState{}, oomed: map[string]bool{}, trigger: make(chan struct{}, 1), named: make(chan struct{}, 1), podsDue: make(chan struct{}, 1)}
 }

@@ -128,7 +128,7 @@ func TestEventsUpdateTheirPodsWithoutAList(t *testing.T) {
 	const period = 200 * time.Millisecond // stretched to 1 s by the stream
 	clk := testingclock.NewFakeClock(time.Now())
 	hub := runtimeevents.NewHub(fake, clk)
-	r := NewRelister(Config{Node: "n", Period: period, Clock: clk}, Deps{Runtime: fake, Events: hub, Cache: cache, Dirty: markFunc(func(uids []types.UID) { rounds <- uids })})
+	r := NewRelister(Config{Node: "n", Period: period, Clock: clk}, Deps{Runtime: fake, Hub: hub, Cache: cache, Dirty: markFunc(func(uids []types.UID) { rounds <- uids })})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { hub.Run(ctx) })
