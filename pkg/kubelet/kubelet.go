@@ -210,7 +210,7 @@ func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
 	k.logLinks = kuberuntime.NewLogLinks(k.logs)
 	memory := nodeMemory()
 	downward := kuberuntime.NewDownward(kuberuntime.DownwardNode{Name: cfg.NodeName, IP: cfg.NodeIP, CPUs: runtime.NumCPU(), Memory: memory, RootDir: cfg.RootDir})
-	k.volumes = &volumes.Manager{RootDir: cfg.RootDir, NodeMemory: memory, Objects: cfg.Objects, Downward: downward}
+	k.volumes = volumes.NewManager(volumes.Config{RootDir: cfg.RootDir, NodeMemory: memory}, volumes.Deps{Downward: downward, Objects: cfg.Objects})
 	k.meter = &diskusage.Meter{Runtime: k.docker, Pods: k.cache, Node: cfg.NodeName, PodDir: k.volumes.PodDir, Period: cfg.DiskUsagePeriod}
 	k.metrics.TrackPodState(k.podStateSizes)
 	if cfg.RuntimeEvents == nil {

@@ -23,7 +23,7 @@ func newTestManager(t *testing.T, cfg Config, rt kubecontainer.Runtime) *Manager
 		rt = containertest.NewFakeClient()
 	}
 	downward := NewDownward(DownwardNode{Name: cfg.NodeName, IP: cfg.NodeIP, CPUs: 1, Memory: cfg.NodeMemory, RootDir: cfg.RootDir})
-	vols := &volumes.Manager{RootDir: cfg.RootDir, NodeMemory: cfg.NodeMemory, Downward: downward}
+	vols := volumes.NewManager(volumes.Config{RootDir: cfg.RootDir, NodeMemory: cfg.NodeMemory}, volumes.Deps{Downward: downward})
 	return NewManager(cfg, Deps{Runtime: rt, Volumes: vols, Downward: downward})
 }
 

@@ -41,7 +41,7 @@ func TestVolumeWritersRefuseLinks(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := &Manager{RootDir: t.TempDir(), NodeMemory: 1 << 30, Downward: fixedValues{}}
+			m := NewManager(Config{RootDir: t.TempDir(), NodeMemory: 1 << 30}, Deps{Downward: fixedValues{}})
 			outside := t.TempDir()
 			if err := os.Chmod(outside, 0o700); err != nil {
 				t.Fatal(err)
@@ -78,7 +78,7 @@ func (fixedValues) ResourceValue(_ *v1.Pod, ref *v1.ResourceFieldSelector) (stri
 // need; downwardAPI volumes are bound read-only; the termination message
 // file exists, writable by any user.
 func TestSetupAndBinds(t *testing.T) {
-	m := &Manager{RootDir: t.TempDir(), NodeMemory: 1 << 30, Downward: fixedValues{}}
+	m := NewManager(Config{RootDir: t.TempDir(), NodeMemory: 1 << 30}, Deps{Downward: fixedValues{}})
 	mode := int32(0o600)
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u1"},
 		Spec: v1.PodSpec{
@@ -139,7 +139,7 @@ func (labelValues) FieldValue(pod *v1.Pod, _ string) (string, error) { return po
 // A running pod's downwardAPI volume follows its labels at each refresh,
 // and a refresh with nothing changed writes nothing.
 func TestDownwardAPIRefresh(t *testing.T) {
-	m := &Manager{RootDir: t.TempDir(), Downward: labelValues{}}
+	m := NewManager(Config{RootDir: t.TempDir()}, Deps{Downward: labelValues{}})
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u1", Labels: map[string]string{"k": "v1"}},
 		Spec: v1.PodSpec{Volumes: []v1.Volume{{Name: "info", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{
 			Items: []v1.DownwardAPIVolumeFile{{Path: "k", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels['k']"}}}}}}}}}

@@ -104,7 +104,7 @@ func (m *Manager) token(ctx context.Context, pod *v1.Pod, vol string, src *v1.Se
 	}
 	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: audiences, ExpirationSeconds: &exp,
 		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}}}
-	got, err := m.Objects.Token(ctx, pod.Namespace, sa, req)
+	got, err := m.objects.Token(ctx, pod.Namespace, sa, req)
 	if err != nil {
 		if ok && now.Before(t.Status.ExpirationTimestamp.Time) {
 			return []byte(t.Status.Token), nil // still valid: keep it, retry at the next refresh
@@ -126,12 +126,7 @@ func (m *Manager) token(ctx context.Context, pod *v1.Pod, vol string, src *v1.Se
 	return []byte(got.Status.Token), nil
 }
 
-func (m *Manager) now() time.Time {
-	if m.Clock != nil {
-		return m.Clock.Now()
-	}
-	return time.Now()
-}
+func (m *Manager) now() time.Time { return m.clock.Now() }
 
 // keyed is a config map's or secret's data, by key.
 type keyed map[string][]byte
@@ -163,10 +158,10 @@ func project(out map[string]file, data keyed, items []v1.KeyToPath, mode os.File
 }
 
 func (m *Manager) configMapData(ctx context.Context, ns, name string) (keyed, error) {
-	if m.Objects == nil {
+	if m.objects == nil {
 		return nil, fmt.Errorf("%w to read config map %s/%s", ErrNoAPIServer, ns, name)
 	}
-	cm, err := m.Objects.ConfigMap(ctx, ns, name)
+	cm, err := m.objects.ConfigMap(ctx, ns, name)
 	if err != nil {
 		return nil, err
 	}
@@ -181,10 +176,10 @@ func (m *Manager) configMapData(ctx context.Context, ns, name string) (keyed, er
 }
 
 func (m *Manager) secretData(ctx context.Context, ns, name string) (keyed, error) {
-	if m.Objects == nil {
+	if m.objects == nil {
 		return nil, fmt.Errorf("%w to read secret %s/%s", ErrNoAPIServer, ns, name)
 	}
-	s, err := m.Objects.Secret(ctx, ns, name)
+	s, err := m.objects.Secret(ctx, ns, name)
 	if err != nil {
 		return nil, err
 	}
@@ -252,9 +247,9 @@ func (m *Manager) payload(ctx context.Context, pod *v1.Pod, v *v1.Volume) (map[s
 				var val string
 				var err error
 				if it.FieldRef != nil {
-					val, err = m.Downward.FieldValue(pod, it.FieldRef.FieldPath)
+					val, err = m.downward.FieldValue(pod, it.FieldRef.FieldPath)
 				} else {
-					val, err = m.Downward.ResourceValue(pod, it.ResourceFieldRef)
+					val, err = m.downward.ResourceValue(pod, it.ResourceFieldRef)
 				}
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", it.Path, err)
@@ -266,7 +261,7 @@ func (m *Manager) payload(ctx context.Context, pod *v1.Pod, v *v1.Volume) (map[s
 				out[it.Path] = file{[]byte(val), md}
 			}
 		case s.ServiceAccountToken != nil:
-			if m.Objects == nil {
+			if m.objects == nil {
 				return nil, fmt.Errorf("%w to request a service account token", ErrNoAPIServer)
 			}
 			tok, err := m.token(ctx, pod, v.Name, s.ServiceAccountToken)

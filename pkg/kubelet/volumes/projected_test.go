@@ -81,7 +81,7 @@ func TestAPIVolumes(t *testing.T) {
 		"kube-root-ca.crt": {Data: map[string]string{"ca.crt": "CA1"}},
 		"conf":             {Data: map[string]string{"a": "one"}},
 	}}
-	m := &Manager{RootDir: t.TempDir(), Downward: nsDownward{}, Objects: objs, Clock: clk}
+	m := NewManager(Config{RootDir: t.TempDir(), Clock: clk}, Deps{Downward: nsDownward{}, Objects: objs})
 	pod := apiPod()
 	ctx := context.Background()
 	paths, err := m.Setup(ctx, pod)
@@ -145,7 +145,7 @@ func TestAPIVolumes(t *testing.T) {
 // Standalone, a volume that needs the API server fails, naming what it
 // would read.
 func TestAPIVolumeWithoutAPIServer(t *testing.T) {
-	m := &Manager{RootDir: t.TempDir(), Downward: nsDownward{}}
+	m := NewManager(Config{RootDir: t.TempDir()}, Deps{Downward: nsDownward{}})
 	pod := apiPod()
 	pod.Spec.Volumes = pod.Spec.Volumes[1:2]
 	_, err := m.Setup(context.Background(), pod)

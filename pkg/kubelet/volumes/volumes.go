@@ -47,25 +47,50 @@ type DownwardValues interface {
 	ResourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector) (string, error)
 }
 
-// Manager sets up the volumes of pods under RootDir/pods/<uid>.
-type Manager struct {
-	RootDir    string
-	NodeMemory int64 // bytes: the bound of a Memory emptyDir
-	Downward   DownwardValues
+// Config configures the volume manager.
+type Config struct {
+	// RootDir holds the pods' directories (RootDir/pods/<uid>).
+	RootDir string
+	// NodeMemory (bytes) bounds a Memory emptyDir.
+	NodeMemory int64
+	// Clock times token renewals; nil: the real one.
+	Clock clock.PassiveClock
+}
+
+// Deps are what the volume manager reads volumes' contents from.
+type Deps struct {
+	// Downward resolves the downward API's values of volume files.
+	Downward DownwardValues
 	// Objects reads config maps and secrets and requests tokens (node
 	// mode); nil: volumes that need them fail to set up, naming what.
 	Objects Objects
-	// Clock times token renewals; nil: the real one.
-	Clock clock.PassiveClock
+}
+
+// Manager sets up the volumes of pods under RootDir/pods/<uid>.
+type Manager struct {
+	rootDir    string
+	nodeMemory int64
+	downward   DownwardValues
+	objects    Objects
+	clock      clock.PassiveClock
 
 	mu      sync.Mutex
 	tokens  map[string]*authenticationv1.TokenRequest // by pod UID/volume/audience/path
 	written map[string][32]byte                       // volume dir → digest of what it holds
 }
 
+// NewManager returns a volume manager of cfg that reads what volumes hold
+// through d.
+func NewManager(cfg Config, d Deps) *Manager {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	return &Manager{rootDir: cfg.RootDir, nodeMemory: cfg.NodeMemory, downward: d.Downward, objects: d.Objects, clock: cfg.Clock}
+}
+
 // PodDir is the pod's directory under the root dir.
 func (m *Manager) PodDir(uid types.UID) string {
-	return filepath.Join(m.RootDir, "pods", string(uid))
+	return filepath.Join(m.rootDir, "pods", string(uid))
 }
 
 // EmptyDirPath is where a pod's emptyDir volume lives on the host.
@@ -144,7 +169,7 @@ func (m *Manager) setupEmptyDir(pod *v1.Pod, rel string, ed *v1.EmptyDirVolumeSo
 	if err != nil || mounted {
 		return err
 	}
-	size := memoryVolumeSize(m.NodeMemory, podMemoryLimit(pod), ed.SizeLimit)
+	size := memoryVolumeSize(m.nodeMemory, podMemoryLimit(pod), ed.SizeLimit)
 	if size <= 0 {
 		return errors.New("cannot size a Memory emptyDir: the node's memory is unknown") // size=0 would be unlimited
 	}
@@ -213,9 +238,9 @@ func (m *Manager) writeDownwardAPI(pod *v1.Pod, podDir, rel string, src *v1.Down
 		var v string
 		var err error
 		if item.FieldRef != nil {
-			v, err = m.Downward.FieldValue(pod, item.FieldRef.FieldPath)
+			v, err = m.downward.FieldValue(pod, item.FieldRef.FieldPath)
 		} else {
-			v, err = m.Downward.ResourceValue(pod, item.ResourceFieldRef)
+			v, err = m.downward.ResourceValue(pod, item.ResourceFieldRef)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", item.Path, err)
