@@ -41,7 +41,7 @@ func drain(m *Merger) (stop func() []string) {
 
 func TestAPISource(t *testing.T) {
 	dir := t.TempDir()
-	m, _ := NewMerger(dir, api.SourceAPI)
+	m, _ := NewMerger(dir, MergerOptions{}, api.SourceAPI)
 	stop := drain(m)
 	ctx := context.Background()
 	s := NewAPISource(ctx, "node", m)
@@ -74,7 +74,7 @@ func TestAPISource(t *testing.T) {
 	}
 
 	// A restart remembers the POSTed pods.
-	m2, _ := NewMerger(dir, api.SourceAPI)
+	m2, _ := NewMerger(dir, MergerOptions{}, api.SourceAPI)
 	stop2 := drain(m2)
 	m2.LoadCheckpoints(ctx)
 	s2 := NewAPISource(ctx, "node", m2)
@@ -105,7 +105,7 @@ func TestAPISourceCorruptCheckpoint(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			m, _ := NewMerger(dir, api.SourceAPI)
+			m, _ := NewMerger(dir, MergerOptions{}, api.SourceAPI)
 			stop := drain(m)
 			s := NewAPISource(ctx, "node", m)
 			for _, name := range []string{"a", "b"} {
@@ -116,7 +116,7 @@ func TestAPISourceCorruptCheckpoint(t *testing.T) {
 			stop()
 			tc.corrupt(m.snapshotPath(api.SourceAPI))
 
-			m2, _ := NewMerger(dir, api.SourceAPI)
+			m2, _ := NewMerger(dir, MergerOptions{}, api.SourceAPI)
 			stop2 := drain(m2)
 			m2.LoadCheckpoints(ctx)
 			s2 := NewAPISource(ctx, "node", m2)
@@ -167,7 +167,7 @@ func truncate(t *testing.T, path string) {
 func TestAPISourceRefusesNonDurableChange(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	m, _ := NewMerger(dir, api.SourceAPI)
+	m, _ := NewMerger(dir, MergerOptions{}, api.SourceAPI)
 	stop := drain(m)
 	s := NewAPISource(ctx, "node", m)
 	if _, err := s.Upsert(ctx, []byte(manifest("a", "i:1"))); err != nil {

@@ -16,7 +16,7 @@ import (
 // valid spec (and its new metadata); a pod never valid is left out and
 // reported.
 func TestAPIServerSourceKeepsTheLastValidSpec(t *testing.T) {
-	m, err := NewMerger(t.TempDir(), api.SourceAPIServer)
+	m, err := NewMerger(t.TempDir(), MergerOptions{}, api.SourceAPIServer)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,19 +87,7 @@ type admission struct {
 // settled by admission order: the first admitted wins, the other is rejected
 // with an error naming both.
 type Merger struct {
-	// OnError, if set, is called (without blocking) for each source failure.
-	OnError func(source string, err error)
-	// OnReject, if set, is called (without blocking) for each pod newly
-	// rejected, or rejected for a new reason.
-	OnReject func(Rejection)
-	// MaxPods caps the desired pods across all sources (0: no cap); pods
-	// beyond it, in admission order, are rejected as OutOfpods until room
-	// is made. Set it before the first snapshot.
-	MaxPods int
-	// Allocatable, if set, is the node's allocatable cpu and memory: a pod
-	// whose requests alone pass it is rejected (OutOfcpu, OutOfmemory).
-	// Set it before the first snapshot.
-	Allocatable v1.ResourceList
+	opts MergerOptions
 
 	// sendMu serializes emission so updates leave in the order they were
 	// computed, without holding mu while the consumer is busy.
@@ -132,20 +120,38 @@ type Merger struct {
 // while any write fails, started over once all are written.
 var checkpointRetry = backoff.Policy{Initial: time.Second, Max: time.Minute}
 
+// MergerOptions are the merger's admission limits and whom it tells of
+// failures and rejections.
+type MergerOptions struct {
+	// MaxPods caps the desired pods across all sources (0: no cap); pods
+	// beyond it, in admission order, are rejected as OutOfpods until room
+	// is made.
+	MaxPods int
+	// Allocatable, if set, is the node's allocatable cpu and memory: a pod
+	// whose requests alone pass it is rejected (OutOfcpu, OutOfmemory).
+	Allocatable v1.ResourceList
+	// OnReject, if set, is called (without blocking) for each pod newly
+	// rejected, or rejected for a new reason.
+	OnReject func(Rejection)
+	// OnError, if set, is called (without blocking) for each source failure.
+	OnError func(source string, err error)
+}
+
 // NewMerger returns a merger for the named sources (the ones configured on
-// this agent). Admission order and each source's last good snapshot are
-// checkpointed in checkpointDir; the admission order is loaded now, the
-// snapshots by LoadCheckpoints.
-func NewMerger(checkpointDir string, sources ...string) (*Merger, error) {
-	return newMerger(checkpointDir, clock.RealClock{}, safefile.WriteAtomic, sources...)
+// this agent) that admits pods as opts says. Admission order and each
+// source's last good snapshot are checkpointed in checkpointDir; the
+// admission order is loaded now, the snapshots by LoadCheckpoints.
+func NewMerger(checkpointDir string, opts MergerOptions, sources ...string) (*Merger, error) {
+	return newMerger(checkpointDir, opts, clock.RealClock{}, safefile.WriteAtomic, sources...)
 }
 
 // newMerger is NewMerger with the clock of checkpoint retries and the
 // writer of checkpoint files (atomic: it replaces path or fails) given.
-func newMerger(checkpointDir string, clk clock.Clock, write func(path string, data []byte) error, sources ...string) (*Merger, error) {
+func newMerger(checkpointDir string, opts MergerOptions, clk clock.Clock, write func(path string, data []byte) error, sources ...string) (*Merger, error) {
 	retry := clk.NewTimer(checkpointRetry.Initial)
 	retry.Stop()
 	m := &Merger{
+		opts:           opts,
 		write:          write,
 		clock:          clk,
 		retry:          retry,
@@ -226,8 +232,8 @@ func (m *Merger) SetError(source string, err error) {
 		return
 	}
 	s.lastError, s.lastErrorAt = err.Error(), time.Now()
-	if m.OnError != nil {
-		m.OnError(source, err)
+	if m.opts.OnError != nil {
+		m.opts.OnError(source, err)
 	}
 }
 
@@ -661,8 +667,8 @@ func (m *Merger) refusal(c candidate, key string, held *claimed) (reason, msg st
 	if reason, msg := m.tooLarge(c.pod, key, c.source); reason != "" {
 		return reason, msg
 	}
-	if m.MaxPods > 0 && held.pods >= m.MaxPods {
-		return "OutOfpods", fmt.Sprintf("pod %s from source %q rejected (OutOfpods): the node already runs its maximum of %d pods (--max-pods)", key, c.source, m.MaxPods)
+	if m.opts.MaxPods > 0 && held.pods >= m.opts.MaxPods {
+		return "OutOfpods", fmt.Sprintf("pod %s from source %q rejected (OutOfpods): the node already runs its maximum of %d pods (--max-pods)", key, c.source, m.opts.MaxPods)
 	}
 	for _, hp := range api.HostPorts(c.pod) {
 		for _, p := range held.ports {
@@ -682,12 +688,12 @@ func (m *Merger) refusal(c candidate, key string, held *claimed) (reason, msg st
 // beside those running, which the agent does not: it does not sum its
 // pods' requests, so it never refuses a pod the kubelet would run.
 func (m *Merger) tooLarge(pod *v1.Pod, key, source string) (reason, msg string) {
-	if m.Allocatable == nil {
+	if m.opts.Allocatable == nil {
 		return "", ""
 	}
 	reqs := api.PodRequests(pod)
 	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-		alloc, ok := m.Allocatable[name]
+		alloc, ok := m.opts.Allocatable[name]
 		req, asked := reqs[name]
 		if !ok || !asked || req.Cmp(alloc) <= 0 {
 			continue
@@ -722,8 +728,8 @@ func (m *Merger) noteRejections(rejected map[string]Rejection) {
 				glog.Errorf("%s", rejections[id])
 			}
 			fresh++
-			if m.OnReject != nil {
-				m.OnReject(rejected[id])
+			if m.opts.OnReject != nil {
+				m.opts.OnReject(rejected[id])
 			}
 		}
 	}

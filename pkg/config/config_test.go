@@ -143,7 +143,7 @@ func TestMergerRules(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m, err := NewMerger(t.TempDir())
+			m, err := NewMerger(t.TempDir(), MergerOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,13 +168,13 @@ func TestMergerRules(t *testing.T) {
 
 func TestMergerAdmissionOrderSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
-	m, _ := NewMerger(dir)
+	m, _ := NewMerger(dir, MergerOptions{})
 	set(t, m, "zeta", pod("winner", 80, "i:1"))
 	set(t, m, "alpha", pod("loser", 80, "i:1"))
 
 	// After a restart the sources may speak in any order, and "alpha" sorts
 	// first: the checkpointed admission order still decides.
-	m2, err := NewMerger(dir)
+	m2, err := NewMerger(dir, MergerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestMergerAdmissionOrderSurvivesRestart(t *testing.T) {
 }
 
 func TestMergerSeenAndErrors(t *testing.T) {
-	m, _ := NewMerger(t.TempDir(), "file")
+	m, _ := NewMerger(t.TempDir(), MergerOptions{}, "file")
 	if !m.Seen("http") {
 		t.Error("a source no longer configured blocks removal of its pods")
 	}
@@ -216,12 +216,12 @@ func (e errTest) Error() string { return string(e) }
 // force (and the source counts as seen) before the source says anything.
 func TestMergerCheckpointsSnapshots(t *testing.T) {
 	dir := t.TempDir()
-	m, _ := NewMerger(dir, "api", "etcd")
+	m, _ := NewMerger(dir, MergerOptions{}, "api", "etcd")
 	set(t, m, "api", pod("posted", 0, "i:1"))
 	set(t, m, "etcd", pod("remote", 0, "i:1"))
 	set(t, m, "etcd", pod("remote", 0, "i:2"))
 
-	m2, _ := NewMerger(dir, "api", "etcd")
+	m2, _ := NewMerger(dir, MergerOptions{}, "api", "etcd")
 	if m2.Seen("etcd") {
 		t.Fatal("seen before checkpoints are loaded")
 	}
@@ -268,7 +268,7 @@ func TestMergerCheckpointsSnapshots(t *testing.T) {
 // request cancelled, a reload timing out) loses nothing: the same snapshot
 // sent again is emitted.
 func TestMergerSetCancelledIsResent(t *testing.T) {
-	m, err := NewMerger(t.TempDir())
+	m, err := NewMerger(t.TempDir(), MergerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,10 +284,8 @@ func TestMergerSetCancelledIsResent(t *testing.T) {
 // OutOfpods and admitted once room is made; /sources lists the first 100
 // rejections of a source and counts the rest.
 func TestMergerMaxPods(t *testing.T) {
-	m, _ := NewMerger(t.TempDir(), "file")
-	m.MaxPods = 2
 	var told []string // each rejection is told once, for its event
-	m.OnReject = func(r Rejection) { told = append(told, r.Pod.Name+":"+r.Reason) }
+	m, _ := NewMerger(t.TempDir(), MergerOptions{MaxPods: 2, OnReject: func(r Rejection) { told = append(told, r.Pod.Name+":"+r.Reason) }}, "file")
 	got := set(t, m, "file", pod("a", 0, "i:1"), pod("b", 0, "i:1"), pod("c", 0, "i:1"))
 	set(t, m, "file", pod("a", 0, "i:1"), pod("b", 0, "i:1"), pod("c", 0, "i:1"))
 	if strings.Join(told, ",") != "c:OutOfpods" {
@@ -307,7 +305,7 @@ func TestMergerMaxPods(t *testing.T) {
 	for i := range 150 {
 		many = append(many, pod(fmt.Sprintf("p%03d", i), 0, "i:1"))
 	}
-	m.MaxPods = 1
+	m.opts.MaxPods = 1 // fewer than before: all but one rejected
 	set(t, m, "file", many...)
 	st := m.Status()[0]
 	if len(st.Rejected) != 100 || st.RejectedMore != 49 {
@@ -359,8 +357,7 @@ func TestMergerRefusesPodsLargerThanTheNode(t *testing.T) {
 			p.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: q("5Gi")}}
 		}), "OutOfmemory", "(spec.resources.limits[memory]: 5Gi, the request it lacks)"},
 	}
-	m, _ := NewMerger(t.TempDir(), "file")
-	m.Allocatable = v1.ResourceList{v1.ResourceCPU: q("2"), v1.ResourceMemory: q("4Gi")}
+	m, _ := NewMerger(t.TempDir(), MergerOptions{Allocatable: v1.ResourceList{v1.ResourceCPU: q("2"), v1.ResourceMemory: q("4Gi")}}, "file")
 	var pods []*v1.Pod
 	for _, c := range cases {
 		pods = append(pods, c.pod)
@@ -433,7 +430,7 @@ func TestMergerIdentityTransitions(t *testing.T) {
 						if otherUID {
 							newUID = "u2"
 						}
-						m, err := NewMerger(t.TempDir(), "file", "http")
+						m, err := NewMerger(t.TempDir(), MergerOptions{}, "file", "http")
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -522,7 +519,7 @@ func TestMergerRetriesFailedCheckpointWithBackoff(t *testing.T) {
 	dir := t.TempDir()
 	fc := testingclock.NewFakeClock(time.Unix(1_000_000, 0))
 	w := &flakyWriter{failing: true, calls: make(chan string, 100)}
-	m, err := newMerger(dir, fc, w.write, "file")
+	m, err := newMerger(dir, MergerOptions{}, fc, w.write, "file")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,11 +70,6 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 	if len(sources) == 0 {
 		glog.Warningf("No pod source configured (--pod-manifest-path, --manifest-url, --etcd-servers, --port): no pods will be started")
 	}
-	merger, err := config.NewMerger(filepath.Join(o.RootDir, "checkpoints"), sources...)
-	if err != nil {
-		return err
-	}
-	merger.MaxPods = o.MaxPods
 	keyring, err := loadKeyring(o.DockerConfig)
 	if err != nil {
 		return err
@@ -82,12 +77,25 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 	logMax := resource.MustParse(o.ContainerLogMaxSize) // validated
 	m := metrics.New(o.HostnameOverride)
 	recorder := events.New(o.HostnameOverride)
-	merger.OnReject = func(r config.Rejection) {
-		recorder.Event(events.PodRef(r.Pod, ""), true, r.Reason, "Pod was rejected: %s", r.Message)
+	alloc, err := newNodeAllocatable(o)
+	if err != nil {
+		return err
 	}
-	merger.OnError = func(source string, err error) {
-		m.SourceErrors.WithLabelValues(source).Inc()
-		recorder.Event(events.Ref{Name: source}, true, "FailedValidation", "source %s: %v", source, err)
+	merger, err := config.NewMerger(filepath.Join(o.RootDir, "checkpoints"), config.MergerOptions{
+		MaxPods: o.MaxPods,
+		// The kubelet's admission: a pod whose requests alone pass the
+		// Node's allocatable never runs here.
+		Allocatable: nodestatus.Allocatable(nodestatus.Capacity(o.MaxPods), alloc.reserved()),
+		OnReject: func(r config.Rejection) {
+			recorder.Event(events.PodRef(r.Pod, ""), true, r.Reason, "Pod was rejected: %s", r.Message)
+		},
+		OnError: func(source string, err error) {
+			m.SourceErrors.WithLabelValues(source).Inc()
+			recorder.Event(events.Ref{Name: source}, true, "FailedValidation", "source %s: %v", source, err)
+		},
+	}, sources...)
+	if err != nil {
+		return err
 	}
 	nodeIP := o.NodeIP
 	if nodeIP == "" {
@@ -119,13 +127,6 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 		Images: images.Policy{Keyring: keyring, QPS: o.RegistryQPS, Burst: o.RegistryBurst,
 			HighThreshold: o.ImageGCHighThreshold, LowThreshold: o.ImageGCLowThreshold, MinAge: o.MinimumImageTTLDuration},
 	}
-	alloc, err := newNodeAllocatable(o)
-	if err != nil {
-		return err
-	}
-	// The kubelet's admission: a pod whose requests alone pass the Node's
-	// allocatable never runs here.
-	merger.Allocatable = nodestatus.Allocatable(nodestatus.Capacity(o.MaxPods), alloc.reserved())
 	thresholds, _ := o.evictionThresholds() // validated
 	cfg.Eviction = eviction.Config{Thresholds: thresholds, MaxPodGracePeriod: time.Duration(o.EvictionMaxPodGracePeriod) * time.Second,
 		PressureTransitionPeriod: o.EvictionPressureTransitionPeriod}
