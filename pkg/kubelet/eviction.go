@@ -7,28 +7,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/eviction"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/gc"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 )
-
-// newEvictor is the eviction rounds' runner (pkg/kubelet/eviction) on the
-// Kubelet's pods, records, cache and managers; New makes it last.
-func newEvictor(k *Kubelet) *eviction.Evictor {
-	node := k.cfg.EvictionNode
-	node.RootDir = k.cfg.RootDir
-	cg, _ := k.cfg.Cgroups.(eviction.CgroupUsage)
-	return eviction.NewEvictor(eviction.EvictorConfig{Eviction: k.cfg.Eviction, Node: node, Period: housekeepingPeriod},
-		eviction.Deps{Pods: evictionPods{k}, States: k.cache, Runtime: k.runtime, Images: k.images,
-			Volumes: k.volumes, Disk: k.meter, Cgroups: cg, Events: k.cfg.Events,
-			GC: func() gc.Policy { return k.housekeeping().GC }, Clock: k.cfg.Clock})
-}
 
 // Pressure reports whether the node is under a pressure condition, as the
 // eviction manager sees it (for the Node object).
 func (k *Kubelet) Pressure(c v1.NodeConditionType) bool { return k.eviction.Manager().HasCondition(c) }
 
 // evictionPods are the desired pods and their records as the eviction
-// rounds read and mark them.
+// rounds read and mark them: what New gives the eviction manager's runner
+// it makes (Deps.NewEvictor).
 type evictionPods struct{ k *Kubelet }
 
 var _ eviction.Pods = evictionPods{}

@@ -21,7 +21,7 @@ const infraName = kubecontainer.InfraContainerName
 // message, a DisruptionTarget condition, its containers terminated (not
 // waiting to restart, whatever the restart policy).
 func TestEvictedPodStatus(t *testing.T) {
-	k := New(Config{NodeName: "n", RootDir: t.TempDir(), InfraImage: "pause:1"}, containertest.NewFakeClient(), seenAll{})
+	k, _ := newKubelet(t, containertest.NewFakeClient(), testOptions{})
 	pod := containertest.Pod(v1.RestartPolicyAlways, "a")
 	b := &containertest.Builder{T0: time.Now().Add(-time.Hour)}
 	st := containertest.State(b.C(pod, infraName, false, 0, ""), b.C(pod, "a", false, 137, ""))
@@ -53,8 +53,8 @@ func TestSyncUnderPressure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := New(Config{NodeName: "n", RootDir: t.TempDir(), InfraImage: "pause:1", Clock: clocktesting.NewFakeClock(time.Now()),
-		Eviction: eviction.Config{Thresholds: th, PressureTransitionPeriod: time.Minute}}, fake, seenAll{})
+	k, _ := newKubelet(t, fake, testOptions{Clock: clocktesting.NewFakeClock(time.Now()),
+		Eviction: eviction.Config{Thresholds: th, PressureTransitionPeriod: time.Minute}})
 	k.eviction.Manager().Observe(eviction.Observations{eviction.SignalMemoryAvailable: {Available: 50 << 20, Capacity: 1 << 30}})
 
 	be := containertest.Pod(v1.RestartPolicyAlways, "a")

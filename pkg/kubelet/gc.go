@@ -16,7 +16,7 @@ import (
 // garbageCollect removes the dead containers the policy lets go, and log
 // symlinks whose container is gone.
 func (k *Kubelet) garbageCollect(ctx context.Context) {
-	for _, c := range gc.DeadContainersToRemove(k.cache.All(), k.desired.get, k.housekeeping().GC, time.Now()) {
+	for _, c := range gc.DeadContainersToRemove(k.cache.All(), k.desired.get, k.gc.Policy(), time.Now()) {
 		glog.V(2).Infof("GC: removing dead container %s", c.RuntimeName)
 		if err := k.runtime.RemoveContainer(ctx, c); err != nil {
 			glog.Errorf("GC: remove %s: %v", c.RuntimeName, err)
@@ -24,9 +24,7 @@ func (k *Kubelet) garbageCollect(ctx context.Context) {
 	}
 	k.logLinks.RemoveDangling()
 	k.removeOrphanPodDirs()
-	if k.images != nil {
-		k.images.Collect(ctx)
-	}
+	k.images.Collect(ctx)
 }
 
 // removeOrphanPodDirs removes the cgroups and directories of pods that are

@@ -8,12 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/golang/glog"
@@ -23,28 +19,13 @@ import (
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/diskusage"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/eviction"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/gc"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/images"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/pleg"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/podqueue"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/podstatus"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/prober"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/runtimeevents"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/server"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/status"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
-	"github.com/classic-kubelet/kubelet/pkg/probe"
 )
-
-// Runtime is what the agent needs from the container runtime
-// (pkg/dockertools implements it).
-type Runtime = kubecontainer.Runtime
 
 // SourcesSeen tells whether a config source has delivered its snapshot: only
 // then may its silence about a running pod remove that pod.
@@ -52,110 +33,36 @@ type SourcesSeen interface {
 	Seen(source string) bool
 }
 
-// Config is the part of the agent's options the Kubelet uses.
-type Config struct {
-	NodeName string
-	// Objects reads config maps and secrets and requests tokens for
-	// volumes and variables (node mode); nil: none (they fail, named).
-	Objects volumes.Objects
-	// Sysctls are what pods may set; nil: the safe sysctls alone.
-	Sysctls *kuberuntime.SysctlAllowlist
-	// Services are the cluster's (node mode), for the containers' service
-	// variables; nil: none.
-	Services kuberuntime.ServiceLister
-	// NodeIP is the pods' host IP (--node-ip, or the default route's).
-	NodeIP         string
-	RootDir        string
-	InfraImage     string
-	SyncFrequency  time.Duration
-	RelistPeriod   time.Duration
-	BackoffInitial time.Duration
-	BackoffMax     time.Duration
-	// Metrics records what the agent does; nil creates a private set.
-	Metrics *metrics.Metrics
-	// AllowPrivileged lets containers run privileged.
-	AllowPrivileged bool
-	// SeccompDefault gives containers without a seccompProfile the
-	// runtime's default profile (otherwise they run unconfined, as the
-	// kubelet's default does).
-	SeccompDefault bool
-	// ClusterDomain is the domain of pods with a subdomain.
-	ClusterDomain string
-	// ResolvConf is the resolver configuration of dnsPolicy Default.
-	ResolvConf string
-	// Network is the pod network (cluster DNS, CNI); nil: Docker's bridge
-	// without cluster DNS.
-	Network kuberuntime.Network
-	// GC bounds the dead containers kept.
-	GC gc.Policy
-	// ContainerLogDir holds the containers' log symlinks ("" for none).
-	ContainerLogDir string
-	// LogMaxSize (bytes) and LogMaxFiles bound each container's json-file log.
-	LogMaxSize  int64
-	LogMaxFiles int
-	// Images configures pulls and image GC.
-	Images images.Policy
-	// Events records what happens to pods (nil: nothing is recorded).
-	Events *events.Recorder
-	// GCPeriod is how often garbage is collected (default a minute).
-	GCPeriod time.Duration
-	// DiskUsagePeriod is how often disk usage is measured (default 5
-	// minutes).
-	DiskUsagePeriod time.Duration
-	// PauseBinary, if set, is the pause program the infra image is built
-	// from when it is absent (never pulled).
-	PauseBinary string
-	// Cgroups, if set, puts each pod's containers in a pod cgroup under
-	// its QoS class's (--cgroups-per-qos).
-	Cgroups kuberuntime.PodCgroups
-	// PodMaxPids bounds each pod cgroup's processes (--pod-max-pids); 0
-	// or less: unbounded.
-	PodMaxPids int64
-	// PodsLimits, if set, sizes the cgroup of all pods (kubepods): its cpu
-	// (shares), memory and pid amounts (node allocatable).
-	PodsLimits v1.ResourceList
-	// Eviction configures the eviction manager (no thresholds: off).
-	Eviction eviction.Config
-	// EvictionNode says where the node's signals are read; its RootDir
-	// and ImageFsDir are filled in by the Kubelet.
-	EvictionNode eviction.Node
-	// Clock times the sync loop, the relist, retries, probes and the
-	// status manager; nil: the real clock (tests move a fake one).
-	Clock clock.WithTicker
-	// RuntimeEvents is the agent's one subscription to the runtime's
-	// events, which the relist and the image manager read (its owner runs
-	// it); nil: the Kubelet makes one on its runtime and runs it itself.
-	RuntimeEvents *runtimeevents.Hub
-}
-
-// housekeepingPeriod is how often pods left on the node without a desired
-// spec are looked for; the relist also triggers this for changed pods.
-const housekeepingPeriod = 2 * time.Second
+// HousekeepingPeriod is how often pods left on the node without a desired
+// spec are looked for (the relist also triggers this for changed pods), and
+// the eviction manager's period.
+const HousekeepingPeriod = 2 * time.Second
 
 // defaultGCPeriod is how often dead containers and unused images are
 // collected.
 const defaultGCPeriod = time.Minute
 
 // Kubelet is the node agent's core: desired pods in, Docker actions out.
+// It builds what is its own (the desired set, the pod workers and their
+// records) and is given its parts, built before it (Deps).
 type Kubelet struct {
-	cfg     Config
-	docker  Runtime
-	sources SourcesSeen
-	cache   *pleg.Cache
-	relist  *pleg.Relister
-	retries *podqueue.Retries // pods to wake when their back-off ends
-	probes  *prober.Manager
-	status  *status.Manager
-	metrics *metrics.Metrics
+	cfg      Config
+	sources  SourcesSeen
+	cache    PodCache
+	relist   Relist
+	dirty    Dirty   // pods to sync, from the relist, retries, probes and eviction
+	retries  Retries // pods to wake when their back-off ends
+	probes   Probes
+	status   Statuses
+	metrics  *metrics.Metrics
+	events   Events
+	images   Images
+	volumes  Volumes
+	logLinks LogLinks
+	gc       GCPolicy
 	// runtime admits, syncs and kills pods on the container runtime: it
 	// decides, makes the create specs and cgroups, and acts.
-	runtime *kuberuntime.Manager
-
-	images  *images.Manager
-	volumes *volumes.Manager
-
-	logs     *kuberuntime.LogSettings // the containers' log settings (SIGHUP changes them)
-	logLinks *kuberuntime.LogLinks
+	runtime PodRuntime
 
 	// producer produces the pods' statuses, which status keeps.
 	producer *podstatus.Producer
@@ -166,92 +73,41 @@ type Kubelet struct {
 	// compute a status before Run has set it.
 	life atomic.Pointer[context.Context]
 
-	hk atomic.Pointer[Housekeeping] // changeable while running (SIGHUP)
-
 	lastSyncLoop atomic.Int64 // unix nanoseconds of the last sync loop iteration
 
-	desired *desiredSet     // what the config wants here
-	dirty   *podqueue.Dirty // pods to sync, from the relist, retries and probes
+	desired *desiredSet // what the config wants here
 	// workers walk each pod through its life; each owns its pod's record.
 	workers *podWorkers
 	// forgetters drop what a cache keeps of a pod, called once when the
 	// pod is forgotten.
 	forgetters []func(types.UID)
 
-	meter *diskusage.Meter // measures disk usage in the background
-
 	eviction *eviction.Evictor
-
-	ownEvents *runtimeevents.Hub // made by New when Config had none; Run runs it
 }
 
-// New returns a Kubelet; Run starts it.
-func New(cfg Config, docker Runtime, sources SourcesSeen) *Kubelet {
-	if cfg.Metrics == nil {
-		cfg.Metrics = metrics.New(cfg.NodeName)
-	}
+// New returns a Kubelet driving the parts of d; Run starts it. It makes the
+// two parts that read its own state: the status producer (the pods'
+// records) and the eviction manager's runner (the desired pods and their
+// workers).
+func New(cfg Config, d Deps) *Kubelet {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	docker = kuberuntime.NewInstrumentedRuntime(docker, cfg.Metrics) // the only wrap: each call counted once
+	if d.Events == nil {
+		d.Events = (*events.Recorder)(nil) // records nothing
+	}
 	k := &Kubelet{
-		cfg:     cfg,
-		metrics: cfg.Metrics,
-		docker:  docker,
-		sources: sources,
-		cache:   pleg.NewCache(),
-		status:  status.NewManager(filepath.Join(cfg.RootDir, "checkpoints", "conditions.json"), cfg.Clock),
+		cfg: cfg, sources: d.Sources, cache: d.Cache, relist: d.Relist, dirty: d.Dirty, retries: d.Retries,
+		probes: d.Probes, status: d.Statuses, metrics: d.Metrics, events: d.Events, images: d.Images,
+		volumes: d.Volumes, logLinks: d.LogLinks, gc: d.GC, runtime: d.Runtime,
 		desired: newDesiredSet(),
-		dirty:   podqueue.NewDirty(),
-		retries: podqueue.NewRetries(cfg.Clock),
 	}
-	k.hk.Store(&Housekeeping{GC: cfg.GC, ContainerLogDir: cfg.ContainerLogDir, LogMaxSize: cfg.LogMaxSize, LogMaxFiles: cfg.LogMaxFiles})
-	k.logs = kuberuntime.NewLogSettings(kuberuntime.ContainerLogs{Dir: cfg.ContainerLogDir, MaxSize: cfg.LogMaxSize, MaxFiles: cfg.LogMaxFiles})
-	k.logLinks = kuberuntime.NewLogLinks(k.logs)
-	memory := nodeMemory()
-	downward := kuberuntime.NewDownward(kuberuntime.DownwardNode{Name: cfg.NodeName, IP: cfg.NodeIP, CPUs: runtime.NumCPU(), Memory: memory, RootDir: cfg.RootDir})
-	k.volumes = volumes.NewManager(volumes.Config{RootDir: cfg.RootDir, NodeMemory: memory}, volumes.Deps{Downward: downward, Objects: cfg.Objects})
-	k.meter = &diskusage.Meter{Runtime: k.docker, Pods: k.cache, Node: cfg.NodeName, PodDir: k.volumes.PodDir, Period: cfg.DiskUsagePeriod}
-	k.metrics.TrackPodState(k.podStateSizes)
-	if cfg.RuntimeEvents == nil {
-		k.ownEvents = runtimeevents.NewHub(k.docker, cfg.Clock)
-		cfg.RuntimeEvents = k.ownEvents
-	}
-	k.relist = pleg.NewRelister(pleg.Config{Node: cfg.NodeName, Period: cfg.RelistPeriod, Clock: cfg.Clock},
-		pleg.Deps{Runtime: k.docker, Hub: cfg.RuntimeEvents, Cache: k.cache, Dirty: k.dirty, Logs: k.logLinks, Metrics: k.metrics})
-	if cfg.Images.BackoffInitial <= 0 {
-		cfg.Images.BackoffInitial, cfg.Images.BackoffMax = kuberuntime.BackoffBounds(cfg.BackoffInitial, cfg.BackoffMax)
-	}
-	k.cfg.Images = cfg.Images
-	k.images = images.NewManager(images.Config{Policy: cfg.Images, InfraImage: cfg.InfraImage, RecordPath: filepath.Join(cfg.RootDir, "images.json")},
-		images.Deps{Runtime: docker, Hub: cfg.RuntimeEvents, Retries: k.retries, Events: cfg.Events})
-	k.probes = prober.NewManager(docker, k.dirty.MarkPod,
-		func(t prober.Target, typ prober.Type, r probe.Result, out string, took time.Duration) {
-			ns, name, _ := strings.Cut(t.PodKey, "/")
-			k.metrics.ObserveProbe(typ.Title(), r != probe.Failure, t.Container.Name, name, ns, t.PodUID, took)
-			ref := events.Ref{Namespace: ns, Name: name, UID: t.PodUID, FieldPath: "spec.containers{" + t.Container.Name + "}"}
-			switch r {
-			case probe.Failure:
-				cfg.Events.Event(ref, true, "Unhealthy", "%s probe failed: %s", typ.Title(), probe.Truncate(out))
-			case probe.Warning:
-				cfg.Events.Event(ref, true, "ProbeWarning", "%s probe warning: %s", typ.Title(), probe.Truncate(out))
-			}
-		}, cfg.Clock)
-	k.runtime = kuberuntime.NewManager(kuberuntime.Config{
-		NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, NodeMemory: memory,
-		RootDir: cfg.RootDir, InfraImage: cfg.InfraImage, PauseBinary: cfg.PauseBinary, ClusterDomain: cfg.ClusterDomain,
-		ResolvConf: cfg.ResolvConf, AllowPrivileged: cfg.AllowPrivileged, SeccompDefault: cfg.SeccompDefault,
-		Sysctls: cfg.Sysctls, Services: cfg.Services, Objects: cfg.Objects, Cgroups: cfg.Cgroups,
-		PodMaxPids: cfg.PodMaxPids, PodsLimits: cfg.PodsLimits, Events: cfg.Events, Metrics: k.metrics,
-		BackoffInitial: cfg.BackoffInitial, BackoffMax: cfg.BackoffMax, Clock: cfg.Clock,
-	}, kuberuntime.Deps{Runtime: docker, Volumes: k.volumes, Images: k.images, Probes: k.probes, Relist: k.relist, Network: cfg.Network,
-		Downward: downward, Logs: k.logs, LogLinks: k.logLinks})
 	k.workers = newPodWorkers(k, func() *podRecord { return newPodRecord(cfg.Clock.Now(), k.runtime.NewPodRecord()) })
+	k.metrics.TrackPodState(k.podStateSizes)
 	k.metrics.TrackWorkingPods(k.workers.WorkingPods)
 	k.forgetters = []func(types.UID){k.retries.Forget, k.images.ForgetPod, k.status.Forget, k.volumes.Forget, k.probes.RemovePod}
-	k.producer = podstatus.New(podstatus.Config{HostIP: cfg.NodeIP, PodDir: k.volumes.PodDir, Records: statusRecords{k.workers},
-		Statuses: k.status, Probes: k.probes, Logs: k.runtime, Metrics: k.metrics, Clock: cfg.Clock})
-	k.eviction = newEvictor(k)
+	k.producer = d.NewStatusProducer(statusRecords{k.workers})
+	k.eviction = d.NewEvictor(evictionPods{k})
 	return k
 }
 
@@ -263,62 +119,28 @@ func (k *Kubelet) lifetime() context.Context {
 	return context.Background()
 }
 
-// DiskUsage is the background measurement of what the pods hold on disk,
-// which Run runs; the API serves its last result.
-func (k *Kubelet) DiskUsage() *diskusage.Meter { return k.meter }
-
 // Run reconciles until ctx is cancelled, then waits for its goroutines. It
-// never touches containers on the way out: pods keep running.
+// never touches containers on the way out: pods keep running. It runs the
+// parts that feed the sync loop (the relist, the status store, the retry
+// queue, the image manager's event follower) beside its own.
 func (k *Kubelet) Run(ctx context.Context, updates <-chan api.PodUpdate) {
 	k.life.Store(&ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	if k.ownEvents != nil {
-		wg.Go(func() { k.ownEvents.Run(ctx) })
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		k.relist.Run(ctx)
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		k.status.Run(ctx)
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		k.retries.Run(ctx, k.dirty.Mark)
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		k.images.Run(ctx)
-	}()
+	wg.Go(func() { k.relist.Run(ctx) })
+	wg.Go(func() { k.status.Run(ctx) })
+	wg.Go(func() { k.retries.Run(ctx, k.dirty.Mark) })
+	wg.Go(func() { k.images.Run(ctx) })
 	k.workers.Start(ctx)
 	defer k.workers.Wait()
 	defer k.probes.Wait()
 
 	syncTicker := k.cfg.Clock.NewTicker(k.cfg.SyncFrequency)
 	defer syncTicker.Stop()
-	housekeeping := k.cfg.Clock.NewTicker(housekeepingPeriod)
+	housekeeping := k.cfg.Clock.NewTicker(HousekeepingPeriod)
 	defer housekeeping.Stop()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		k.runGC(ctx)
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		k.meter.Run(ctx)
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		k.eviction.Run(ctx)
-	}()
+	wg.Go(func() { k.runGC(ctx) })
+	wg.Go(func() { k.eviction.Run(ctx) })
 	for k.syncLoopIteration(ctx, updates, k.dirty.Ready(), syncTicker.C(), housekeeping.C()) {
 	}
 }
@@ -473,60 +295,20 @@ func (k *Kubelet) Health() (syncLoop, relist error) {
 const (
 	// syncLoopHealthThreshold: the sync loop wakes at least every
 	// housekeeping period; much longer means it is stuck.
-	syncLoopHealthThreshold = 10 * housekeepingPeriod
+	syncLoopHealthThreshold = 10 * HousekeepingPeriod
 	// relistHealthMin is the shortest time without a relist that counts as
 	// unhealthy (a relist period of 1 s makes it 5 s while Docker's event
 	// stream is down, 25 s while it flows and the relist is stretched).
 	relistHealthMin = 5 * time.Second
 )
 
-// PodSources are the parts of the Kubelet the API's pod view reads (see
-// server.PodView): the desired pods, the statuses their workers produced,
-// the relist's cache and a relist on demand. A pod whose worker has not
-// synced yet gets a status computed on the spot, under Run's context.
-func (k *Kubelet) PodSources() server.PodSources {
-	return server.PodSources{Desired: desiredPods{k.desired}, Statuses: k.status, Cache: k.cache, Relist: k.relist,
-		Fallback: func(p *v1.Pod) v1.PodStatus { return k.producer.Status(k.lifetime(), p, k.cache.Get(p.UID)) }}
-}
+// DesiredPods are the pods the config wants here (the API's pod view lists
+// them).
+func (k *Kubelet) DesiredPods() []*v1.Pod { return k.desired.all() }
 
-// desiredPods is the desired set as the pod view reads it.
-type desiredPods struct{ d *desiredSet }
-
-func (p desiredPods) All() []*v1.Pod { return p.d.all() }
-
-// Runtime is the runtime manager the Kubelet syncs pods through; the API
-// reads the pod cgroups from it and reaches containers (logs, exec, attach,
-// port-forward) through it.
-func (k *Kubelet) Runtime() *kuberuntime.Manager { return k.runtime }
-
-// Statuses is the store of the pods' produced statuses, whose change
-// notifications the status writers (etcd, the API server) wait on.
-func (k *Kubelet) Statuses() *status.Manager { return k.status }
-
-// nodeMemory is the node's total memory in bytes.
-func nodeMemory() int64 {
-	var si syscall.Sysinfo_t
-	if err := syscall.Sysinfo(&si); err != nil {
-		return 0
-	}
-	return int64(si.Totalram) * int64(si.Unit)
-}
-
-// Housekeeping are the settings a running agent can change (on SIGHUP):
-// garbage collection and container logs.
-type Housekeeping struct {
-	GC              gc.Policy
-	ContainerLogDir string
-	LogMaxSize      int64
-	LogMaxFiles     int
-}
-
-// SetHousekeeping applies new housekeeping settings from now on.
-func (k *Kubelet) SetHousekeeping(h Housekeeping) {
-	k.hk.Store(&h)
-	k.logs.Set(kuberuntime.ContainerLogs{Dir: h.ContainerLogDir, MaxSize: h.LogMaxSize, MaxFiles: h.LogMaxFiles})
-}
-
-func (k *Kubelet) housekeeping() Housekeeping {
-	return *k.hk.Load()
+// FallbackStatus is the status of a desired pod whose worker has not
+// produced one yet, computed on the spot under Run's context (the API's
+// pod view shows it).
+func (k *Kubelet) FallbackStatus(pod *v1.Pod) v1.PodStatus {
+	return k.producer.Status(k.lifetime(), pod, k.cache.Get(pod.UID))
 }

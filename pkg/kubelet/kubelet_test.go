@@ -60,16 +60,9 @@ func (c *testClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 // newTestKubelet runs a Kubelet on clk (nil: the real clock).
 func newTestKubelet(t *testing.T, fake *containertest.FakeClient, sources SourcesSeen, clk clock.WithTicker) (*Kubelet, chan api.PodUpdate, func()) {
 	t.Helper()
-	k := New(Config{
-		NodeName: "n", RootDir: t.TempDir(), InfraImage: "pause:1",
-		SyncFrequency: 200 * time.Millisecond, RelistPeriod: 50 * time.Millisecond, Clock: clk,
-	}, fake, sources)
-	updates := make(chan api.PodUpdate)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); k.Run(ctx, updates) }()
-	return k, updates, func() { cancel(); wg.Wait() }
+	k, parts := newKubelet(t, fake, testOptions{Clock: clk, Sources: sources, SyncFrequency: 200 * time.Millisecond, RelistPeriod: 50 * time.Millisecond})
+	updates, stop := parts.run(k)
+	return k, updates, stop
 }
 
 func desiredPod(name string, images ...string) *v1.Pod {
@@ -188,7 +181,7 @@ func TestKubeletKeepsPodsOfUnseenSources(t *testing.T) {
 	// when the relist found it, once by housekeeping, which each step of
 	// the clock makes due).
 	await.True(t, "the kubelet to weigh the pod's source twice", func() bool {
-		clk.Step(housekeepingPeriod)
+		clk.Step(HousekeepingPeriod)
 		return sources.asked.Load() >= 2
 	})
 	stop()
@@ -202,11 +195,10 @@ func TestKubeletKeepsPodsOfUnseenSources(t *testing.T) {
 // container the pod does not have is not waited for.
 func TestFindRunningContainerLooksAgain(t *testing.T) {
 	fake := containertest.NewFakeClient("pause:1", "img:1")
-	k := New(Config{NodeName: "n", RootDir: t.TempDir(), RelistPeriod: time.Hour}, fake, seenAll{})
+	k, parts := newKubelet(t, fake, testOptions{RelistPeriod: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); k.relist.Run(ctx) }()
+	wg.Go(func() { parts.relist.Run(ctx) })
 	defer func() { cancel(); wg.Wait() }()
 	waitUntil(t, func() bool { return !k.cache.LastUpdate().IsZero() })
 
@@ -215,7 +207,7 @@ func TestFindRunningContainerLooksAgain(t *testing.T) {
 	fake.AddContainer(kubecontainer.ContainerDetail{Name: "k8s_a.1_web_default_" + string(pod.UID) + "_00000001",
 		Image: "img:1", Running: true, Labels: kubecontainer.ContainerLabels(pod, "n", "a", "1", kubecontainer.TypeContainer, 0)})
 
-	view := server.NewPodView(k.PodSources())
+	view := parts.podView(k)
 	if _, err := view.FindContainer("default", "web", "", "a", false); !errors.Is(err, server.ErrNotFound) {
 		t.Fatalf("before a relist: FindContainer = %v, want not found (the relist period is an hour)", err)
 	}
@@ -253,20 +245,20 @@ func TestKubeletProbesOutliveTheSync(t *testing.T) {
 // are stamped then: a GET only reads it (before, the status was computed on
 // each GET, and a transition was dated by the first GET that saw it).
 func TestStatusProducedBySync(t *testing.T) {
-	k := New(Config{NodeName: "n", RootDir: t.TempDir(), InfraImage: "pause:1"}, containertest.NewFakeClient(), seenAll{})
+	k, parts := newKubelet(t, containertest.NewFakeClient(), testOptions{})
 	pod := containertest.Pod(v1.RestartPolicyAlways, "a")
 	k.desired.set(pod)
 	b := &containertest.Builder{T0: time.Now()}
-	k.cache.Set(map[types.UID]*kubecontainer.PodState{pod.UID: containertest.State(b.C(pod, kubecontainer.InfraContainerName, true, 0, ""), b.C(pod, "a", true, 0, ""))}, time.Now())
+	parts.cache.Set(map[types.UID]*kubecontainer.PodState{pod.UID: containertest.State(b.C(pod, kubecontainer.InfraContainerName, true, 0, ""), b.C(pod, "a", true, 0, ""))}, time.Now())
 	synced := time.Now().Add(-time.Hour).Truncate(time.Second)
-	k.status.SetClock(testingclock.NewFakeClock(synced))
+	parts.status.SetClock(testingclock.NewFakeClock(synced))
 	if _, err := k.syncPod(context.Background(), podWork{UID: pod.UID, Pod: pod, Record: newPodRecord(time.Now(), k.runtime.NewPodRecord())}); err != nil {
 		t.Fatal(err)
 	}
 	k.probes.RemovePod(pod.UID)
 
-	k.status.SetClock(testingclock.NewFakeClock(synced.Add(time.Hour)))
-	got, ok := server.NewPodView(k.PodSources()).GetPod(pod.Namespace, pod.Name)
+	parts.status.SetClock(testingclock.NewFakeClock(synced.Add(time.Hour)))
+	got, ok := parts.podView(k).GetPod(pod.Namespace, pod.Name)
 	if !ok || got.Status.Phase != v1.PodRunning {
 		t.Fatalf("GET after a sync: %v %+v", ok, got)
 	}
@@ -298,7 +290,7 @@ func TestActiveDeadline(t *testing.T) {
 		{"past the deadline", now.Add(-4 * time.Second), running, time.Time{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			k := New(Config{NodeName: "n", RootDir: t.TempDir(), Clock: clk}, containertest.NewFakeClient(), seenAll{})
+			k, parts := newKubelet(t, containertest.NewFakeClient(), testOptions{Clock: clk})
 			pod := desiredPod("p", "img:1")
 			secs := int64(3)
 			pod.Spec.ActiveDeadlineSeconds = &secs
@@ -307,7 +299,7 @@ func TestActiveDeadline(t *testing.T) {
 				k.status.Set(pod.UID, v1.PodStatus{StartTime: &start})
 			}
 			term := k.activeDeadline(pod, tc.state)
-			wake, _ := k.retries.Next(pod.UID)
+			wake, _ := parts.retries.Next(pod.UID)
 			if !wake.Equal(tc.wantWake) {
 				t.Errorf("wake at %v, want %v", wake.Sub(now), tc.wantWake.Sub(now))
 			}
@@ -326,14 +318,10 @@ func TestActiveDeadline(t *testing.T) {
 // context there raced with Run setting it.
 func TestStatusFallbackWhileRunStarts(t *testing.T) {
 	fake := containertest.NewFakeClient("pause:1")
-	k := New(Config{NodeName: "n", RootDir: t.TempDir(), InfraImage: "pause:1", Clock: newTestClock()}, fake, nil)
-	fallback := k.PodSources().Fallback
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); k.Run(ctx, make(chan api.PodUpdate)) }()
-	if st := fallback(desiredPod("p", "img:1")); st.Phase != v1.PodPending {
+	k, parts := newKubelet(t, fake, testOptions{Clock: newTestClock()})
+	_, stop := parts.run(k)
+	if st := k.FallbackStatus(desiredPod("p", "img:1")); st.Phase != v1.PodPending {
 		t.Errorf("a pod no worker synced yet is %s, want Pending", st.Phase)
 	}
-	cancel()
-	<-done
+	stop()
 }

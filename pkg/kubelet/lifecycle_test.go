@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -181,16 +180,9 @@ func TestTerminateOrphan(t *testing.T) {
 // newEventKubelet runs a Kubelet on the real clock with events recorded.
 func newEventKubelet(t *testing.T, fake *containertest.FakeClient, rec *events.Recorder) (*Kubelet, chan<- api.PodUpdate, func()) {
 	t.Helper()
-	k := New(Config{
-		NodeName: "n", RootDir: t.TempDir(), InfraImage: "pause:1", Events: rec,
-		SyncFrequency: 100 * time.Millisecond, RelistPeriod: 20 * time.Millisecond,
-	}, fake, seenAll{})
-	updates := make(chan api.PodUpdate)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); k.Run(ctx, updates) }()
-	return k, updates, func() { cancel(); wg.Wait() }
+	k, parts := newKubelet(t, fake, testOptions{Events: rec, SyncFrequency: 100 * time.Millisecond, RelistPeriod: 20 * time.Millisecond})
+	updates, stop := parts.run(k)
+	return k, updates, stop
 }
 
 // containerID is the ID of the running container of that name.

@@ -88,7 +88,7 @@ func (k *Kubelet) syncDesired(ctx context.Context, pod *v1.Pod, state *kubeconta
 	}
 	if rej := k.runtime.Admit(pod); rej != nil {
 		glog.Errorf("Pod %s rejected: %s: %s", api.Key(pod), rej.Reason, rej.Message)
-		k.cfg.Events.Event(events.PodRef(pod, ""), true, rej.Reason, "%s", rej.Message)
+		k.events.Event(events.PodRef(pod, ""), true, rej.Reason, "%s", rej.Message)
 		return &lifecycle.Termination{Cause: lifecycle.Rejected, Grace: kuberuntime.GracePeriod(pod), Reason: rej.Reason, Message: rej.Message}, false, nil
 	}
 	if state == nil || len(state.Containers) == 0 {
@@ -98,7 +98,7 @@ func (k *Kubelet) syncDesired(ctx context.Context, pod *v1.Pod, state *kubeconta
 		rej := k.eviction.AdmitPod(pod)
 		if rec.setRefused(rej) && rej != nil {
 			glog.Errorf("Pod %s refused: %s: %s", api.Key(pod), rej.Reason, rej.Message)
-			k.cfg.Events.Event(events.PodRef(pod, ""), true, rej.Reason, "%s", rej.Message)
+			k.events.Event(events.PodRef(pod, ""), true, rej.Reason, "%s", rej.Message)
 		}
 		if rej != nil {
 			return nil, false, nil // nothing of it runs; its status says why
@@ -147,7 +147,7 @@ func (k *Kubelet) activeDeadline(pod *v1.Pod, state *kubecontainer.PodState) *li
 		return nil
 	}
 	glog.Infof("Pod %s: %s", api.Key(pod), messageDeadlineExceeded)
-	k.cfg.Events.Event(events.PodRef(pod, ""), true, kubecontainer.ReasonDeadlineExceeded, "%s", messageDeadlineExceeded)
+	k.events.Event(events.PodRef(pod, ""), true, kubecontainer.ReasonDeadlineExceeded, "%s", messageDeadlineExceeded)
 	return &lifecycle.Termination{Cause: lifecycle.DeadlineExceeded, Grace: kuberuntime.GracePeriod(pod),
 		Reason: kubecontainer.ReasonDeadlineExceeded, Message: messageDeadlineExceeded}
 }

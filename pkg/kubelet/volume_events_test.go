@@ -1,9 +1,7 @@
 package kubelet
 
 import (
-	"context"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,17 +18,10 @@ import (
 func TestVolumeSetupFailureEvent(t *testing.T) {
 	fake := containertest.NewFakeClient("pause:1", "img:1")
 	rec := events.New("n")
-	k := New(Config{
-		NodeName: "n", RootDir: t.TempDir(), InfraImage: "pause:1", Events: rec,
-		SyncFrequency: 20 * time.Millisecond, RelistPeriod: 50 * time.Millisecond,
-		BackoffInitial: 10 * time.Millisecond, BackoffMax: 10 * time.Millisecond,
-	}, fake, seenAll{})
-	updates := make(chan api.PodUpdate)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); k.Run(ctx, updates) }()
-	defer func() { cancel(); wg.Wait() }()
+	k, parts := newKubelet(t, fake, testOptions{Events: rec, SyncFrequency: 20 * time.Millisecond, RelistPeriod: 50 * time.Millisecond,
+		BackoffInitial: 10 * time.Millisecond, BackoffMax: 10 * time.Millisecond})
+	updates, stop := parts.run(k)
+	defer stop()
 
 	missing := filepath.Join(t.TempDir(), "missing")
 	pod := desiredPod("web", "img:1")

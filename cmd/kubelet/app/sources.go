@@ -12,14 +12,11 @@ import (
 	"github.com/golang/glog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/etcdnode"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/gc"
 )
 
 // configuredSources names the sources o enables.
@@ -183,8 +180,7 @@ func changedSettings(a, b *Options) []string {
 // reload re-reads the settings (on SIGHUP) and applies what it can live.
 // -v has already applied: parsing sets glog's flags. It returns the source
 // set now running.
-func reload(ctx context.Context, o *Options, reparse func() (*Options, error), k *kubelet.Kubelet,
-	merger *config.Merger, recorder *events.Recorder, report nodeReport, srcs *sourceSet) *sourceSet {
+func reload(ctx context.Context, o *Options, reparse func() (*Options, error), a *agent, report nodeReport, srcs *sourceSet) *sourceSet {
 	n, err := reparse()
 	if err != nil {
 		glog.Errorf("SIGHUP: settings not reloaded: %v", err)
@@ -201,20 +197,16 @@ func reload(ctx context.Context, o *Options, reparse func() (*Options, error), k
 			needRestart = append(needRestart, "--"+name)
 		}
 	}
-	logMax := resource.MustParse(n.ContainerLogMaxSize) // validated
-	k.SetHousekeeping(kubelet.Housekeeping{
-		GC: gc.Policy{MinAge: n.MinimumContainerTTLDuration, MaxPerContainer: n.MaximumDeadContainersPerContainer,
-			MaxTotal: n.MaximumDeadContainers},
-		ContainerLogDir: n.ContainerLogDir, LogMaxSize: logMax.Value(), LogMaxFiles: n.ContainerLogMaxFiles,
-	})
+	a.gc.Set(gcPolicy(n))
+	a.logs.Set(containerLogs(n))
 	if restartSources {
 		srcs.stop()
-		merger.SetConfigured(configuredSources(n)...)
-		next, err := startSources(ctx, n, merger, recorder, report)
+		a.merger.SetConfigured(configuredSources(n)...)
+		next, err := startSources(ctx, n, a.merger, a.recorder, report)
 		if err != nil {
 			glog.Errorf("SIGHUP: sources: %v; running the previous ones", err)
-			next, _ = startSources(ctx, o, merger, recorder, report)
-			merger.SetConfigured(configuredSources(o)...)
+			next, _ = startSources(ctx, o, a.merger, a.recorder, report)
+			a.merger.SetConfigured(configuredSources(o)...)
 		} else {
 			copySourceSettings(o, n)
 		}
