@@ -17,7 +17,7 @@ type podActions struct {
 	start       []int                                // indexes into spec.containers, in order
 	ephemeral   []int                                // indexes into spec.ephemeralContainers to start (once)
 	restarts    map[string]int                       // restart count of each container to start, by name
-	crashed     map[string]containerKey                    // back-off key of each start that retries a failure, by name ("POD": the sandbox)
+	crashed     map[string]containerKey              // back-off key of each start that retries a failure, by name ("POD": the sandbox)
 	waiting     []string                             // containers held back by back-off ("POD": the sandbox)
 	pullWaits   map[string]*kubecontainer.StartError // of those, the ones whose image is in pull back-off, and why
 	retryAt     time.Time                            // when the first of them may restart
