@@ -82,10 +82,10 @@ func tokenRefresh(t *authenticationv1.TokenRequest) time.Time {
 // token returns the pod's token for a serviceAccountToken projection,
 // requested again once due.
 func (m *Manager) token(ctx context.Context, pod *v1.Pod, vol string, src *v1.ServiceAccountTokenProjection) ([]byte, error) {
-	key := fmt.Sprintf("%s/%s/%s/%s", pod.UID, vol, src.Audience, src.Path)
+	key := tokenKey{vol, src.Audience, src.Path}
 	now := m.now()
 	m.mu.Lock()
-	t, ok := m.tokens[key]
+	t, ok := m.tokens[pod.UID][key]
 	m.mu.Unlock()
 	if ok && now.Before(tokenRefresh(t)) {
 		return []byte(t.Status.Token), nil
@@ -118,10 +118,10 @@ func (m *Manager) token(ctx context.Context, pod *v1.Pod, vol string, src *v1.Se
 		got.CreationTimestamp = metav1.NewTime(now)
 	}
 	m.mu.Lock()
-	if m.tokens == nil {
-		m.tokens = map[string]*authenticationv1.TokenRequest{}
+	if m.tokens[pod.UID] == nil {
+		m.tokens[pod.UID] = map[tokenKey]*authenticationv1.TokenRequest{}
 	}
-	m.tokens[key] = got
+	m.tokens[pod.UID][key] = got
 	m.mu.Unlock()
 	return []byte(got.Status.Token), nil
 }
@@ -307,7 +307,7 @@ func (m *Manager) writeAPIVolume(ctx context.Context, pod *v1.Pod, v *v1.Volume,
 	gid := fsGroup(pod)
 	d := digest(p, gid)
 	dir := filepath.Join(m.PodDir(pod.UID), rel)
-	if m.sameAsWritten(dir, d) {
+	if m.sameAsWritten(pod.UID, dir, d) {
 		if _, err := os.Lstat(filepath.Join(dir, "..data")); err == nil {
 			return nil
 		}
@@ -375,26 +375,26 @@ func (m *Manager) writeAPIVolume(ctx context.Context, pod *v1.Pod, v *v1.Volume,
 	if old != "" && old != ts && strings.HasPrefix(old, "..") && !strings.Contains(old, "/") {
 		_ = os.RemoveAll(filepath.Join(dir, old))
 	}
-	m.setWritten(dir, d)
+	m.setWritten(pod.UID, dir, d)
 	return nil
 }
 
 // sameAsWritten reports whether the volume at dir last got the payload of
 // digest d, so that an unchanged payload is not written again.
-func (m *Manager) sameAsWritten(dir string, d [32]byte) bool {
+func (m *Manager) sameAsWritten(uid types.UID, dir string, d [32]byte) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.written[dir] == d
+	return m.written[uid][dir] == d
 }
 
 // setWritten records the digest of the payload just written at dir.
-func (m *Manager) setWritten(dir string, d [32]byte) {
+func (m *Manager) setWritten(uid types.UID, dir string, d [32]byte) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.written == nil {
-		m.written = map[string][32]byte{}
+	if m.written[uid] == nil {
+		m.written[uid] = map[string][32]byte{}
 	}
-	m.written[dir] = d
+	m.written[uid][dir] = d
 }
 
 func sortedPaths(p map[string]file) []string {
@@ -435,18 +435,8 @@ func (m *Manager) Refresh(ctx context.Context, pod *v1.Pod) error {
 // Forget drops what is kept of a pod that is gone (its tokens, the digests
 // of its volumes).
 func (m *Manager) Forget(uid types.UID) {
-	prefix := string(uid) + "/"
-	dir := m.PodDir(uid) + string(filepath.Separator)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for k := range m.tokens {
-		if strings.HasPrefix(k, prefix) {
-			delete(m.tokens, k)
-		}
-	}
-	for k := range m.written {
-		if strings.HasPrefix(k, dir) {
-			delete(m.written, k)
-		}
-	}
+	delete(m.tokens, uid)
+	delete(m.written, uid)
 }

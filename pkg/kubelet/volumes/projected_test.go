@@ -140,6 +140,11 @@ func TestAPIVolumes(t *testing.T) {
 	if objs.tokens != 2 || read(t, filepath.Join(sa, "token")) != "token-2" {
 		t.Errorf("token not renewed at 80 %%: %d requests, %q", objs.tokens, read(t, filepath.Join(sa, "token")))
 	}
+	// Forgotten once the pod is gone: its tokens and digests go with it.
+	m.Forget(pod.UID)
+	if len(m.tokens) != 0 || len(m.written) != 0 {
+		t.Errorf("after Forget: %d pods' tokens, %d pods' digests kept", len(m.tokens), len(m.written))
+	}
 }
 
 // Standalone, a volume that needs the API server fails, naming what it

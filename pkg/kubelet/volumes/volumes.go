@@ -75,8 +75,8 @@ type Manager struct {
 	clock      clock.PassiveClock
 
 	mu      sync.Mutex
-	tokens  map[string]*authenticationv1.TokenRequest // by pod UID/volume/audience/path
-	written map[string][32]byte                       // volume dir → digest of what it holds
+	tokens  map[types.UID]map[tokenKey]*authenticationv1.TokenRequest // by pod, then projection
+	written map[types.UID]map[string][32]byte                         // by pod, then volume dir: the digest of what it holds
 }
 
 // NewManager returns a volume manager of cfg that reads what volumes hold
@@ -85,7 +85,8 @@ func NewManager(cfg Config, d Deps) *Manager {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Manager{rootDir: cfg.RootDir, nodeMemory: cfg.NodeMemory, downward: d.Downward, objects: d.Objects, clock: cfg.Clock}
+	return &Manager{rootDir: cfg.RootDir, nodeMemory: cfg.NodeMemory, downward: d.Downward, objects: d.Objects, clock: cfg.Clock,
+		tokens: map[types.UID]map[tokenKey]*authenticationv1.TokenRequest{}, written: map[types.UID]map[string][32]byte{}}
 }
 
 // PodDir is the pod's directory under the root dir.
@@ -256,7 +257,7 @@ func (m *Manager) writeDownwardAPI(pod *v1.Pod, podDir, rel string, src *v1.Down
 	}
 	dir := filepath.Join(podDir, rel)
 	d := digest(p, gid)
-	if m.sameAsWritten(dir, d) {
+	if m.sameAsWritten(pod.UID, dir, d) {
 		return nil
 	}
 	fd, err := safefile.MkdirBeneath(podDir, rel, 0o755, -1)
@@ -277,9 +278,13 @@ func (m *Manager) writeDownwardAPI(pod *v1.Pod, podDir, rel string, src *v1.Down
 			return err
 		}
 	}
-	m.setWritten(dir, d)
+	m.setWritten(pod.UID, dir, d)
 	return nil
 }
+
+// tokenKey is a serviceAccountToken projection of a pod: its volume,
+// audience and path.
+type tokenKey struct{ volume, audience, path string }
 
 // fsGroup is the pod's fsGroup, or -1.
 func fsGroup(pod *v1.Pod) int {
