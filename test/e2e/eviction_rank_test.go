@@ -189,3 +189,63 @@ func TestEvictionPIDPressureEvictsTheForker(t *testing.T) {
 		t.Errorf("the bystander's container is %q, want %q untouched", got, bystander.ID)
 	}
 }
+
+// An evicted static pod (a file's, over its emptyDir's sizeLimit) stays
+// evicted across an agent restart, as the kubelet keeps it Failed: the
+// restarted agent creates none of its containers again and reports it
+// Failed, Evicted, with the eviction's message. Its manifest changed while
+// the agent was down, it runs again.
+func TestEvictionEvictedStaticPodStaysEvictedAcrossRestart(t *testing.T) {
+	a := startAgent(t)
+	manifest := func(command string) string {
+		return lifecyclePod("filler", "Always", `  containers:
+  - name: filler
+    image: `+testImage+`
+    command: ["sh", "-c", "`+command+`"]
+    volumeMounts: [{name: data, mountPath: /data}]
+  volumes: [{name: data, emptyDir: {sizeLimit: 1Mi}}]
+`)
+	}
+	a.writeManifest("filler.yaml", manifest("head -c 2097152 /dev/zero > /data/fill; sleep 3600"))
+	a.waitRunning("filler", "filler")
+	var msg string
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		var phase, reason string
+		phase, reason, msg = a.podPhaseReason("filler")
+		return phase == "Failed" && reason == "Evicted", fmt.Sprintf("filler %s %s %q", phase, reason, msg)
+	})
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		n := len(a.running("filler"))
+		return n == 0, fmt.Sprintf("%d containers of the filler running", n)
+	})
+	ids := func() []string {
+		var out []string
+		for _, c := range a.containers("filler") {
+			out = append(out, c.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	before := ids()
+
+	a.stop(syscall.SIGKILL)
+	a.start()
+	a.waitRounds(4)
+	if after := ids(); !slices.Equal(after, before) {
+		t.Errorf("the restarted agent made containers of the evicted pod: %v, before %v", after, before)
+	}
+	if got := a.running("filler"); len(got) != 0 {
+		t.Errorf("the evicted pod runs again after the restart: %v", keys(got))
+	}
+	if phase, reason, got := a.podPhaseReason("filler"); phase != "Failed" || reason != "Evicted" || got != msg {
+		t.Errorf("after the restart the pod is %s %s %q, want Failed Evicted %q", phase, reason, got, msg)
+	}
+
+	a.stop(syscall.SIGKILL)
+	a.writeManifest("filler.yaml", manifest("sleep 3600"))
+	a.start()
+	a.waitRunning("filler", "filler")
+	if phase, _, _ := a.podPhaseReason("filler"); phase != "Running" {
+		t.Errorf("with its manifest changed the pod is %s, want Running", phase)
+	}
+}
