@@ -71,6 +71,9 @@ type Deps struct {
 	// The records are the Kubelet's own (its workers own them), so the
 	// Kubelet makes it; the rest it reads comes with the function.
 	NewStatusProducer func(podstatus.Records) *podstatus.Producer
+	// Evictions remembers the pods evicted across restarts
+	// (eviction.Remembered); nil: none are.
+	Evictions Evictions
 	// NewEvictor makes the eviction manager's runner over the Kubelet's
 	// pods (the desired set, the workers it asks to terminate a pod, the
 	// records of pods refused under pressure); the rest it reads comes with
@@ -179,3 +182,27 @@ type GCPolicy interface {
 type Events interface {
 	Event(ref events.Ref, warning bool, reason, format string, args ...any)
 }
+
+// Evictions are the evicted pods the agent remembers across restarts, so
+// that one stays evicted as the kubelet keeps it Failed
+// (eviction.Remembered).
+type Evictions interface {
+	// Remember records the pod's eviction durably.
+	Remember(pod *v1.Pod, message string, at time.Time) error
+	// Lookup returns the message of the pod's eviction, if it was evicted
+	// with this manifest (with another, it is forgotten).
+	Lookup(pod *v1.Pod) (message string, ok bool)
+	Forget(uid types.UID)
+	// Prune forgets the pods keep rejects.
+	Prune(keep func(uid types.UID, source string) bool)
+}
+
+var _ Evictions = (*eviction.Remembered)(nil)
+
+// noEvictions remembers nothing.
+type noEvictions struct{}
+
+func (noEvictions) Remember(*v1.Pod, string, time.Time) error     { return nil }
+func (noEvictions) Lookup(*v1.Pod) (string, bool)                 { return "", false }
+func (noEvictions) Forget(types.UID)                              {}
+func (noEvictions) Prune(func(uid types.UID, source string) bool) {}

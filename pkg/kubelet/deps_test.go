@@ -39,6 +39,7 @@ type testOptions struct {
 	BackoffInitial, BackoffMax time.Duration
 	Events                     *events.Recorder // nil: none recorded
 	Eviction                   eviction.Config
+	Evictions                  Evictions // nil: none remembered
 }
 
 // testParts are the parts of a test's Kubelet as they are, for the test to
@@ -97,6 +98,7 @@ func newKubelet(t *testing.T, rt kubecontainer.Runtime, o testOptions) (*Kubelet
 	k := New(Config{RootDir: root, SyncFrequency: o.SyncFrequency, Clock: clk}, Deps{
 		Runtime: p.runtime, Cache: p.cache, Relist: p.relist, Dirty: dirty, Retries: p.retries, Statuses: p.status,
 		Probes: probes, Images: imgs, Volumes: vols, LogLinks: links, GC: policy, Sources: o.Sources, Events: o.Events, Metrics: m,
+		Evictions: o.Evictions,
 		NewStatusProducer: func(r podstatus.Records) *podstatus.Producer {
 			return podstatus.New(podstatus.Config{PodDir: vols.PodDir, Records: r, Statuses: p.status, Probes: probes,
 				Logs: p.runtime, Metrics: m, Clock: clk})

@@ -3,9 +3,11 @@ package kubelet
 import (
 	"time"
 
+	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/eviction"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 )
@@ -27,9 +29,35 @@ func (p evictionPods) Evicted(uid types.UID) bool       { return p.k.workers.Ter
 func (p evictionPods) Sync(uids []types.UID)            { p.k.dirty.Mark(uids) }
 
 // Evict terminates the pod as the kubelet's eviction manager does: its
-// status is Failed, reason Evicted, with the eviction's message.
+// status is Failed, reason Evicted, with the eviction's message. The
+// eviction is remembered first, so that the pod stays evicted if the agent
+// restarts (even before its worker stopped it).
 func (p evictionPods) Evict(uid types.UID, message string, grace time.Duration) {
-	p.k.workers.Terminate(uid, lifecycle.Termination{Cause: lifecycle.Evicted, Grace: grace, Reason: eviction.Reason, Message: message})
+	if pod := p.k.desired.get(uid); pod != nil {
+		if err := p.k.evictions.Remember(pod, message, p.k.cfg.Clock.Now()); err != nil {
+			glog.Errorf("Eviction: pod %s: %v; it runs again if the agent restarts", api.Key(pod), err)
+		}
+	}
+	p.k.workers.Terminate(uid, evictedBy(message, grace))
+}
+
+// evictedBy is the termination of a pod the eviction manager evicted.
+func evictedBy(message string, grace time.Duration) lifecycle.Termination {
+	return lifecycle.Termination{Cause: lifecycle.Evicted, Grace: grace, Reason: eviction.Reason, Message: message}
+}
+
+// rememberedEviction is the termination of a pod evicted before the agent
+// restarted, with the manifest it has now (nil: none): its worker starts
+// it terminated, so that it is never started again, as the kubelet never
+// starts an evicted pod again.
+func (k *Kubelet) rememberedEviction(pod *v1.Pod) *lifecycle.Termination {
+	msg, ok := k.evictions.Lookup(pod)
+	if !ok {
+		return nil
+	}
+	glog.Infof("Pod %s was evicted before the agent restarted: it stays evicted until its manifest changes", api.Key(pod))
+	t := evictedBy(msg, 0)
+	return &t
 }
 
 // RefusedUnderPressure reports whether the pod was refused under pressure

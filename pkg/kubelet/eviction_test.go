@@ -2,6 +2,8 @@ package kubelet
 
 import (
 	"context"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/classic-kubelet/kubelet/pkg/api"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/container/containertest"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/eviction"
@@ -86,3 +89,61 @@ func terminated(k *Kubelet, pod *v1.Pod, t *lifecycle.Termination) {
 	defer k.workers.mu.Unlock()
 	k.workers.pods[pod.UID] = &podState{phase: lifecycle.Terminated, pod: pod, desired: true, termination: t, record: k.workers.newRecord()}
 }
+
+// An evicted pod stays evicted when the agent restarts: the restarted
+// Kubelet (same runtime, same checkpoint) creates none of its containers
+// and shows it Failed, Evicted, with the eviction's message. Given with
+// another manifest, it runs again.
+func TestEvictionRememberedAcrossRestart(t *testing.T) {
+	fake := containertest.NewFakeClient("pause:1", "img:1")
+	path := filepath.Join(t.TempDir(), "evictions.json")
+	pod := desiredPod("web", "img:1")
+	// start starts a Kubelet and gives it the pod, its source seen only
+	// then, as the merger marks it once the pods are delivered: until
+	// then the remembered eviction is kept.
+	start := func() (*Kubelet, chan<- api.PodUpdate, func()) {
+		seen := &seenAfter{}
+		k, parts := newKubelet(t, fake, testOptions{SyncFrequency: 100 * time.Millisecond, RelistPeriod: 20 * time.Millisecond,
+			Sources: seen, Evictions: eviction.LoadRemembered(path)})
+		updates, stop := parts.run(k)
+		updates <- api.PodUpdate{Op: api.ADD, Pods: []*v1.Pod{pod}}
+		seen.Store(true)
+		return k, updates, stop
+	}
+	msg := "The node was low on resource: ephemeral-storage. "
+	k, updates, stop := start()
+	waitUntil(t, func() bool { return len(fake.RunningNames()) == 2 })
+	evictionPods{k}.Evict(pod.UID, msg, 0)
+	waitUntil(t, func() bool {
+		ph, _ := k.workers.Phase(pod.UID)
+		return ph == lifecycle.Terminated && !k.workers.Busy(pod.UID)
+	})
+	stop()
+	created := fake.CountCalls("create")
+
+	k, updates, stop = start()
+	waitUntil(t, func() bool {
+		ph, _ := k.workers.Phase(pod.UID)
+		return ph == lifecycle.Terminated && !k.workers.Busy(pod.UID)
+	})
+	if n := fake.CountCalls("create"); n != created || len(fake.RunningNames()) != 0 {
+		t.Errorf("after the restart %d creates (before %d), running %v: the evicted pod started again", n, created, fake.RunningNames())
+	}
+	if st, ok := k.status.Get(pod.UID); !ok || st.Phase != v1.PodFailed || st.Reason != eviction.Reason || st.Message != msg {
+		t.Errorf("status after the restart %s %s %q (%v), want Failed Evicted %q", st.Phase, st.Reason, st.Message, ok, msg)
+	}
+
+	edited := pod.DeepCopy()
+	edited.Spec.Containers[0].Args = []string{"--quiet"}
+	updates <- api.PodUpdate{Op: api.UPDATE, Pods: []*v1.Pod{edited}}
+	waitUntil(t, func() bool { return len(fake.RunningNames()) == 2 })
+	stop()
+	if n := eviction.LoadRemembered(path).Len(); n != 0 {
+		t.Errorf("%d evictions remembered once the pod runs again with another manifest", n)
+	}
+}
+
+// seenAfter is a config whose sources count as seen once set.
+type seenAfter struct{ atomic.Bool }
+
+func (s *seenAfter) Seen(string) bool { return s.Load() }

@@ -83,6 +83,8 @@ type Kubelet struct {
 	forgetters []func(types.UID)
 
 	eviction *eviction.Evictor
+	// evictions are the evicted pods remembered across restarts.
+	evictions Evictions
 }
 
 // New returns a Kubelet driving the parts of d; Run starts it. It makes the
@@ -96,16 +98,20 @@ func New(cfg Config, d Deps) *Kubelet {
 	if d.Events == nil {
 		d.Events = (*events.Recorder)(nil) // records nothing
 	}
+	if d.Evictions == nil {
+		d.Evictions = noEvictions{}
+	}
 	k := &Kubelet{
 		cfg: cfg, sources: d.Sources, cache: d.Cache, relist: d.Relist, dirty: d.Dirty, retries: d.Retries,
 		probes: d.Probes, status: d.Statuses, metrics: d.Metrics, events: d.Events, images: d.Images,
-		volumes: d.Volumes, logLinks: d.LogLinks, gc: d.GC, runtime: d.Runtime,
+		volumes: d.Volumes, logLinks: d.LogLinks, gc: d.GC, runtime: d.Runtime, evictions: d.Evictions,
 		desired: newDesiredSet(),
 	}
-	k.workers = newPodWorkers(k, func() *podRecord { return newPodRecord(cfg.Clock.Now(), k.runtime.NewPodRecord()) })
+	k.workers = newPodWorkers(k, func() *podRecord { return newPodRecord(cfg.Clock.Now(), k.runtime.NewPodRecord()) }, k.rememberedEviction)
 	k.metrics.TrackPodState(k.podStateSizes)
 	k.metrics.TrackWorkingPods(k.workers.WorkingPods)
-	k.forgetters = []func(types.UID){k.retries.Forget, k.images.ForgetPod, k.status.Forget, k.volumes.Forget, k.probes.RemovePod}
+	k.forgetters = []func(types.UID){k.retries.Forget, k.images.ForgetPod, k.status.Forget, k.volumes.Forget, k.probes.RemovePod,
+		k.evictions.Forget}
 	k.producer = d.NewStatusProducer(statusRecords{k.workers})
 	k.eviction = d.NewEvictor(evictionPods{k})
 	return k
@@ -190,6 +196,11 @@ func (k *Kubelet) syncLoopIteration(ctx context.Context, updates <-chan api.PodU
 		start = k.cfg.Clock.Now()
 		k.runtime.UpdateQoSCgroups(k.desired.all())
 		k.workers.PruneForgotten(k.cache.LastUpdate())
+		// Evictions of pods removed while the agent was down: their source
+		// has spoken without them.
+		k.evictions.Prune(func(uid types.UID, source string) bool {
+			return k.desired.get(uid) != nil || k.workers.Known(uid) || !k.sources.Seen(source)
+		})
 		for uid := range k.cache.All() {
 			if k.desired.get(uid) == nil && !k.workers.Known(uid) {
 				k.dispatch(uid)

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/eviction"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
@@ -62,7 +63,10 @@ type podSyncer interface {
 type podWorkers struct {
 	syncer    podSyncer
 	newRecord func() *podRecord
-	wg        sync.WaitGroup
+	// evicted is the termination of a pod evicted before a restart (nil:
+	// none); its worker starts it terminating.
+	evicted func(pod *v1.Pod) *lifecycle.Termination
+	wg      sync.WaitGroup
 
 	mu  sync.Mutex      // guards what follows and every podState
 	ctx context.Context // Start's: the workers' lifetime (nil before Start)
@@ -99,9 +103,11 @@ type podState struct {
 }
 
 // newPodWorkers returns the pod workers; newRecord makes the record of a
-// pod whose worker starts. Workers start once Start has been called.
-func newPodWorkers(syncer podSyncer, newRecord func() *podRecord) *podWorkers {
-	return &podWorkers{syncer: syncer, newRecord: newRecord, pods: map[types.UID]*podState{}, forgotten: map[types.UID]time.Time{}}
+// pod whose worker starts; evicted (nil: none) tells the termination of a
+// pod evicted before the agent restarted. Workers start once Start has
+// been called.
+func newPodWorkers(syncer podSyncer, newRecord func() *podRecord, evicted func(*v1.Pod) *lifecycle.Termination) *podWorkers {
+	return &podWorkers{syncer: syncer, newRecord: newRecord, evicted: evicted, pods: map[types.UID]*podState{}, forgotten: map[types.UID]time.Time{}}
 }
 
 // Start lets workers start, each living until ctx ends; before Start, and
@@ -124,7 +130,8 @@ func (p *podWorkers) stopped() bool { return p.ctx == nil || p.ctx.Err() != nil 
 // worker if needed. A pod with a deletion timestamp is terminated within
 // the deletion's grace period. It never blocks. It reports whether the pod
 // was given again while the one before with its UID still ends (removed
-// and recreated): it starts afresh once that one is forgotten.
+// and recreated, or evicted and given with another manifest): it starts
+// afresh once that one is forgotten.
 func (p *podWorkers) UpdatePod(pod *v1.Pod) (recreated bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -139,6 +146,14 @@ func (p *podWorkers) UpdatePod(pod *v1.Pod) (recreated bool) {
 		recreated = st.restart == nil
 		st.restart = pod
 		return recreated
+	case evictedManifestChanged(st, pod):
+		// An evicted pod given with another manifest is a new pod, as a
+		// kubelet's static pod is (its UID hashes its manifest; ours
+		// stays with its name): the evicted one is forgotten, then this
+		// one starts afresh.
+		st.desired, st.restart = false, pod
+		p.poke(st)
+		return true
 	default:
 		st.pod, st.desired, st.runtimeOnly = pod, true, false
 	}
@@ -147,6 +162,13 @@ func (p *podWorkers) UpdatePod(pod *v1.Pod) (recreated bool) {
 	}
 	p.poke(st)
 	return false
+}
+
+// evictedManifestChanged reports whether the pod's worker ends it by an
+// eviction and pod is another manifest than the one evicted; p.mu is held.
+func evictedManifestChanged(st *podState, pod *v1.Pod) bool {
+	return st.desired && st.termination != nil && st.termination.Cause == lifecycle.Evicted &&
+		st.pod != nil && st.pod != pod && eviction.ManifestHash(st.pod) != eviction.ManifestHash(pod)
 }
 
 // RemovePod says the config no longer wants the pod: it is terminated
@@ -212,9 +234,16 @@ func (p *podWorkers) SyncUndesired() {
 	}
 }
 
-// start makes the worker of a pod; p.mu is held.
+// start makes the worker of a pod; p.mu is held. A desired pod evicted
+// before the agent restarted starts terminating, by its eviction: it is
+// never synced (started) again.
 func (p *podWorkers) start(uid types.UID, pod *v1.Pod, desired bool) *podState {
 	st := &podState{pod: pod, desired: desired, record: p.newRecord(), wake: make(chan struct{}, 1)}
+	if pod != nil && desired && p.evicted != nil {
+		if t := p.evicted(pod); t != nil {
+			p.terminate(st, *t)
+		}
+	}
 	st.record.setLastSync(p.forgotten[uid])
 	p.pods[uid] = st
 	p.wg.Add(1)

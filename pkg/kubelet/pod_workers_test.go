@@ -114,7 +114,14 @@ func (f *fakeSyncer) expect(t *testing.T, want ...string) {
 // startWorkers runs pod workers over f until the test ends.
 func startWorkers(t *testing.T, f *fakeSyncer) *podWorkers {
 	t.Helper()
-	w := newPodWorkers(f, func() *podRecord { return newPodRecord(time.Now(), nil) })
+	return startWorkersEvicted(t, f, nil)
+}
+
+// startWorkersEvicted is startWorkers with the evictions remembered from
+// before a restart.
+func startWorkersEvicted(t *testing.T, f *fakeSyncer, evicted func(*v1.Pod) *lifecycle.Termination) *podWorkers {
+	t.Helper()
+	w := newPodWorkers(f, func() *podRecord { return newPodRecord(time.Now(), nil) }, evicted)
 	ctx, cancel := context.WithCancel(context.Background())
 	w.Start(ctx)
 	t.Cleanup(func() {
@@ -363,7 +370,7 @@ func TestPodWorkersWorkingPods(t *testing.T) {
 // Nothing starts before Start or after its context ends.
 func TestPodWorkersStopped(t *testing.T) {
 	f := newFakeSyncer()
-	w := newPodWorkers(f, func() *podRecord { return newPodRecord(time.Now(), nil) })
+	w := newPodWorkers(f, func() *podRecord { return newPodRecord(time.Now(), nil) }, nil)
 	w.UpdatePod(namedPod("u", "early"))
 	if w.Known("u") {
 		t.Error("a worker started before Start")
@@ -375,5 +382,69 @@ func TestPodWorkersStopped(t *testing.T) {
 	w.UpdatePod(namedPod("u", "late"))
 	if w.Known("u") {
 		t.Error("a worker started after its context ended")
+	}
+}
+
+// A pod evicted before the agent restarted is never synced (started)
+// again: its worker starts it terminating by its eviction, then it is
+// terminated; a pod not evicted is synced.
+func TestPodWorkersRememberedEviction(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pod  string
+		want []string
+	}{
+		{"evicted before the restart", "evicted", []string{"terminating evicted " + lifecycle.MinStopGrace.String(), "terminated evicted"}},
+		{"not evicted", "other", []string{"sync other"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeSyncer()
+			w := startWorkersEvicted(t, f, func(p *v1.Pod) *lifecycle.Termination {
+				if p.Name != "evicted" {
+					return nil
+				}
+				return &lifecycle.Termination{Cause: lifecycle.Evicted, Reason: "Evicted", Message: "low on disk"}
+			})
+			w.UpdatePod(namedPod("u", tc.pod))
+			f.expect(t, tc.want...)
+			if tm := w.Termination("u"); (tc.pod == "evicted") != (tm != nil && tm.Cause == lifecycle.Evicted && tm.Message == "low on disk") {
+				t.Errorf("termination %+v", tm)
+			}
+		})
+	}
+}
+
+// An evicted pod stays evicted through resyncs and updates of the same
+// manifest; given with another manifest (its UID unchanged: a file pod's
+// comes from its name) it is a new pod: the evicted one is forgotten, then
+// the new one starts afresh.
+func TestPodWorkersEvictedPodWithANewManifest(t *testing.T) {
+	f := newFakeSyncer()
+	w := startWorkers(t, f)
+	pod := namedPod("u", "a")
+	w.UpdatePod(pod)
+	f.expect(t, "sync a")
+	w.Terminate("u", lifecycle.Termination{Cause: lifecycle.Evicted, Reason: "Evicted"})
+	f.expect(t, "terminating a "+lifecycle.MinStopGrace.String(), "terminated a")
+	if w.UpdatePod(pod) || w.UpdatePod(namedPod("u", "a")) {
+		t.Error("the same manifest given again was reported recreated")
+	}
+	// The pokes may coalesce: one step or two, each only refreshing the
+	// terminated pod.
+	waitUntil(t, func() bool { return !w.Busy("u") })
+	for len(f.calls) > 0 {
+		if c := <-f.calls; c.String() != "terminated a" {
+			t.Fatalf("step %v for the same manifest, want the pod left terminated", c)
+		}
+	}
+	edited := namedPod("u", "a")
+	edited.Spec.Containers = []v1.Container{{Name: "c", Image: "img:2"}}
+	if !w.UpdatePod(edited) {
+		t.Error("the evicted pod with another manifest was not reported recreated")
+	}
+	f.expect(t, "terminated a", "forget a", "sync a")
+	waitUntil(t, func() bool { return !w.Busy("u") })
+	if tm := w.Termination("u"); tm != nil {
+		t.Errorf("the new pod has the termination %+v", tm)
 	}
 }

@@ -193,6 +193,7 @@ func newKubelet(o *Options, a *agent, rt kubecontainer.Runtime) error {
 	k := kubelet.New(kubelet.Config{RootDir: o.RootDir, SyncFrequency: o.SyncFrequency, GCPeriod: o.GCPeriod, Clock: clk}, kubelet.Deps{
 		Runtime: rtm, Cache: cache, Relist: relist, Dirty: dirty, Retries: retries, Statuses: statuses, Probes: probes,
 		Images: imgs, Volumes: vols, LogLinks: links, GC: gcSettings, Sources: a.merger, Events: a.recorder, Metrics: a.metrics,
+		Evictions: eviction.LoadRemembered(filepath.Join(o.RootDir, "checkpoints", "evictions.json")),
 		NewStatusProducer: func(records podstatus.Records) *podstatus.Producer {
 			return podstatus.New(podstatus.Config{HostIP: a.nodeIP, PodDir: vols.PodDir, Records: records, Statuses: statuses,
 				Probes: probes, Logs: rtm, Metrics: a.metrics, Clock: clk})

@@ -265,7 +265,7 @@ func (e *Evictor) round(ctx context.Context, trigger roundTrigger) Observations 
 			return obs
 		}
 	}
-	ev := e.m.Pick(t, obs, e.podUsages(t.Signal))
+	ev := e.m.Pick(t, obs, e.podUsages(ctx, t.Signal))
 	if ev == nil {
 		glog.Warningf("Eviction: %v met and no pod to evict", t)
 		return obs
@@ -368,11 +368,22 @@ func (e *Evictor) reclaimDisk(ctx context.Context) {
 	e.d.Images.DeleteUnused(ctx)
 }
 
+// rankWalkBudget bounds the walks of all the pods' disk usage in one
+// round that ranks them for a disk signal: past it, the pods not walked
+// yet are unmeasured (they rank last). 1e5 files take well under a second.
+const rankWalkBudget = 10 * time.Second
+
 // podUsages are the pods eviction may pick (desired, running, not already
-// evicted) with what they use; only what sig ranks by is measured.
-func (e *Evictor) podUsages(sig Signal) []PodUsage {
+// evicted) with what they use, measured now: only what sig ranks by.
+// Memory and processes are read from the pod cgroups; disk is walked
+// (diskUsage), since the background measurement (--disk-usage-period) is
+// minutes old and knows nothing of what a pod wrote since: ranked by it,
+// a pod idle for hours outranked the one filling the disk (issue 49).
+func (e *Evictor) podUsages(ctx context.Context, sig Signal) []PodUsage {
 	cg := e.d.Cgroups
 	disk := e.d.Disk.Last()
+	walks, cancel := context.WithTimeout(ctx, rankWalkBudget)
+	defer cancel()
 	var out []PodUsage
 	for _, pod := range e.d.Pods.Desired() {
 		state := e.d.States.Get(pod.UID)
@@ -400,21 +411,63 @@ func (e *Evictor) podUsages(sig Signal) []PodUsage {
 				u.Known, u.Processes = err == nil, p
 			}
 		default:
-			if disk == nil {
-				break // not measured yet
-			}
-			u.Known, u.Disk = true, disk.Volumes[pod.UID]
-			for _, c := range state.Containers {
-				used := disk.Runtime.Writable[c.ID] + disk.Logs[c.ID]
-				u.Disk += used
-				if c.Running && c.Name != infraName {
-					u.Containers = append(u.Containers, ContainerUsage{Name: c.Name, Disk: used})
-				}
-			}
+			u = e.diskUsage(walks, pod, state, disk)
 		}
 		out = append(out, u)
 	}
 	return out
+}
+
+// diskUsage is what the pod holds on disk now, as the kubelet ranks it:
+// its disk emptyDirs and its containers' writable layers (the storage
+// driver's upper directories) walked as du walks them, each within
+// localStorageWalkBudget (a cut walk is a lower bound: it still ranks a
+// big writer high), and its containers' log files stat'ed. A layer whose
+// driver names no directory is taken from the last background
+// measurement, last. The pod is unmeasured (Known false) when a layer is
+// in neither, or ctx (the round's rankWalkBudget) ended before a walk of
+// it began.
+func (e *Evictor) diskUsage(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, last *diskusage.Stats) PodUsage {
+	u := PodUsage{Pod: pod, Known: true}
+	walk := func(dir string) int64 {
+		if ctx.Err() != nil {
+			u.Known = false
+			return 0
+		}
+		wctx, cancel := context.WithTimeout(ctx, localStorageWalkBudget)
+		defer cancel()
+		n, _ := diskusage.DirBytes(wctx, dir)
+		return n
+	}
+	for _, v := range pod.Spec.Volumes {
+		if isDiskEmptyDir(v) {
+			u.Disk += walk(e.d.Volumes.EmptyDirPath(pod.UID, v.Name))
+		}
+	}
+	for _, c := range state.Containers {
+		var used int64
+		if c.LogPath != "" {
+			used = diskusage.LogFilesSize(c.LogPath)
+		}
+		switch {
+		case c.LayerPath != "":
+			used += walk(c.LayerPath)
+		case last != nil && last.Runtime != nil && hasKey(last.Runtime.Writable, c.ID):
+			used += last.Runtime.Writable[c.ID]
+		default:
+			u.Known = false
+		}
+		u.Disk += used
+		if c.Running && c.Name != infraName {
+			u.Containers = append(u.Containers, ContainerUsage{Name: c.Name, Disk: used})
+		}
+	}
+	return u
+}
+
+func hasKey[K comparable, V any](m map[K]V, k K) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // evict records the eviction and has the pod's worker stop it, then waits

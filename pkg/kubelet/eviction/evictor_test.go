@@ -359,3 +359,77 @@ func TestAdmitPod(t *testing.T) {
 		})
 	}
 }
+
+// Under disk pressure the pods are measured when ranked, not taken from
+// the background measurement (issue 49): there the bystander had written
+// 173 bytes and the hog nothing yet; now the hog holds 1 MiB in its
+// emptyDir (or its writable layer) and is picked. A layer whose driver
+// names no directory is taken from the background measurement; a
+// container in none leaves its pod unmeasured, ranked after the others.
+func TestDiskRankingMeasuresNow(t *testing.T) {
+	th := mustThresholds(t, Flags{Hard: "nodefs.available<10%"})[0]
+	obs := Observations{SignalNodeFsAvailable: {Available: 1, Capacity: 100}}
+	for _, tc := range []struct {
+		name        string
+		hogWrites   string // "volume" or "layer": where the hog's MiB is
+		layerPaths  bool   // the driver names the containers' upper dirs
+		inLast      []string
+		want        string
+		wantUnknown []types.UID
+	}{
+		{name: "hog's emptyDir walked", hogWrites: "volume", layerPaths: true, want: "hog"},
+		{name: "hog's writable layer walked", hogWrites: "layer", layerPaths: true, want: "hog"},
+		{name: "no layer paths: layers from the background measurement, volumes walked", hogWrites: "volume",
+			inLast: []string{"bystander", "hog"}, want: "hog"},
+		{name: "no layer paths, the hog in no measurement: unmeasured, after the bystander", hogWrites: "volume",
+			inLast: []string{"bystander"}, want: "bystander", wantUnknown: []types.UID{"hog"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			et := newEvictorTest(t, EvictorConfig{})
+			b := &containertest.Builder{T0: et.clock.Now().Add(-time.Hour)}
+			layers := t.TempDir()
+			last := &diskusage.Stats{Runtime: &kubecontainer.DiskUsage{Writable: map[string]int64{}},
+				Volumes: map[types.UID]int64{"bystander": 4096}}
+			for _, uid := range []types.UID{"bystander", "hog"} {
+				p := podWithUID(uid)
+				p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+				infra, app := b.C(p, infraName, true, 0, ""), b.C(p, "a", true, 0, "")
+				et.addPod(p, containertest.State(infra, app))
+				if tc.layerPaths {
+					for _, c := range []*kubecontainer.ContainerState{infra, app} {
+						c.LayerPath = filepath.Join(layers, c.ID)
+						writeFiles(t, c.LayerPath, map[string]string{"etc/hostname": "x"})
+					}
+				}
+				if slices.Contains(tc.inLast, string(uid)) {
+					last.Runtime.Writable[infra.ID], last.Runtime.Writable[app.ID] = 0, 0
+				}
+				writeFiles(t, et.volumes.EmptyDirPath(uid, "data"), map[string]string{"note": strings.Repeat("x", 173)})
+				if uid != "hog" {
+					continue
+				}
+				dir := et.volumes.EmptyDirPath(uid, "data")
+				if tc.hogWrites == "layer" {
+					dir = app.LayerPath
+				}
+				writeFiles(t, dir, map[string]string{"fill": strings.Repeat("x", 1<<20)})
+			}
+			et.d.Disk = fakeDisk{last: last}
+
+			usages := et.podUsages(context.Background(), SignalNodeFsAvailable)
+			var unknown []types.UID
+			for _, u := range usages {
+				if !u.Known {
+					unknown = append(unknown, u.Pod.UID)
+				}
+			}
+			if !slices.Equal(unknown, tc.wantUnknown) {
+				t.Errorf("unmeasured %v, want %v", unknown, tc.wantUnknown)
+			}
+			ev := et.Manager().Pick(th, obs, usages)
+			if ev == nil || ev.Pod.Name != tc.want {
+				t.Fatalf("picked %+v, want %s (usages %+v)", ev, tc.want, usages)
+			}
+		})
+	}
+}

@@ -50,7 +50,7 @@ type ContainerUsage struct {
 }
 
 // PodUsage is what a pod uses; Known is false when it could not be
-// measured (such a pod ranks first, as in the kubelet).
+// measured (such a pod ranks after every measured one: see rank).
 type PodUsage struct {
 	Pod        *v1.Pod
 	Known      bool
@@ -278,15 +278,24 @@ func request(pod *v1.Pod, res v1.ResourceName) int64 {
 	return q.Value()
 }
 
-// rank orders pods as the kubelet's rankMemoryPressure and
-// rankDiskPressureFunc: unmeasured first, then those using more than they
-// request, then lower priority, then more usage above the request. PID
-// pressure ranks by priority, then process count.
+// rank orders pods as the kubelet's rankMemoryPressure,
+// rankDiskPressureFunc and rankPIDPressure: those using more than they
+// request first, then lower priority, then more usage above the request;
+// PID pressure ranks by priority, then process count.
+//
+// A pod that could not be measured ranks after every measured one. The
+// kubelet ranks a pod without stats first, but its stats come from
+// cAdvisor, which has every running pod's: a pod without them there is a
+// rare exception. Here a pod goes unmeasured when its pod cgroup cannot be
+// read (it just started, or the cgroups are off) or a layer of it is
+// in no measurement yet; ranked first it was evicted in place of the pod
+// causing the pressure (issue 49), so it waits behind the pods known to
+// use something.
 func rank(pods []PodUsage, res v1.ResourceName) {
 	sort.SliceStable(pods, func(i, j int) bool {
 		a, b := pods[i], pods[j]
 		if a.Known != b.Known {
-			return !a.Known
+			return a.Known
 		}
 		if res != resourcePIDs {
 			ea, eb := a.usage(res) > request(a.Pod, res), b.usage(res) > request(b.Pod, res)

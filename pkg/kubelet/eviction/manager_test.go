@@ -113,8 +113,15 @@ func TestPickRanking(t *testing.T) {
 			[]PodUsage{usage(pod("low", priority(1)), 10*mi), usage(pod("high", priority(100)), 900*mi)}, "low"},
 		{"most usage above request last decides",
 			[]PodUsage{usage(pod("a", requests("100Mi")), 300*mi), usage(pod("b"), 250*mi)}, "b"},
-		{"unmeasured first",
-			[]PodUsage{usage(pod("measured"), 900*mi), {Pod: pod("unknown")}}, "unknown"},
+		{"measured before unmeasured",
+			[]PodUsage{{Pod: pod("unknown")}, usage(pod("measured"), 900*mi)}, "measured"},
+		// Issue 49: a pod not measured yet, the hog and an idle bystander.
+		{"the hog before an idle bystander and an unmeasured pod",
+			[]PodUsage{{Pod: pod("just-started")}, usage(pod("bystander"), 173), usage(pod("hog"), 900*mi)}, "hog"},
+		{"an unmeasured pod before none: the one left",
+			[]PodUsage{{Pod: pod("unknown")}, usage(pod("critical", priority(systemCriticalPriority)), 900*mi)}, "unknown"},
+		{"unmeasured pods among themselves: lower priority first",
+			[]PodUsage{{Pod: pod("high", priority(100))}, {Pod: pod("low", priority(1))}}, "low"},
 		{"critical never",
 			[]PodUsage{usage(pod("node-critical", func(p *v1.Pod) { p.Spec.PriorityClassName = "system-node-critical" }), 900*mi),
 				usage(pod("cluster-critical", priority(systemCriticalPriority)), 900*mi), usage(pod("guaranteed", requests("1Gi")), 1*mi)}, "guaranteed"},
@@ -134,16 +141,34 @@ func TestPickRanking(t *testing.T) {
 	}
 }
 
+// PID pressure ranks by priority, then process count; a pod whose count
+// could not be read (Known false) goes after every counted one.
 func TestPickPIDsByProcesses(t *testing.T) {
 	th := mustThresholds(t, Flags{Hard: "pid.available<100"})[0]
-	m := NewManager(Config{Thresholds: []Threshold{th}}, clocktesting.NewFakeClock(time.Now()))
-	obs := Observations{SignalPIDAvailable: {Available: 10, Capacity: 1000}}
-	e := m.Pick(th, obs, []PodUsage{{Pod: pod("few"), Known: true, Processes: 3, Memory: 900 * mi}, {Pod: pod("many"), Known: true, Processes: 500}})
-	if e == nil || e.Pod.Name != "many" {
-		t.Fatalf("evicted %+v, want many", e)
+	procs := func(name string, n int64, opts ...func(*v1.Pod)) PodUsage {
+		return PodUsage{Pod: pod(name, opts...), Known: true, Processes: n}
 	}
-	if want := "The node was low on resource: pids. Threshold quantity: 100, available: 10. "; e.Message != want {
-		t.Errorf("message %q, want %q", e.Message, want)
+	for _, tc := range []struct {
+		name string
+		pods []PodUsage
+		want string
+	}{
+		{"most processes", []PodUsage{{Pod: pod("few"), Known: true, Processes: 3, Memory: 900 * mi}, procs("many", 500)}, "many"},
+		{"the forker before a pod just started, not counted yet",
+			[]PodUsage{{Pod: pod("just-started")}, procs("bystander", 2), procs("forker", 1600)}, "forker"},
+		{"lower priority first", []PodUsage{procs("forker", 1600, priority(10)), procs("low", 2, priority(1))}, "low"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewManager(Config{Thresholds: []Threshold{th}}, clocktesting.NewFakeClock(time.Now()))
+			obs := Observations{SignalPIDAvailable: {Available: 10, Capacity: 1000}}
+			e := m.Pick(th, obs, tc.pods)
+			if e == nil || e.Pod.Name != tc.want {
+				t.Fatalf("evicted %+v, want %s", e, tc.want)
+			}
+			if want := "The node was low on resource: pids. Threshold quantity: 100, available: 10. "; e.Message != want {
+				t.Errorf("message %q, want %q", e.Message, want)
+			}
+		})
 	}
 }
 
