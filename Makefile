@@ -45,7 +45,7 @@ bench: images
 
 # Simulated fleets of 100, 500 and 1,000 nodes against one real etcd;
 # writes docs/scale.md (a smoke run of 20 nodes is part of make test).
-scale:
+scale: images
 	hack/scale.sh
 
 # Kubernetes' own NodeConformance specs (e2e.test v1.37.2) against the agent

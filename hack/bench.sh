@@ -6,4 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 hack/ensure-docker.sh
 hack/ensure-test-deps.sh
-exec go test -count=1 -timeout 8h -run TestBench -v ./test/bench -full
+go test -count=1 -timeout 8h -run TestBench -v ./test/bench -full
+# An idle node's cost to the real API server (not in make test).
+CI=true exec go test -count=1 -timeout 20m -run '^TestNodeIdleCostsTheAPIServerLittle$' -v ./test/e2e

@@ -28,10 +28,14 @@ hack/ensure-coredns.sh >/dev/null
 # package, the tests that assert no cost or timing of their own and mostly
 # wait (on back-off, grace periods, control planes) call t.Parallel: Go runs
 # them after every other test of the package, four at a time.
+# The e2e package's long scenarios run in make scale (a hundred pods at
+# once, the fleet of agents on an etcd cluster) and make bench (an idle
+# node's cost to the API server); the scale and bench smokes stay here.
+long='^(TestNodeHundredPodsAtOnce|TestFleet|TestNodeIdleCostsTheAPIServerLittle)$'
 {
   rc=0
   go test -json -count=1 -timeout 10m $(go list ./... | grep -v /test/) "$@" || rc=$?
-  go test -json -p 1 -parallel 4 -count=1 -timeout 45m ./test/... "$@" || rc=$?
+  go test -json -p 1 -parallel 4 -count=1 -timeout 45m -skip "$long" ./test/... "$@" || rc=$?
   exit $rc
 } | bin/testreport "$log"
 # Kubernetes' own NodeConformance suite: a smoke of specs across areas
