@@ -245,7 +245,9 @@ func TestEvictionEvictedStaticPodStaysEvictedAcrossRestart(t *testing.T) {
 	a.writeManifest("filler.yaml", manifest("sleep 3600"))
 	a.start()
 	a.waitRunning("filler", "filler")
-	if phase, _, _ := a.podPhaseReason("filler"); phase != "Running" {
-		t.Errorf("with its manifest changed the pod is %s, want Running", phase)
-	}
+	// The status follows the container's start by a sync.
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		phase, _, _ := a.podPhaseReason("filler")
+		return phase == "Running", fmt.Sprintf("with its manifest changed the pod is %s, want Running", phase)
+	})
 }
