@@ -150,6 +150,7 @@ func TestStatsAndMetrics(t *testing.T) {
 }
 
 func TestContainerLogsAndExec(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t, "--backoff-initial", "1s", "--backoff-max", "1s")
 	a.writeManifest("talk.yaml", lifecyclePod("talk", "Always", `  containers:
   - name: lines
@@ -231,6 +232,7 @@ func TestContainerLogsAndExec(t *testing.T) {
 }
 
 func TestNodeLogsStayInTheirDirectory(t *testing.T) {
+	t.Parallel()
 	logDir := t.TempDir()
 	os.WriteFile(filepath.Join(logDir, "node.log"), []byte("node says hi\n"), 0o644)
 	os.MkdirAll(filepath.Join(logDir, "containers"), 0o755)
@@ -321,6 +323,7 @@ func testPKI(t *testing.T, dir string) (caFile, certFile, keyFile string, client
 }
 
 func TestTLSWithClientCertificates(t *testing.T) {
+	t.Parallel()
 	caFile, certFile, keyFile, clientCert, pool := testPKI(t, t.TempDir())
 	a := startAgent(t, "--tls-cert-file", certFile, "--tls-private-key-file", keyFile, "--client-ca-file", caFile)
 	a.waitAPI()
@@ -346,6 +349,7 @@ func TestTLSWithClientCertificates(t *testing.T) {
 }
 
 func TestFullAccessPortRefusesOpenAddressWithoutClientCerts(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command(agentBinary, "--address", "0.0.0.0", "--port", fmt.Sprint(freePort(t)), "--read-only-port", "0", "--healthz-port", "0",
 		"--root-dir", t.TempDir(), "--hostname-override", "e2e-refuse").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "refusing to serve the full-access port on 0.0.0.0 to unauthenticated clients") {
@@ -357,6 +361,7 @@ func TestFullAccessPortRefusesOpenAddressWithoutClientCerts(t *testing.T) {
 // refuses to start, whatever its root dir, naming the first; once the
 // first is gone (kill -9 included) the name is free.
 func TestSecondAgentWithTheSameNodeNameRefused(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.waitAPI()
 	second := func() (string, error) {
@@ -377,6 +382,7 @@ func TestSecondAgentWithTheSameNodeNameRefused(t *testing.T) {
 // writable layer and logs, the pod's ephemeral storage (with its emptyDir),
 // the image file system, and the agent's and Docker's system containers.
 func TestSummaryDiskUsage(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t, "--disk-usage-period", "2s")
 	a.writeManifest("disk.yaml", lifecyclePod("disk", "Always", `  containers:
   - name: writer

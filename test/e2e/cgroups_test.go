@@ -169,6 +169,7 @@ func TestPodCgroups(t *testing.T) {
 // An agent that starts making pod cgroups adopts the containers it ran
 // without them where they are: none restarts.
 func TestPodCgroupsAdoptContainersWhereTheyAre(t *testing.T) {
+	t.Parallel()
 	requireCgroupV1(t)
 	a := startAgent(t, "--cgroups-per-qos=false")
 	a.writeManifest("pod.yaml", twoContainerPod("old", "x"))

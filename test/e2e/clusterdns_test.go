@@ -30,6 +30,7 @@ func resolvLines(content string) map[string]string {
 // the host's, ndots:5; a Default pod keeps the host's; a pod's dnsConfig
 // is merged in (options overriding by name).
 func TestClusterDNSResolvConf(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t, "--cluster-dns", "10.96.0.10,10.96.0.11", "--cluster-domain", "cluster.test")
 	hostData, err := os.ReadFile("/etc/resolv.conf")
 	if err != nil {

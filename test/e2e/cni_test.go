@@ -256,6 +256,7 @@ spec:
 // ADD, the same IPs), and a sandbox removed while the agent was down is
 // detached at its start (DEL: its IPAM lease goes).
 func TestCNIPodNetwork(t *testing.T) {
+	t.Parallel()
 	n := newCNITestNet(t)
 	n.write("10-e2e.conflist", n.conflist(n.subnet))
 	a := n.startAgent(t)

@@ -36,6 +36,7 @@ spec:
 }
 
 func TestCreateEditDelete(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("pod.yaml", twoContainerPod("editme", "one"))
 	before := a.waitRunning("editme", "server", "sidecar")
@@ -71,6 +72,7 @@ func TestCreateEditDelete(t *testing.T) {
 }
 
 func TestHostPortEnvAndVolumes(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	port := freePort(t)
 	hostDir := t.TempDir()
@@ -373,6 +375,7 @@ func contains(list []string, s string) bool {
 }
 
 func TestHostNetwork(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	port := freePort(t)
 	a.writeManifest("hostnet.yaml", fmt.Sprintf(`apiVersion: v1

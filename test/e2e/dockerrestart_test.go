@@ -217,6 +217,7 @@ func mainDaemonState(t *testing.T) string {
 // live-restore no container is recreated. The machine's daemon is not
 // disturbed.
 func TestDockerDaemonRestart(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Fatal("a private Docker daemon needs root")
 	}

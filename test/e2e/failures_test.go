@@ -270,6 +270,7 @@ func uidPod(name, uid string) string {
 // keeps it and is never touched; the other is rejected with an error naming
 // both, shown in /sources, and deleting it harms nothing.
 func TestDuplicateUIDRejected(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	uid := "dup-" + a.node
 	a.writeManifest("first.json", uidPod("first", uid))
@@ -359,6 +360,7 @@ func TestCorruptCheckpointKillsNothing(t *testing.T) {
 }
 
 func TestNonDurablePostRefused(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.waitAPI()
 	dir := filepath.Join(a.rootDir, "checkpoints")
@@ -488,6 +490,7 @@ func TestHugeManifestsAreBounded(t *testing.T) {
 // A Memory emptyDir without a sizeLimit is bounded by the pod's memory
 // limit (before: half the node's memory, whatever the pod's limit).
 func TestMemoryEmptyDirBoundedByPodLimit(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("memlim.yaml", lifecyclePod("memlim", "Always", `  volumes: [{name: cache, emptyDir: {medium: Memory}}]
   containers:
@@ -507,6 +510,7 @@ func TestMemoryEmptyDirBoundedByPodLimit(t *testing.T) {
 // cannot carry, are refused by validation naming the field; the file's
 // other pods run.
 func TestOverflowingQuantitiesRefused(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("ok.yaml", lifecyclePod("fine", "Always", `  containers:
   - {name: app, image: `+testImage+`, command: [sleep, "100000"]}
@@ -621,6 +625,7 @@ func TestFIFOsNeverBlock(t *testing.T) {
 // Against the real binary: HEAD works on GET endpoints, and a query the
 // standard parser would silently cut is refused.
 func TestAPIQueriesAndHEAD(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.waitAPI()
 	for _, path := range []string{"/pods", "/healthz", "/sources", "/metrics"} {

@@ -67,6 +67,7 @@ func (a *agent) listedUIDs(pod string) []string {
 // again and again under --max-pods 2, only one ever counts; once the file
 // goes, nothing of any of them is left running.
 func TestUIDEditedInPlace(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t, "--max-pods", "2")
 	uids := []string{"edit-uid-1", "edit-uid-2", "edit-uid-3", "edit-uid-4"}
 	for _, uid := range uids {
@@ -83,6 +84,7 @@ func TestUIDEditedInPlace(t *testing.T) {
 // A name POSTed while the file source holds it is rejected; once the file
 // goes, the API's pod takes the name and the file pod's containers stop.
 func TestNameHandedFromFileToAPI(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("handed.json", uidPod("handed", "handed-file-uid"))
 	a.waitOnlyUID("handed", "handed-file-uid")

@@ -118,6 +118,7 @@ func (a *agent) pullCount() int {
 }
 
 func TestPullPolicies(t *testing.T) {
+	t.Parallel()
 	reg := startRegistry(t, false)
 	a := startAgent(t)
 	img := reg.push("policy")
@@ -155,6 +156,7 @@ func TestPullPolicies(t *testing.T) {
 }
 
 func TestConcurrentPullsCollapse(t *testing.T) {
+	t.Parallel()
 	reg := startRegistry(t, false)
 	a := startAgent(t)
 	img := reg.push("burst")
@@ -170,6 +172,7 @@ func TestConcurrentPullsCollapse(t *testing.T) {
 }
 
 func TestPrivateRegistryCredentials(t *testing.T) {
+	t.Parallel()
 	reg := startRegistry(t, true)
 	img := reg.push("private")
 	a := startAgent(t, "--docker-config", filepath.Join(t.TempDir(), "none.json"))
@@ -249,6 +252,7 @@ func TestDeadContainerGC(t *testing.T) {
 }
 
 func TestImageGCRemovesOnlyPulledUnusedImages(t *testing.T) {
+	t.Parallel()
 	reg := startRegistry(t, false)
 	a := startAgent(t, "--gc-period", "1s", "--image-gc-high-threshold", "0", "--image-gc-low-threshold", "0",
 		"--minimum-image-ttl-duration", "1s")
@@ -270,6 +274,7 @@ func TestImageGCRemovesOnlyPulledUnusedImages(t *testing.T) {
 }
 
 func TestContainerLogSymlinksAndRotation(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t, "--container-log-max-size", "1Mi", "--container-log-max-files", "3")
 	a.writeManifest("p.yaml", twoContainerPod("logs", "x"))
 	running := a.waitRunning("logs", "server", "sidecar")
@@ -291,6 +296,7 @@ func TestContainerLogSymlinksAndRotation(t *testing.T) {
 }
 
 func TestEventsWrittenToEtcdWithLease(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	a := startAgent(t, "--etcd-servers", etcd.clientURL.String(), "--event-ttl", "2h")
 	a.writeManifest("p.yaml", twoContainerPod("evented", "x"))

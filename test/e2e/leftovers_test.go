@@ -49,6 +49,7 @@ func shellPod(name string) string {
 // its command running in the container: the agent kills its process, as
 // the JSON exec's timeout does.
 func TestExecEndsWithItsClient(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("gone.yaml", shellPod("gone"))
 	id := a.waitRunning("gone", "sh")["sh"].ID
@@ -112,6 +113,7 @@ func peakRSS(t *testing.T, pid int) int64 {
 // and the agent never holds the frame: its peak memory does not grow by
 // the frame's size. Frames of a usual size go through.
 func TestWebSocketFrameCap(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("frames.yaml", shellPod("frames"))
 	a.waitRunning("frames", "sh")
@@ -166,6 +168,7 @@ func TestWebSocketFrameCap(t *testing.T) {
 // one and removes the leftover, as the kubelet's GC removes sandboxes that
 // are neither ready nor the newest.
 func TestNeverStartedInfraContainerRemoved(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t, "--gc-period", "2s")
 	a.writeManifest("left.yaml", lifecyclePod("left", "Always", `  containers:
   - name: app
@@ -199,6 +202,7 @@ func TestNeverStartedInfraContainerRemoved(t *testing.T) {
 // /var/log/containers link: cut, as the kubelet cuts it, to the longest
 // file name.
 func TestLogLinkOfALongPodName(t *testing.T) {
+	t.Parallel()
 	name := strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 61)
 	a := startAgent(t)
 	a.writeManifest("long.yaml", lifecyclePod(name, "Always", `  containers:
@@ -223,6 +227,7 @@ func TestLogLinkOfALongPodName(t *testing.T) {
 // The node lock file goes with the agent that held it on a clean stop; one
 // left by a kill -9 does not stop the next start.
 func TestNodeLockFileRemovedOnStop(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.waitAPI()
 	lock := filepath.Join("/run/classic-kubelet", a.node+".lock")

@@ -135,6 +135,7 @@ func TestLivenessRestartsWithBackoff(t *testing.T) {
 }
 
 func TestReadinessFlipsReadyWithoutRestart(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	port := freePort(t)
 	a.writeManifest("ready.yaml", lifecyclePod("ready", "Always", fmt.Sprintf(`  containers:
@@ -305,6 +306,7 @@ spec:
 }
 
 func TestHungExecProbeIsKilled(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("hung.yaml", lifecyclePod("hung", "Always", `  containers:
   - name: app
@@ -504,6 +506,7 @@ func TestDockerConnectionCutAndRestored(t *testing.T) {
 // makes for a die that followed an oom (any other die it takes from the
 // event alone).
 func TestOOMKilledContainerSaysSo(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("oom.yaml", lifecyclePod("oom", "Never", `  containers:
   - name: hog

@@ -215,6 +215,7 @@ func quantityBytes(s string) string {
 // pod, where the host allows it; where it does not (no CAP_SYS_RESOURCE, as
 // on this CI machine), it says so once.
 func TestAgentProtectsItselfFromTheOOMKiller(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.waitRounds(1)
 	a.mu.Lock()

@@ -76,6 +76,7 @@ func (a *agent) waitingReason(pod, container string) (string, string) {
 const sleeper = `["sh", "-c", "exec sleep 100000"]`
 
 func TestSecurityContext(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("sec.yaml", `apiVersion: v1
 kind: Pod
@@ -149,6 +150,7 @@ spec:
 }
 
 func TestDownwardEnvAndExpansion(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("down.yaml", `apiVersion: v1
 kind: Pod
@@ -202,6 +204,7 @@ spec:
 }
 
 func TestHostnameAndDNS(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t, "--cluster-domain", "example.test")
 	a.writeManifest("dns.yaml", `apiVersion: v1
 kind: Pod
@@ -244,6 +247,7 @@ spec:
 // the pod's IP and hostname plus the aliases; a container that mounts its
 // own /etc/hosts keeps it.
 func TestHostsFile(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	node, err := os.ReadFile("/etc/hosts")
 	if err != nil {
@@ -296,6 +300,7 @@ func TestHostsFile(t *testing.T) {
 // resolv.conf Docker writes: such manifests are refused naming the field, as
 // the API server refuses them, and the directory's other pods run.
 func TestDNSConfigInjectionRefused(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("fine.yaml", lifecyclePod("fine", "Always", `  dnsConfig: {searches: [fine.example.test]}
   containers:
@@ -327,6 +332,7 @@ func TestDNSConfigInjectionRefused(t *testing.T) {
 }
 
 func TestMemoryEmptyDirShared(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("mem.yaml", `apiVersion: v1
 kind: Pod
@@ -367,6 +373,7 @@ spec:
 }
 
 func TestSubPathIsResolvedSafely(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	vol := t.TempDir()
 	os.MkdirAll(filepath.Join(vol, "conf"), 0o755)
@@ -398,6 +405,7 @@ spec:
 }
 
 func TestTerminationMessages(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("msg.yaml", `apiVersion: v1
 kind: Pod
@@ -453,6 +461,7 @@ spec:
 // enforced (mkdir denied); a missing profile waits with
 // CreateContainerError naming the file.
 func TestSeccompProfiles(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	if err := os.MkdirAll(filepath.Join(a.rootDir, "seccomp", "profiles"), 0o755); err != nil {
 		t.Fatal(err)
@@ -506,6 +515,7 @@ func TestSeccompProfiles(t *testing.T) {
 // shareProcessNamespace: the containers see each other's processes, the
 // pause program is PID 1, and an orphaned process is reaped.
 func TestShareProcessNamespace(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("shared.yaml", lifecyclePod("shared", "Always", `  shareProcessNamespace: true
   containers:
@@ -535,6 +545,7 @@ func TestShareProcessNamespace(t *testing.T) {
 // (an unset limit is the node's allocatable, rounded up to the divisor); in
 // a volume spec.nodeName is refused.
 func TestDownwardAPIAsUpstream(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("dw.yaml", lifecyclePod("dw", "Always", `  serviceAccountName: builder
   containers:
@@ -572,6 +583,7 @@ func TestDownwardAPIAsUpstream(t *testing.T) {
 // as the kubelet does — Failed, reason AppArmor, no containers — instead of
 // running unconfined while saying otherwise; Unconfined runs.
 func TestAppArmorRejectedWithoutHostSupport(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/sys/module/apparmor/parameters/enabled"); err == nil {
 		t.Skip("this host has AppArmor: the rejection path does not apply (the options are unit-tested)")
 	}
@@ -614,6 +626,7 @@ spec:
 // supplementalGroupsPolicy: Merge runs (Docker's behaviour); Strict cannot
 // be honoured by Docker and is rejected with the kubelet's reason.
 func TestSupplementalGroupsPolicy(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	for _, policy := range []string{"Merge", "Strict"} {
 		a.writeManifest(strings.ToLower(policy)+".yaml", lifecyclePod("sgp-"+strings.ToLower(policy), "Always", `  securityContext: {supplementalGroups: [4242], supplementalGroupsPolicy: `+policy+`}
@@ -639,6 +652,7 @@ func TestSupplementalGroupsPolicy(t *testing.T) {
 // downwardAPI file only group-readable, as that volume is read-only), the
 // group is in every container's groups, and a hostPath is left alone.
 func TestFSGroup(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	host := t.TempDir()
 	a.writeManifest("fsg.yaml", lifecyclePod("fsg", "Always", `  securityContext: {fsGroup: 4321, runAsUser: 1000, fsGroupChangePolicy: OnRootMismatch}

@@ -80,6 +80,7 @@ func TestNotifyProtocolAndGracefulExit(t *testing.T) {
 // On a node without the infra image the agent builds it from the pause
 // program installed beside it (never pulled).
 func TestInfraImageBuiltFromInstalledPause(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "classic-kubelet")
 	data, err := os.ReadFile(agentBinary)
@@ -112,6 +113,7 @@ func TestInfraImageBuiltFromInstalledPause(t *testing.T) {
 }
 
 func TestServiceUnitVerifies(t *testing.T) {
+	t.Parallel()
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -137,6 +139,7 @@ func TestServiceUnitVerifies(t *testing.T) {
 }
 
 func TestConfigFileAndVersion(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command(agentBinary, "--version").CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "classic-kubelet ") {
 		t.Errorf("--version: %v %q", err, out)
@@ -166,6 +169,7 @@ func TestConfigFileAndVersion(t *testing.T) {
 // SIGHUP re-reads the config file: sources apply live, settings that
 // cannot are named in the log.
 func TestSIGHUPReloadsSources(t *testing.T) {
+	t.Parallel()
 	one := newManifestServer(t, simplePod("from-one", "1"))
 	two := newManifestServer(t, simplePod("from-two", "1"))
 	cfg := filepath.Join(t.TempDir(), "config.yaml")

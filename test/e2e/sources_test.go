@@ -171,6 +171,7 @@ func (a *agent) waitStats() {
 }
 
 func TestAllSourcesTogether(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	web := newManifestServer(t, simplePod("from-url", "1"))
 	a := startAgent(t, "--etcd-servers", etcd.clientURL.String(), "--manifest-url", web.URL, "--http-check-frequency", "1s")
@@ -301,6 +302,7 @@ func TestURLSourceFailuresKeepPods(t *testing.T) {
 }
 
 func TestAPISourcePostPutDelete(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.waitAPI()
 	base := a.api(false) + "/pods"

@@ -131,6 +131,7 @@ func TestPhasePendingWhileAContainerNeverStarted(t *testing.T) {
 // stopped), and its conditions say PodCompleted as the kubelet's do; its
 // PodReadyToStartContainers is False once the sandbox is gone.
 func TestCompletedPodStatus(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("done.yaml", lifecyclePod("done", "Never", `  containers:
   - name: job
@@ -176,6 +177,7 @@ func TestCompletedPodStatus(t *testing.T) {
 // A pod whose volume cannot be set up waits in ContainerCreating, as the
 // kubelet's; why is the FailedMount event.
 func TestVolumeFailureIsAnEvent(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	missing := "/nonexistent-" + a.node
 	a.writeManifest("novol.yaml", lifecyclePod("novol", "Always", `  containers:
@@ -202,6 +204,7 @@ func TestVolumeFailureIsAnEvent(t *testing.T) {
 // Docker's: a daemon whose own capabilities are bounded (as on this test
 // machine, without CAP_SYS_RESOURCE) cannot start any privileged container.
 func TestPrivilegedAllowedByDefault(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("priv.yaml", lifecyclePod("priv", "Always", `  containers:
   - name: agent
@@ -260,6 +263,7 @@ func TestImagePullSecretsWarnOnce(t *testing.T) {
 // (the container killed with it), FailedPreStopHook, and a liveness kill
 // that says why and that the container will be restarted.
 func TestHookAndProbeEvents(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t, "--backoff-initial", "1s", "--backoff-max", "2s")
 	a.writeManifest("hooks.yaml", lifecyclePod("hooks", "Always", `  containers:
   - name: post

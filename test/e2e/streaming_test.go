@@ -68,6 +68,7 @@ func (f *fixedSize) Next() *remotecommand.TerminalSize {
 // port-forward against the real binary, as kubectl would through an API
 // server.
 func TestClientGoStreaming(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("stream.yaml", streamPod)
 	a.waitRunning("stream", "sh", "term", "web", "lo")
@@ -295,6 +296,7 @@ func (a *agent) goroutines(t *testing.T) int {
 // their streams, or with a session running — leave nothing behind in the
 // agent, and it keeps serving.
 func TestDroppedStreamingClients(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t, "--profiling")
 	a.writeManifest("drop.yaml", shellPod("drop"))
 	a.waitRunning("drop", "sh")

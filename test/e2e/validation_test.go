@@ -40,6 +40,7 @@ func (a *agent) expectRefused(refused map[string]string, wants ...string) {
 // as by the API server, naming the field (before: accepted, and 04755
 // silently written 0755).
 func TestVolumeModesRefused(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	volume := func(src string) string {
 		return "  volumes: [{name: v, " + src + "}]\n  containers:\n  - {name: app, image: " + testImage +
@@ -59,6 +60,7 @@ func TestVolumeModesRefused(t *testing.T) {
 // API server (before: ..data/x was written into the volume, beside the
 // atomic writer's own ..data).
 func TestVolumeReservedPathsRefused(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	volume := func(src string) string {
 		return "  volumes: [{name: v, " + src + "}]\n  containers:\n  - {name: app, image: " + testImage +
@@ -78,6 +80,7 @@ func TestVolumeReservedPathsRefused(t *testing.T) {
 // printable ASCII without '=' (before: "A\nB" reached the container's
 // environment).
 func TestEnvNamesRefused(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	container := func(extra string) string {
 		return "  containers:\n  - {name: app, image: " + testImage + ", command: " + sleeper + ", " + extra + "}\n"
@@ -97,6 +100,7 @@ func TestEnvNamesRefused(t *testing.T) {
 // refuses it, OutOfmemory, naming the field; 8Ei over a request that fits
 // runs, as in Kubernetes (before: both ran, and the first claimed 8 EiB).
 func TestPodLargerThanTheNodeRefused(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("overcommit.yaml", lifecyclePod("overcommit", "Always", "  containers:\n  - {name: app, image: "+testImage+
 		", command: "+sleeper+", resources: {requests: {memory: 64Mi}, limits: {memory: 8Ei}}}\n"))
@@ -118,6 +122,7 @@ func TestPodLargerThanTheNodeRefused(t *testing.T) {
 // pod was evicted at its first byte; so was a pod whose containers'
 // ephemeral-storage limits summed past 2^63-1).
 func TestLocalStorageLimitsPastTheNode(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t)
 	const writer = `["sh", "-c", "echo x > /data/f; exec sleep 100000"]`
 	a.writeManifest("bigdir.yaml", lifecyclePod("bigdir", "Always", `  volumes: [{name: data, emptyDir: {sizeLimit: 1e30}}]

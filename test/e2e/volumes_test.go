@@ -19,6 +19,7 @@ import (
 // is a FailedMount with the kubelet's message and is retried, and the pod
 // starts once the socket is there.
 func TestHostPathSocketAndDevices(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t, "--backoff-initial", "1s", "--backoff-max", "2s")
 	sock := filepath.Join(t.TempDir(), "app.sock")
 	if err := os.WriteFile(sock, nil, 0o644); err != nil { // not a socket yet
@@ -77,6 +78,7 @@ func TestHostPathSocketAndDevices(t *testing.T) {
 // event about the pod, its retries folded into the event's count (before:
 // no event, only a waiting reason and a log line).
 func TestFailedMountEvent(t *testing.T) {
+	t.Parallel()
 	a := startAgent(t, "--backoff-initial", "1s", "--backoff-max", "1s")
 	missing := filepath.Join(t.TempDir(), "missing")
 	a.writeManifest("nomount.yaml", lifecyclePod("nomount", "Always", `  volumes: [{name: data, hostPath: {path: `+missing+`, type: Directory}}]
@@ -118,6 +120,7 @@ func blockDevice() string {
 // node's memory, as the kubelet sizes it (before: it waited in FailedMount,
 // "the node's memory is unknown").
 func TestMemoryEmptyDirHugeSizeLimit(t *testing.T) {
+	t.Parallel()
 	var si syscall.Sysinfo_t
 	if err := syscall.Sysinfo(&si); err != nil {
 		t.Fatal(err)
