@@ -259,6 +259,9 @@ func newPodCgroups(o *Options, docker *dockertools.Client, alloc nodeAllocatable
 		if err != nil {
 			return cgroups.Config{}, err
 		}
+		if o.CgroupDriver != "" && o.CgroupDriver != info.CgroupDriver {
+			glog.Warningf("KubeletConfiguration cgroupDriver is %s, but Docker's is %s: pod cgroups follow Docker's", o.CgroupDriver, info.CgroupDriver)
+		}
 		v2, err := cgroups.IsV2(cgroupMount)
 		return cgroups.Config{Mount: cgroupMount, Driver: info.CgroupDriver, V2: v2}, err
 	})

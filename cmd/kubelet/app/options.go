@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
@@ -147,6 +149,30 @@ type Options struct {
 
 	// ConfigFile is the --kubelet-config file the options came from, if any.
 	ConfigFile string `yaml:"-"`
+
+	// ConfigPath is --config: a KubeletConfiguration file (by its kind), or
+	// else the manifest path, its 2014 meaning.
+	ConfigPath string `yaml:"-"`
+	// ConfigDir holds KubeletConfiguration drop-ins (*.conf), as the kubelet's.
+	ConfigDir string `yaml:"config-dir"`
+	// KubeletConfigFile is the KubeletConfiguration the options came from, if any.
+	KubeletConfigFile string `yaml:"-"`
+	// FeatureGates are the kubelet's feature gates as given (checked by
+	// name; the agent acts on none).
+	FeatureGates map[string]bool `yaml:"feature-gates"`
+	// ContainerRuntimeEndpoint is the kubelet's runtime socket: only
+	// Docker's is accepted, and then it is the Docker endpoint.
+	ContainerRuntimeEndpoint string `yaml:"container-runtime-endpoint"`
+	// CgroupDriver is a KubeletConfiguration's cgroupDriver: pod cgroups
+	// follow Docker's driver, and a different one is logged.
+	CgroupDriver string `yaml:"-"`
+	// SelfSignedCert: TLSCertFile and TLSPrivateKeyFile are the agent's own
+	// self-signed pair under the root dir, made at start if missing, as the
+	// kubelet makes one when it is given none.
+	SelfSignedCert bool `yaml:"-"`
+	// Warnings are what the configuration asks that the agent does not do,
+	// logged once at start.
+	Warnings []string `yaml:"-"`
 }
 
 // NewOptions returns the defaults.
@@ -226,7 +252,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // addNodeFlags adds the flags of the node, its state and the runtime.
 func (o *Options) addNodeFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PodManifestPath, "pod-manifest-path", o.PodManifestPath, "Directory of pod manifests to run (or a single manifest file). Watched; re-read every --file-check-frequency.")
-	fs.StringVar(&o.PodManifestPath, "config", o.PodManifestPath, "Alias of --pod-manifest-path (its 2014 name).")
+	fs.StringVar(&o.ConfigPath, "config", o.ConfigPath, "A KubeletConfiguration file (kubelet.config.k8s.io/v1beta1), read as the kubelet reads it, flags winning; any other path is the manifest path (--pod-manifest-path, its 2014 name).")
+	fs.StringVar(&o.ConfigDir, "config-dir", o.ConfigDir, "Directory of KubeletConfiguration drop-ins (*.conf, subdirectories included), merged in lexical order over --config; flags win.")
+	fs.Var(cliflag.NewMapStringBool(&o.FeatureGates), "feature-gates", "The kubelet's feature gates (A=true,B=false): unknown gates are refused; the agent acts on none, and a gate set away from its default is logged.")
+	fs.StringVar(&o.ContainerRuntimeEndpoint, "container-runtime-endpoint", o.ContainerRuntimeEndpoint, "The kubelet's runtime socket: Docker's (unix:///var/run/docker.sock, /run/docker.sock, or the --docker-endpoint) is accepted and used as the Docker endpoint; any other is refused.")
 	fs.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "The node name (default: the lower-cased hostname). Scopes the containers this agent owns.")
 	fs.StringVar(&o.RootDir, "root-dir", o.RootDir, "Directory for the agent's state: pod volumes, checkpoints.")
 	fs.StringVar(&o.DockerEndpoint, "docker-endpoint", o.DockerEndpoint, "Docker Engine API endpoint (unix:// or tcp://).")
@@ -350,7 +379,7 @@ func (o *Options) Validate() error {
 		return err
 	}
 	for _, check := range []func() error{o.validateRanges, o.validateSources, o.validateHousekeeping,
-		o.validateAccess, o.validateResources, o.validateNetwork, o.validateNodeMode} {
+		o.validateKubeletSurface, o.validateAccess, o.validateResources, o.validateNetwork, o.validateNodeMode} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -453,13 +482,12 @@ func (o *Options) validateHousekeeping() error {
 
 // validateAccess checks the full-access port's TLS, authentication and
 // authorization: it is refused on a non-loopback address to
-// unauthenticated clients unless --insecure-full-access.
+// unauthenticated clients unless --insecure-full-access. (Client
+// certificates and bearer tokens without a certificate of the port's get a
+// self-signed one: validateKubeletSurface.)
 func (o *Options) validateAccess() error {
 	if (o.TLSCertFile == "") != (o.TLSPrivateKeyFile == "") {
 		return fmt.Errorf("--tls-cert-file and --tls-private-key-file go together")
-	}
-	if o.ClientCAFile != "" && o.TLSCertFile == "" {
-		return fmt.Errorf("--client-ca-file needs --tls-cert-file and --tls-private-key-file")
 	}
 	switch o.AuthorizationMode {
 	case "AlwaysAllow", "Webhook":
@@ -468,9 +496,6 @@ func (o *Options) validateAccess() error {
 	}
 	if (o.AuthenticationTokenWebhook || o.AuthorizationMode == "Webhook") && o.Kubeconfig == "" {
 		return fmt.Errorf("--authentication-token-webhook and --authorization-mode=Webhook ask the API server: set --kubeconfig")
-	}
-	if o.AuthenticationTokenWebhook && o.TLSCertFile == "" {
-		return fmt.Errorf("--authentication-token-webhook needs --tls-cert-file and --tls-private-key-file (bearer tokens are not sent in the clear)")
 	}
 	authenticated := o.ClientCAFile != "" || o.AuthenticationTokenWebhook
 	if o.Port != 0 && !isLoopback(o.Address) && (!authenticated || (o.AnonymousAuth && o.AuthorizationMode == "AlwaysAllow")) {
@@ -629,24 +654,64 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// checkNotKubeletConfig catches today's meaning of --config: a file holding
-// a KubeletConfiguration, which this agent does not read.
+// checkNotKubeletConfig catches a KubeletConfiguration given as the
+// manifest path.
 func checkNotKubeletConfig(path string) error {
-	fi, err := os.Stat(path)
-	if err != nil || fi.IsDir() {
-		return nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	var h struct {
-		Kind string `json:"kind"`
-	}
-	if yaml.Unmarshal(data, &h) == nil && h.Kind == "KubeletConfiguration" {
-		return fmt.Errorf("%s is a KubeletConfiguration, but --config (and --pod-manifest-path) name the pod manifest directory, as in 2014: pass agent settings as flags", path)
+	if isKubeletConfigFile(path) {
+		return fmt.Errorf("--pod-manifest-path %s is a KubeletConfiguration: pass it as --config", path)
 	}
 	return nil
+}
+
+// validateKubeletSurface checks the kubelet's own flags: the runtime
+// endpoint and the feature gates; and gives the full-access port the
+// kubelet's self-signed certificate when it needs TLS and has none.
+func (o *Options) validateKubeletSurface() error {
+	if o.ContainerRuntimeEndpoint != "" {
+		if err := checkRuntimeEndpoint(o.ContainerRuntimeEndpoint, o.DockerEndpoint); err != nil {
+			return fmt.Errorf("--container-runtime-endpoint: %w", err)
+		}
+	}
+	warnings, err := checkFeatureGates(o.FeatureGates)
+	if err != nil {
+		return err
+	}
+	o.Warnings = append(o.Warnings, warnings...)
+	if o.TLSCertFile == "" && o.TLSPrivateKeyFile == "" && (o.ClientCAFile != "" || o.AuthenticationTokenWebhook) {
+		dir := filepath.Join(o.RootDir, "pki")
+		o.TLSCertFile, o.TLSPrivateKeyFile = filepath.Join(dir, "kubelet.crt"), filepath.Join(dir, "kubelet.key")
+		o.SelfSignedCert = true
+	}
+	return nil
+}
+
+// runtimeHints name the runtimes whose sockets a kubelet is usually given.
+var runtimeHints = map[string]string{"containerd.sock": "containerd", "crio.sock": "CRI-O",
+	"cri-dockerd.sock": "cri-dockerd (a CRI shim in front of Docker; the agent speaks Docker's own API)"}
+
+// checkRuntimeEndpoint accepts a container runtime endpoint that names
+// Docker: a unix socket named docker.sock, or the agent's Docker endpoint.
+func checkRuntimeEndpoint(endpoint, dockerEndpoint string) error {
+	ep := normalizeEndpoint(endpoint)
+	if ep == normalizeEndpoint(dockerEndpoint) {
+		return nil
+	}
+	if sock, ok := strings.CutPrefix(ep, "unix://"); ok && filepath.Base(sock) == "docker.sock" {
+		return nil
+	}
+	what := "not Docker's socket"
+	if hint, ok := runtimeHints[filepath.Base(ep)]; ok {
+		what = "the socket of " + hint
+	}
+	return fmt.Errorf("%q is %s: this agent runs pods on Docker; pass unix:///var/run/docker.sock (or leave it out and set --docker-endpoint)", endpoint, what)
+}
+
+// normalizeEndpoint spells a bare socket path as a unix:// endpoint.
+func normalizeEndpoint(ep string) string {
+	if strings.HasPrefix(ep, "/") {
+		return "unix://" + ep
+	}
+	return ep
 }
 
 // ErrVersion is returned by ParseFlags for --version: print Version, exit 0.
@@ -690,6 +755,37 @@ func applyConfigFile(fs *pflag.FlagSet, path string) error {
 				return fmt.Errorf("--kubelet-config %s: %s: %w", path, key, err)
 			}
 		}
+	}
+	return nil
+}
+
+// resolveConfig gives --config its meaning by content: a KubeletConfiguration
+// is read with the --config-dir drop-ins under the flags (and
+// --kubelet-config, whose keys are flags); any other path is the manifest
+// path. An accepted --container-runtime-endpoint is then the Docker endpoint
+// unless --docker-endpoint is given.
+func resolveConfig(fs *pflag.FlagSet, o *Options) error {
+	file := ""
+	switch {
+	case o.ConfigPath != "" && isKubeletConfigFile(o.ConfigPath):
+		file = o.ConfigPath
+	case o.ConfigPath != "" && !fs.Changed("pod-manifest-path"):
+		o.PodManifestPath = o.ConfigPath
+	}
+	if file != "" || o.ConfigDir != "" {
+		c, err := loadKubeletConfig(file, o.ConfigDir)
+		if err != nil {
+			return err
+		}
+		warnings, err := applyKubeletConfig(fs, o, c)
+		if err != nil {
+			return err
+		}
+		o.KubeletConfigFile, o.Warnings = file, append(o.Warnings, warnings...)
+	}
+	if o.ContainerRuntimeEndpoint != "" && !fs.Changed("docker-endpoint") &&
+		checkRuntimeEndpoint(o.ContainerRuntimeEndpoint, o.DockerEndpoint) == nil {
+		o.DockerEndpoint = normalizeEndpoint(o.ContainerRuntimeEndpoint)
 	}
 	return nil
 }
@@ -762,6 +858,9 @@ func parseFlags(args []string, logFlags *goflag.FlagSet) (*Options, error) {
 		}
 		o.ConfigFile = configFile
 	}
+	if err := resolveConfig(fs, o); err != nil {
+		return nil, err
+	}
 	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	if v := logFlags.Lookup("v"); v != nil {
@@ -773,11 +872,11 @@ func parseFlags(args []string, logFlags *goflag.FlagSet) (*Options, error) {
 	return o, nil
 }
 
-// Configz is the configuration the agent runs with, for /configz: each
-// option under its flag's name in camelCase (the kubelet's configuration
-// file spells its fields so), durations and quantities as written on the
-// command line. Key files appear by path only.
-func (o *Options) Configz() map[string]any {
+// agentSettings are the agent's own settings, for /configz beside the
+// KubeletConfiguration: each option under its flag's name in camelCase,
+// durations and quantities as written on the command line. Key files appear
+// by path only.
+func (o *Options) agentSettings() map[string]any {
 	out := map[string]any{}
 	v := reflect.ValueOf(o).Elem()
 	for i := 0; i < v.NumField(); i++ {

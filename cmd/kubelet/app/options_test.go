@@ -29,7 +29,7 @@ func TestParseFlags(t *testing.T) {
 			return o.PodManifestPath == dir && o.SyncFrequency == 3*time.Second
 		}, ""},
 		{"--config is the manifest path", []string{"--config", dir, "--hostname-override=x"}, func(o *Options) bool { return o.PodManifestPath == dir }, ""},
-		{"KubeletConfiguration refused with a hint", []string{"--config", kc, "--hostname-override=x"}, nil, "KubeletConfiguration"},
+		{"KubeletConfiguration as the manifest path refused with a hint", []string{"--pod-manifest-path", kc, "--hostname-override=x"}, nil, "pass it as --config"},
 		{"bad duration", []string{"--relist-period=0s", "--hostname-override=x"}, nil, "--relist-period must be positive"},
 		{"stray argument", []string{"--hostname-override=x", "extra"}, nil, "unexpected arguments"},
 		{"node name with a slash refused", []string{"--hostname-override=../etc"}, nil, "node name"},
@@ -78,7 +78,10 @@ func TestParseFlags(t *testing.T) {
 		{"loopback --node-ip", []string{"--hostname-override=x", "--node-ip=127.0.0.1"}, nil, "--node-ip"},
 		{"webhook without kubeconfig", []string{"--hostname-override=x", "--authorization-mode=Webhook"}, nil, "set --kubeconfig"},
 		{"unknown authorization mode", []string{"--hostname-override=x", "--authorization-mode=RBAC"}, nil, "want AlwaysAllow or Webhook"},
-		{"token webhook needs TLS", []string{"--hostname-override=x", "--kubeconfig=k", "--authentication-token-webhook"}, nil, "needs --tls-cert-file"},
+		{"token webhook without a certificate gets a self-signed one", []string{"--hostname-override=x", "--root-dir=/r", "--kubeconfig=k", "--authentication-token-webhook"},
+			func(o *Options) bool {
+				return o.SelfSignedCert && o.TLSCertFile == "/r/pki/kubelet.crt" && o.TLSPrivateKeyFile == "/r/pki/kubelet.key"
+			}, ""},
 		{"anonymous AlwaysAllow off loopback refused", []string{"--hostname-override=x", "--address=10.0.0.1", "--tls-cert-file=c", "--tls-private-key-file=k",
 			"--client-ca-file=ca", "--anonymous-auth"}, nil, "refusing to serve the full-access port"},
 		{"unsafe sysctl not namespaced", []string{"--hostname-override=x", "--allowed-unsafe-sysctls=vm.swappiness"}, nil, "--allowed-unsafe-sysctls"},

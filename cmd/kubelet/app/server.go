@@ -18,6 +18,8 @@ import (
 	"github.com/golang/glog"
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
 
 	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/credentialprovider"
@@ -45,6 +47,9 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 	defer lock.release()
 	if err := os.MkdirAll(o.RootDir, 0o755); err != nil {
 		return fmt.Errorf("root dir: %w", err)
+	}
+	for _, w := range o.Warnings {
+		glog.Warningf("%s", w)
 	}
 	a, err := newAgent(o)
 	if err != nil {
@@ -218,6 +223,11 @@ func tlsConfig(o *Options) (*tls.Config, error) {
 	if o.TLSCertFile == "" {
 		return nil, nil
 	}
+	if o.SelfSignedCert {
+		if err := ensureSelfSignedCert(o.TLSCertFile, o.TLSPrivateKeyFile, o.HostnameOverride); err != nil {
+			return nil, err
+		}
+	}
 	cert, err := tls.LoadX509KeyPair(o.TLSCertFile, o.TLSPrivateKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("--tls-cert-file/--tls-private-key-file: %w", err)
@@ -240,6 +250,27 @@ func tlsConfig(o *Options) (*tls.Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// ensureSelfSignedCert makes the serving certificate the kubelet makes when
+// given none (kubelet.crt and kubelet.key under <root-dir>/pki, for the
+// node name and localhost), unless a readable pair is there already.
+func ensureSelfSignedCert(certFile, keyFile, node string) error {
+	if ok, _ := certutil.CanReadCertAndKey(certFile, keyFile); ok {
+		return nil
+	}
+	cert, key, err := certutil.GenerateSelfSignedCertKey(node, nil, nil)
+	if err != nil {
+		return fmt.Errorf("self-signed serving certificate: %w", err)
+	}
+	if err := certutil.WriteCert(certFile, cert); err != nil {
+		return fmt.Errorf("self-signed serving certificate: %w", err)
+	}
+	if err := keyutil.WriteKey(keyFile, key); err != nil {
+		return fmt.Errorf("self-signed serving certificate key: %w", err)
+	}
+	glog.Infof("Serving the full-access port with a self-signed certificate, %s (no --tls-cert-file given)", certFile)
+	return nil
 }
 
 // loadKeyring reads registry credentials: --docker-config, else Docker's

@@ -107,7 +107,9 @@ type Deps struct {
 	DiskUsage DiskUsage
 	// ProbeMetrics gathers the prober's per-container series (nil: 503).
 	ProbeMetrics prometheus.Gatherer
-	// Config returns the running configuration, for /configz (nil: 404).
+	// Config returns the running configuration as /configz serves it: an
+	// object of named sections, the kubelet's under "kubeletconfig"
+	// (nil: 404).
 	Config func() any
 	// CadvisorMetrics gathers container metrics (nil: 503).
 	CadvisorMetrics prometheus.Gatherer
@@ -438,14 +440,14 @@ func (s *Server) runningPods(w http.ResponseWriter, _ *http.Request, _ map[strin
 	writeJSON(w, http.StatusOK, list)
 }
 
-// configz serves the running configuration, under "kubeletconfig" as the
-// kubelet's /configz does.
+// configz serves the running configuration, in sections as the kubelet's
+// /configz does (its KubeletConfiguration under "kubeletconfig").
 func (s *Server) configz(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
 	if s.Config == nil {
 		writeError(w, http.StatusNotFound, "the configuration is not served")
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"kubeletconfig": s.Config()})
+	writeJSON(w, http.StatusOK, s.Config())
 }
 
 func (s *Server) listEvents(w http.ResponseWriter, _ *http.Request, _ map[string]string) {

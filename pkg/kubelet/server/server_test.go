@@ -203,7 +203,7 @@ func testServer(t *testing.T) (*fakeSource, *httptest.Server, *httptest.Server) 
 	_ = os.WriteFile(filepath.Join(logDir, "syslog"), []byte("node log line\n"), 0o644)
 	_ = syscall.Mkfifo(filepath.Join(logDir, "fifo"), 0o644) // would block a plain open
 	s := New(Deps{Host: &fakeHost{}, View: pods.view(), Runtime: fakeRuntime{}, Pods: src, Sources: fakeSources{}, Stats: failedStats{errors.New("no cgroups here")},
-		Config: func() any { return map[string]string{"maxPods": "110"} }},
+		Config: func() any { return map[string]any{"kubeletconfig": map[string]string{"maxPods": "110"}} }},
 		Options{NodeName: "n", NodeLogDir: logDir, RootDir: t.TempDir()})
 	full := httptest.NewServer(s.Handler(false))
 	ro := httptest.NewServer(s.Handler(true))
