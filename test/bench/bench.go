@@ -51,7 +51,12 @@ type Config struct {
 	// IdleQuiet is how long no inspect must come before a steady-state
 	// window opens (0: 20 s, past cAdvisor's longest housekeeping
 	// interval; a smoke run, which asserts no figure, waits less).
-	IdleQuiet    time.Duration
+	IdleQuiet time.Duration
+	// SettleFor bounds the wait for Docker and the machine to go idle
+	// between measurements (0: a minute). A smoke run asserts no figure
+	// and runs beside other tests, whose work would hold every wait to
+	// its bound: it waits at most a moment.
+	SettleFor    time.Duration
 	Failures     int           // kill-to-replacement trials
 	Probed       int           // containers with 1 s liveness probes (5 per pod)
 	ProbeWindow  time.Duration // how long their probes are watched

@@ -31,7 +31,7 @@ var (
 func TestBench(t *testing.T) {
 	bin := buildAgent(t)
 	cfg := Config{Binary: bin, Rounds: 1, SmallRounds: 1, Burst: []int{3}, Arrivals: 4, ArrivalRate: 4, IdleSizes: []int{0},
-		IdleWindow: 3 * time.Second, IdleQuiet: 2 * time.Second, Failures: 1, Probed: 5, ProbeWindow: 3 * time.Second, Peers: true,
+		IdleWindow: 3 * time.Second, IdleQuiet: 2 * time.Second, SettleFor: time.Second, Failures: 1, Probed: 5, ProbeWindow: 3 * time.Second, Peers: true,
 		Density: 5, DensityBurst: 3, Churn: 3, ChurnEvery: 500 * time.Millisecond, ChurnFor: 3 * time.Second, ChurnSettle: 3 * time.Second,
 		NodePods: 3, NodeIdle: 3, Levels: []int{1, 0}}
 	if *full {

@@ -95,7 +95,7 @@ func (h *Harness) churn() Result {
 	if err != nil {
 		return Result{Scenario: name, Note: err.Error()}
 	}
-	settle()
+	h.settle()
 	base, err := h.baselineChurn()
 	if err != nil {
 		return Result{Scenario: name, Note: "baseline: " + err.Error()}

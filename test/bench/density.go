@@ -53,7 +53,7 @@ func (h *Harness) density(level int) []Result {
 				return append(rs, Result{Scenario: name, Note: c.name + ": " + err.Error()})
 			}
 			times[c.name] = append(times[c.name], ms(d))
-			settle()
+			h.settle()
 		}
 	}
 	res := Result{Scenario: name, Values: map[string]float64{}, Samples: times, Target: "ratio <= 1.05"}

@@ -167,14 +167,14 @@ func (h *Harness) burst(n, rounds int, peers []*peer) Result {
 				failed[c.name] = err.Error()
 				h.logf("%s: %s left out: %v", name, c.name, err)
 				h.removeLabelled(benchLabel + "=" + h.run) // what it left running
-				settle()
+				h.settle()
 				continue
 			}
 			if err != nil {
 				return Result{Scenario: name, Note: c.name + ": " + err.Error()}
 			}
 			times[c.name] = append(times[c.name], ms(d))
-			settle()
+			h.settle()
 		}
 	}
 	res := Result{Scenario: name, Values: map[string]float64{}, Samples: times}
@@ -254,7 +254,7 @@ func (h *Harness) arrivals() Result {
 			return Result{Scenario: name, Note: err.Error()}
 		}
 		base = append(base, lat...)
-		settle()
+		h.settle()
 
 		w, err := h.watchStarts(a.node, 2)
 		if err != nil {
@@ -269,7 +269,7 @@ func (h *Harness) arrivals() Result {
 			}
 		}
 		h.clear(a)
-		settle()
+		h.settle()
 	}
 	p99, b99 := percentile(agentLat, 99), percentile(base, 99)
 	h.logf("%s: agent p50 %.0f p99 %.0f, baseline p50 %.0f p99 %.0f", name, median(agentLat), p99, median(base), b99)
@@ -582,19 +582,23 @@ func probedPodManifest(name string, k int) string {
 	return b.String()
 }
 
-// settle waits (up to a minute) for the Docker daemon and the machine to go
+// settle waits (up to a minute, or SettleFor) for the Docker daemon and the machine to go
 // idle after a contender's clean-up, so that the removal of its containers
 // does not slow the next contender down. The kernel tears the removed
 // containers' network namespaces down after dockerd is done with them: after
 // a burst of 100 pods that kept a core busy for up to a minute more, and the
 // contender that came next was measured on one core.
-func settle() {
+func (h *Harness) settle() {
+	bound := h.cfg.SettleFor
+	if bound == 0 {
+		bound = time.Minute
+	}
 	pid := dockerdPID()
 	if pid == 0 {
-		time.Sleep(time.Second)
+		time.Sleep(min(bound, time.Second))
 		return
 	}
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(bound); time.Now().Before(deadline); {
 		c0, _ := procStats(pid)
 		m0 := machineBusy()
 		time.Sleep(500 * time.Millisecond)
