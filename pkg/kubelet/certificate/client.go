@@ -93,9 +93,13 @@ func NewClient(c ClientConfig) (*Client, error) {
 // bootstrap completes, or once it expired).
 func (c *Client) Current() *tls.Certificate { return c.m.Current() }
 
-// Run runs the manager until ctx ends. Without rotation it stops once the
-// node has a certificate.
+// Run runs the manager until ctx ends. Without rotation it runs only
+// while the node has no certificate: a valid one (even kubeadm's inline
+// one, which rotation would replace at once) is kept as it is.
 func (c *Client) Run(ctx context.Context) {
+	if !c.rotate && c.m.Current() != nil {
+		return
+	}
 	c.m.Start()
 	defer c.m.Stop()
 	if c.rotate {
