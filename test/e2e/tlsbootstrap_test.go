@@ -486,3 +486,33 @@ func signingCluster(t *testing.T, d time.Duration) *cluster.Cluster {
 	t.Cleanup(func() { c.Stop(); os.RemoveAll(dir) })
 	return c
 }
+
+// A --tls-cert-file pair replaced on disk serves new handshakes within the
+// reload period, without a restart.
+func TestCertificateFilesReloaded(t *testing.T) {
+	t.Parallel()
+	c := sharedCluster(t)
+	a := startNode(t)
+	waitNodeReady(t, c.Admin(), a.node, startupWait)
+	addr := net.JoinHostPort(c.Address, fmt.Sprint(a.port))
+	// serial is the serving certificate's serial number, "" if no handshake.
+	serial := func() string {
+		conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			return ""
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
+	}
+	before := serial()
+	if before == "" {
+		t.Fatalf("no TLS handshake with %s", addr)
+	}
+	if _, err := c.NodeCredentials(a.node, c.Address); err != nil { // a new serving pair in the same files
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		now := serial()
+		return now != "" && now != before, fmt.Sprintf("serving serial %q, before %q", now, before)
+	})
+}
