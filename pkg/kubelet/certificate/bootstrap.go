@@ -67,8 +67,9 @@ func NeedsBootstrap(path string, now time.Time) (bool, string, error) {
 // ClientConfigs are the configurations of the node's API client as TLS
 // bootstrap sees them.
 type ClientConfigs struct {
-	// Cert requests certificates while the node has none of its own: the
-	// bootstrap kubeconfig's credentials, or --kubeconfig's when it is valid.
+	// Cert requests certificates while the node has no valid certificate
+	// of its own: the bootstrap kubeconfig's credentials, if it can be
+	// read, else --kubeconfig's.
 	Cert *rest.Config
 	// Client is the node's own: --kubeconfig, or, after bootstrap, the
 	// bootstrap kubeconfig's server and CA with the cert dir's current pair.
@@ -96,7 +97,16 @@ func LoadClientConfigs(kubeconfig, bootstrapKubeconfig, certDir string, now time
 		if err != nil {
 			return ClientConfigs{}, "", fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
 		}
-		return ClientConfigs{Cert: cfg, Client: rest.CopyConfig(cfg)}, "", nil
+		// Should the certificate expire while the agent runs (a renewal
+		// that kept failing), the bootstrap credentials ask for the next,
+		// where the kubelet exits to be restarted into bootstrap. kubeadm
+		// deletes its bootstrap kubeconfig after the join: without one,
+		// --kubeconfig's credentials are all there is.
+		cert := cfg
+		if boot, err := clientcmd.BuildConfigFromFlags("", bootstrapKubeconfig); bootstrapKubeconfig != "" && err == nil {
+			cert = boot
+		}
+		return ClientConfigs{Cert: cert, Client: rest.CopyConfig(cfg)}, "", nil
 	}
 	boot, err := clientcmd.BuildConfigFromFlags("", bootstrapKubeconfig)
 	if err != nil {

@@ -147,15 +147,16 @@ func TestLoadClientConfigs(t *testing.T) {
 		name       string
 		kubeconfig func(dir string) string
 		bootstrap  bool
-		want       bool // bootstrapped
+		want       bool   // bootstrapped
+		wantToken  string // of the configuration that requests certificates
 	}{
 		{"no bootstrap kubeconfig: --kubeconfig as it is", func(dir string) string {
 			return kubeconfig(t, filepath.Join(dir, "kc"), &clientcmdapi.AuthInfo{Token: "abc"})
-		}, false, false},
-		{"valid: no bootstrap", func(dir string) string {
+		}, false, false, "abc"},
+		{"valid: no bootstrap, the token kept for an expiry", func(dir string) string {
 			return kubeconfig(t, filepath.Join(dir, "kc"), &clientcmdapi.AuthInfo{ClientCertificateData: validCert, ClientKeyData: validKey})
-		}, true, false},
-		{"missing: bootstrap", func(dir string) string { return filepath.Join(dir, "kc") }, true, true},
+		}, true, false, "abcdef.0123456789abcdef"},
+		{"missing: bootstrap", func(dir string) string { return filepath.Join(dir, "kc") }, true, true, "abcdef.0123456789abcdef"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -170,6 +171,9 @@ func TestLoadClientConfigs(t *testing.T) {
 			}
 			if cfgs.Bootstrapped != c.want || (why != "") != c.want {
 				t.Fatalf("bootstrapped %v (%q), want %v", cfgs.Bootstrapped, why, c.want)
+			}
+			if cfgs.Cert.BearerToken != c.wantToken {
+				t.Errorf("certificates requested with token %q, want %q", cfgs.Cert.BearerToken, c.wantToken)
 			}
 			if !c.want {
 				return
