@@ -59,6 +59,9 @@ type Options struct {
 	ClusterCIDR string
 	// APIServerArgs are added to kube-apiserver's flags (a later flag wins).
 	APIServerArgs []string
+	// ControllerManagerArgs are added to kube-controller-manager's flags
+	// (--cluster-signing-duration, for a test of certificate rotation).
+	ControllerManagerArgs []string
 }
 
 // Cluster is a running control plane. Its files (certificates, kubeconfigs,
@@ -179,6 +182,10 @@ func Start(ctx context.Context, dir string, opts Options) (_ *Cluster, retErr er
 		"--client-ca-file", c.CAFile,
 		"--authorization-mode", "Node,RBAC",
 		"--enable-admission-plugins", "NodeRestriction",
+		// Bootstrap tokens (Secrets in kube-system) authenticate nodes that
+		// join by TLS bootstrap, as kubeadm sets it up; there are none
+		// until a test makes one (BootstrapKubeconfig).
+		"--enable-bootstrap-token-auth=true",
 		"--service-cluster-ip-range", c.ServiceCIDR,
 		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file", f.saPublic,
@@ -237,7 +244,7 @@ func Start(ctx context.Context, dir string, opts Options) (_ *Cluster, retErr er
 		"--cluster-signing-cert-file", c.CAFile, "--cluster-signing-key-file", f.caKey,
 		"--leader-elect=true",
 		"--profiling=false",
-	}, podRanges...)...)
+	}, append(podRanges, opts.ControllerManagerArgs...)...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -70,6 +70,7 @@ func (o *Options) configzServing(kc *kubeletv1beta1.KubeletConfiguration) {
 // configzNode fills the node's registration, status, DNS, images and logs.
 func (o *Options) configzNode(kc *kubeletv1beta1.KubeletConfiguration) {
 	kc.RegisterNode = ptr.To(o.RegisterNode)
+	kc.RotateCertificates, kc.ServerTLSBootstrap = o.RotateCertificates, o.RotateServerCertificates
 	if t, err := ParseTaints(o.RegisterWithTaints); err == nil { // validated
 		kc.RegisterWithTaints = t
 	}

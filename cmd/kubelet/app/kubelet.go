@@ -90,7 +90,7 @@ func newAgent(o *Options) (*agent, error) {
 		return nil, err
 	}
 	if o.Kubeconfig != "" {
-		if a.nm, err = newNodeMode(o); err != nil {
+		if a.nm, err = newNodeMode(o, a.metrics.Registry); err != nil {
 			return nil, err
 		}
 		kubeapi.RegisterClientMetrics(a.metrics.Registry)

@@ -121,6 +121,10 @@ var kubeletConfigFields = []configField{
 		return one(strings.Join(kc.AllowedUnsafeSysctls, ","))
 	}, nil},
 	{"seccompDefault", "seccomp-default", func(kc *kubeletv1beta1.KubeletConfiguration) []string { return boolean(*kc.SeccompDefault) }, []string{"false"}},
+	{"rotateCertificates", "rotate-certificates", func(kc *kubeletv1beta1.KubeletConfiguration) []string { return boolean(kc.RotateCertificates) }, nil},
+	{"serverTLSBootstrap", "rotate-server-certificates", func(kc *kubeletv1beta1.KubeletConfiguration) []string {
+		return boolean(kc.ServerTLSBootstrap)
+	}, nil},
 	{"registerNode", "register-node", func(kc *kubeletv1beta1.KubeletConfiguration) []string { return boolean(*kc.RegisterNode) }, nil},
 	{"registerWithTaints", "register-with-taints", taints, nil},
 	{"containerRuntimeEndpoint", "container-runtime-endpoint", func(kc *kubeletv1beta1.KubeletConfiguration) []string {

@@ -64,7 +64,7 @@ func TestKubeletConfiguration(t *testing.T) {
 				o.NodeStatusUpdateFrequency == 10*time.Second && o.EvictionPressureTransitionPeriod == 5*time.Minute &&
 				o.CgroupDriver == "systemd" && !o.SeccompDefault && o.Profiling && o.DockerEndpoint == "unix:///var/run/docker.sock" &&
 				o.SelfSignedCert && o.TLSCertFile == filepath.Join(root, "pki", "kubelet.crt") &&
-				len(o.Warnings) == 1 && strings.Contains(o.Warnings[0], "rotateCertificates is not implemented")
+				o.RotateCertificates && !o.RotateServerCertificates && o.CertDir == filepath.Join(root, "pki") && len(o.Warnings) == 0
 		}, ""},
 		{"drop-ins in lexical order, subdirectories too", []string{"--config", file("c.yaml", "maxPods: 5\n"), "--config-dir", dropIns},
 			func(o *Options) bool {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"time"
 
+	"github.com/golang/glog"
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -14,6 +17,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/kubeapi"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/certificate"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/network"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/nodestatus"
@@ -31,14 +35,44 @@ type nodeMode struct {
 	server   string
 	services *kubeapi.Services
 	objects  *kubeapi.Objects
+	// certs and rotator keep the client certificate (TLS bootstrap,
+	// --rotate-certificates); nil when --kubeconfig's credentials are
+	// used as they are.
+	certs   *certificate.Client
+	rotator *certificate.Rotator
 }
 
-func newNodeMode(o *Options) (*nodeMode, error) {
-	client, cfg, err := kubeapi.NewClient(o.Kubeconfig, o.KubeAPIQPS, o.KubeAPIBurst, userAgent())
+func newNodeMode(o *Options, reg prometheus.Registerer) (*nodeMode, error) {
+	if o.BootstrapKubeconfig == "" && !o.RotateCertificates {
+		client, cfg, err := kubeapi.NewClient(o.Kubeconfig, o.KubeAPIQPS, o.KubeAPIBurst, userAgent())
+		if err != nil {
+			return nil, err
+		}
+		return &nodeMode{client: client, server: cfg.Host, services: kubeapi.NewServices(client), objects: kubeapi.NewObjects(client)}, nil
+	}
+	cfgs, why, err := certificate.LoadClientConfigs(o.Kubeconfig, o.BootstrapKubeconfig, o.CertDir, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	return &nodeMode{client: client, server: cfg.Host, services: kubeapi.NewServices(client), objects: kubeapi.NewObjects(client)}, nil
+	if cfgs.Bootstrapped {
+		glog.Infof("TLS bootstrap (%s): requesting a client certificate with --bootstrap-kubeconfig %s into %s; --kubeconfig %s now uses it",
+			why, o.BootstrapKubeconfig, o.CertDir, o.Kubeconfig)
+	}
+	certs, err := certificate.NewClient(certificate.ClientConfig{NodeName: o.HostnameOverride, CertDir: o.CertDir, Configs: cfgs,
+		Rotate: o.RotateCertificates, Registry: reg})
+	if err != nil {
+		return nil, err
+	}
+	cfg, rotator, err := certificate.RotatingConfig(cfgs.Client, certs.Current)
+	if err != nil {
+		return nil, err
+	}
+	client, err := kubeapi.NewClientForConfig(cfg, o.KubeAPIQPS, o.KubeAPIBurst, userAgent())
+	if err != nil {
+		return nil, err
+	}
+	return &nodeMode{client: client, server: cfg.Host, services: kubeapi.NewServices(client), objects: kubeapi.NewObjects(client),
+		certs: certs, rotator: rotator}, nil
 }
 
 // start runs the node's parts until ctx ends: the pods bound to the node as
@@ -46,6 +80,10 @@ func newNodeMode(o *Options) (*nodeMode, error) {
 // None of them waits for the API server: it may be down at start.
 func (n *nodeMode) start(ctx context.Context, o *Options, merger *config.Merger, pods kubeapi.LocalPods,
 	recorder *events.Recorder, node *nodestatus.Builder, podNetwork *network.Manager, goRun func(func())) {
+	if n.certs != nil {
+		goRun(func() { n.certs.Run(ctx) })
+		goRun(func() { n.rotator.Run(ctx) })
+	}
 	taints, _ := ParseTaints(o.RegisterWithTaints) // validated
 	src := config.NewAPIServerSource(n.client, o.HostnameOverride, merger)
 	reporter := kubeapi.NewNodeReporter(n.client, kubeapi.NodeConfig{

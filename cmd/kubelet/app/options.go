@@ -128,7 +128,17 @@ type Options struct {
 	EvictionPressureTransitionPeriod time.Duration `yaml:"eviction-pressure-transition-period"`
 
 	// Node mode: with a kubeconfig the agent is a node of that cluster.
-	Kubeconfig                string            `yaml:"kubeconfig"`
+	Kubeconfig string `yaml:"kubeconfig"`
+	// BootstrapKubeconfig requests the node's client certificate when
+	// --kubeconfig gives none that is valid (TLS bootstrap), into CertDir.
+	BootstrapKubeconfig string `yaml:"bootstrap-kubeconfig"`
+	// CertDir holds the node's certificates (default <root-dir>/pki).
+	CertDir string `yaml:"cert-dir"`
+	// RotateCertificates renews the client certificate before it expires;
+	// RotateServerCertificates requests the serving certificate from the
+	// API server and renews it (KubeletConfiguration serverTLSBootstrap).
+	RotateCertificates        bool              `yaml:"rotate-certificates"`
+	RotateServerCertificates  bool              `yaml:"rotate-server-certificates"`
 	NodeIP                    string            `yaml:"node-ip"`
 	RegisterNode              bool              `yaml:"register-node"`
 	NodeLabels                map[string]string `yaml:"node-labels"`
@@ -355,6 +365,10 @@ func (o *Options) addHousekeepingFlags(fs *pflag.FlagSet) {
 // webhooks that ask it) and the host's resolver file.
 func (o *Options) addNodeModeFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig of a Kubernetes API server: the agent joins it as a node (registers the Node, renews its Lease, runs the pods bound to it, writes their statuses and events). See docs/kubernetes.md.")
+	fs.StringVar(&o.BootstrapKubeconfig, "bootstrap-kubeconfig", o.BootstrapKubeconfig, "Kubeconfig of bootstrap credentials (a bootstrap token): when --kubeconfig is missing or its client certificate invalid or expired, a client certificate for system:node:<name> is requested with them (a CSR of signer kubernetes.io/kube-apiserver-client-kubelet), kept in --cert-dir, and --kubeconfig written to use it. See docs/kubernetes.md.")
+	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir, "Directory of the node's certificates: kubelet-client-current.pem (TLS bootstrap, rotation), kubelet-server-current.pem (--rotate-server-certificates), the self-signed kubelet.crt (default <root-dir>/pki).")
+	fs.BoolVar(&o.RotateCertificates, "rotate-certificates", o.RotateCertificates, "Renew the client certificate at 70-90 % of its life (jittered) with a CSR, and use the new one without a restart; an expired one is replaced with the bootstrap credentials.")
+	fs.BoolVar(&o.RotateServerCertificates, "rotate-server-certificates", o.RotateServerCertificates, "Request the full-access port's serving certificate from the API server (a CSR of signer kubernetes.io/kubelet-serving for the node's addresses, which someone must approve) and renew it; until it is issued, TLS handshakes fail (or --tls-cert-file serves).")
 	fs.StringVar(&o.NodeIP, "node-ip", o.NodeIP, "The node's InternalIP, which the API server reaches the agent at (default: the address of the interface of the default route; never loopback).")
 	fs.BoolVar(&o.RegisterNode, "register-node", o.RegisterNode, "Create the Node in the API server if it is missing (false: it must exist).")
 	fs.StringToStringVar(&o.NodeLabels, "node-labels", o.NodeLabels, "Labels of the Node when it is registered (key=value,...). NodeRestriction refuses most kubernetes.io/ and k8s.io/ keys.")
@@ -569,6 +583,24 @@ func (o *Options) validateNodeMode() error {
 	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 {
 		return fmt.Errorf("--kube-api-qps must be positive and --kube-api-burst at least 1")
 	}
+	return o.validateCertificates()
+}
+
+// validateCertificates checks TLS bootstrap and rotation: both are the
+// node's dealings with the API server.
+func (o *Options) validateCertificates() error {
+	if o.BootstrapKubeconfig != "" && o.Kubeconfig == "" {
+		return fmt.Errorf("--bootstrap-kubeconfig needs --kubeconfig: the path the node's kubeconfig is written to")
+	}
+	if o.RotateServerCertificates && o.Kubeconfig == "" {
+		return fmt.Errorf("--rotate-server-certificates asks the API server for the serving certificate: set --kubeconfig")
+	}
+	if o.RotateServerCertificates && o.Port == 0 {
+		return fmt.Errorf("--rotate-server-certificates is for the full-access port: --port is 0")
+	}
+	if o.RotateCertificates && o.Kubeconfig == "" {
+		o.Warnings = append(o.Warnings, "--rotate-certificates without --kubeconfig: there is no client certificate to rotate")
+	}
 	return nil
 }
 
@@ -677,9 +709,13 @@ func (o *Options) validateKubeletSurface() error {
 		return err
 	}
 	o.Warnings = append(o.Warnings, warnings...)
-	if o.TLSCertFile == "" && o.TLSPrivateKeyFile == "" && (o.ClientCAFile != "" || o.AuthenticationTokenWebhook) {
-		dir := filepath.Join(o.RootDir, "pki")
-		o.TLSCertFile, o.TLSPrivateKeyFile = filepath.Join(dir, "kubelet.crt"), filepath.Join(dir, "kubelet.key")
+	if o.CertDir == "" {
+		o.CertDir = filepath.Join(o.RootDir, "pki")
+	}
+	// The serving certificate from the API server needs none of its own
+	// until it is issued, as the kubelet.
+	if o.TLSCertFile == "" && o.TLSPrivateKeyFile == "" && !o.RotateServerCertificates && (o.ClientCAFile != "" || o.AuthenticationTokenWebhook) {
+		o.TLSCertFile, o.TLSPrivateKeyFile = filepath.Join(o.CertDir, "kubelet.crt"), filepath.Join(o.CertDir, "kubelet.key")
 		o.SelfSignedCert = true
 	}
 	return nil

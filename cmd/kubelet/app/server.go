@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
@@ -18,8 +17,6 @@ import (
 	"github.com/golang/glog"
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
-	certutil "k8s.io/client-go/util/cert"
-	"k8s.io/client-go/util/keyutil"
 
 	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/credentialprovider"
@@ -143,7 +140,7 @@ func (a *agent) serve(ctx context.Context, o *Options, stats *cadvisor.Client, l
 		}}
 	srv := server.New(deps, server.Options{NodeName: o.HostnameOverride, NodeLogDir: o.NodeLogDir, RootDir: o.RootDir, Profiling: o.Profiling,
 		Auth: fullAccessAuth(o, a.nm)})
-	fullTLS, err := tlsConfig(o)
+	fullTLS, err := a.servingTLS(ctx, o, goRun)
 	if err != nil {
 		return err
 	}
@@ -215,62 +212,6 @@ func fullAccessAuth(o *Options, nm *nodeMode) *server.Auth {
 		a.Authorizer = kubeapi.NewAccessReviews(nm.client, o.AuthorizationWebhookCacheAuthorizedTTL, o.AuthorizationWebhookCacheUnauthorized)
 	}
 	return a
-}
-
-// tlsConfig is the full-access port's TLS, if configured: HTTPS with the
-// given certificate and, with a client CA, client certificates required.
-func tlsConfig(o *Options) (*tls.Config, error) {
-	if o.TLSCertFile == "" {
-		return nil, nil
-	}
-	if o.SelfSignedCert {
-		if err := ensureSelfSignedCert(o.TLSCertFile, o.TLSPrivateKeyFile, o.HostnameOverride); err != nil {
-			return nil, err
-		}
-	}
-	cert, err := tls.LoadX509KeyPair(o.TLSCertFile, o.TLSPrivateKeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("--tls-cert-file/--tls-private-key-file: %w", err)
-	}
-	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	if o.ClientCAFile != "" {
-		pem, err := os.ReadFile(o.ClientCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("--client-ca-file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--client-ca-file %s: no certificates", o.ClientCAFile)
-		}
-		cfg.ClientCAs = pool
-		cfg.ClientAuth = tls.RequireAndVerifyClientCert
-		if o.AuthenticationTokenWebhook || o.AnonymousAuth {
-			// A bearer token, or nothing, may stand for a certificate.
-			cfg.ClientAuth = tls.VerifyClientCertIfGiven
-		}
-	}
-	return cfg, nil
-}
-
-// ensureSelfSignedCert makes the serving certificate the kubelet makes when
-// given none (kubelet.crt and kubelet.key under <root-dir>/pki, for the
-// node name and localhost), unless a readable pair is there already.
-func ensureSelfSignedCert(certFile, keyFile, node string) error {
-	if ok, _ := certutil.CanReadCertAndKey(certFile, keyFile); ok {
-		return nil
-	}
-	cert, key, err := certutil.GenerateSelfSignedCertKey(node, nil, nil)
-	if err != nil {
-		return fmt.Errorf("self-signed serving certificate: %w", err)
-	}
-	if err := certutil.WriteCert(certFile, cert); err != nil {
-		return fmt.Errorf("self-signed serving certificate: %w", err)
-	}
-	if err := keyutil.WriteKey(keyFile, key); err != nil {
-		return fmt.Errorf("self-signed serving certificate key: %w", err)
-	}
-	glog.Infof("Serving the full-access port with a self-signed certificate, %s (no --tls-cert-file given)", certFile)
-	return nil
 }
 
 // loadKeyring reads registry credentials: --docker-config, else Docker's

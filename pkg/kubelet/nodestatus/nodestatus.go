@@ -45,13 +45,23 @@ type Builder struct {
 	runtime string // "" until the runtime answered once
 }
 
+// Addresses are the node's: its InternalIP (HostIP), if known, and the
+// host's name.
+func (b *Builder) Addresses() []v1.NodeAddress {
+	host, _ := os.Hostname()
+	addrs := []v1.NodeAddress{{Type: v1.NodeHostName, Address: host}}
+	if ip := b.HostIP; ip != "" {
+		addrs = append([]v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}, addrs...)
+	}
+	return addrs
+}
+
 // Build computes the Node as it is now.
 func (b *Builder) Build() *v1.Node {
 	capacity := Capacity(b.MaxPods)
 	if size := fsSize(b.RootDir); size > 0 {
 		capacity[v1.ResourceEphemeralStorage] = *resource.NewQuantity(size, resource.BinarySI)
 	}
-	host, _ := os.Hostname()
 	n := &v1.Node{
 		TypeMeta: metav1.TypeMeta{Kind: "Node", APIVersion: "v1"},
 		ObjectMeta: metav1.ObjectMeta{Name: b.Name, Labels: map[string]string{
@@ -60,7 +70,7 @@ func (b *Builder) Build() *v1.Node {
 		Status: v1.NodeStatus{
 			Capacity:    capacity,
 			Allocatable: Allocatable(capacity, b.Reserved),
-			Addresses:   []v1.NodeAddress{{Type: v1.NodeHostName, Address: host}},
+			Addresses:   b.Addresses(),
 			NodeInfo: v1.NodeSystemInfo{
 				MachineID:               readTrim("/etc/machine-id"),
 				SystemUUID:              strings.ToLower(readTrim("/sys/class/dmi/id/product_uuid")),
@@ -73,9 +83,6 @@ func (b *Builder) Build() *v1.Node {
 				Architecture:            runtime.GOARCH,
 			},
 		},
-	}
-	if ip := b.HostIP; ip != "" {
-		n.Status.Addresses = append([]v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}, n.Status.Addresses...)
 	}
 	ready := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"}
 	syncLoop, relist := b.Health()
