@@ -100,7 +100,7 @@ func TestKubeletConfigMatchesFlags(t *testing.T) {
 		a.extraArgs = append(a.extraArgs, "--config", cfg)
 	})
 	fromFlags := startAgent(t, "--address=127.0.0.1", "--authorization-mode=AlwaysAllow", "--cluster-dns=10.96.0.10",
-		"--cluster-domain=cluster.local", "--sync-frequency=1m", "--seccomp-default=false", "--profiling")
+		"--cluster-domain=cluster.local", "--sync-frequency=1m", "--seccomp-default=false", "--profiling", "--rotate-certificates")
 
 	file, flags := configz(t, fromFile), configz(t, fromFlags)
 	if file["kind"] != "KubeletConfiguration" || file["apiVersion"] != "kubelet.config.k8s.io/v1beta1" {
@@ -130,8 +130,12 @@ func TestKubeletConfigMatchesFlags(t *testing.T) {
 	if len(diff) > 0 {
 		t.Errorf("/configz differs:\n%s", strings.Join(diff, "\n"))
 	}
-	if !strings.Contains(fromFile.log(), "rotateCertificates is not implemented") {
-		t.Error("no warning for the unimplemented rotateCertificates")
+	// kubeadm's file asks for rotation, and this standalone agent has no
+	// client certificate to rotate: said once, as for the flag.
+	for _, a := range []*agent{fromFile, fromFlags} {
+		if !strings.Contains(a.log(), "--rotate-certificates without --kubeconfig") {
+			t.Errorf("%s: no warning that there is no client certificate to rotate", a.node)
+		}
 	}
 
 	// The same pod runs alike: the cluster's resolver, from the file's clusterDNS.
