@@ -21,46 +21,47 @@ E2E=1 hack/ensure-control-plane.sh >/dev/null
 # the two-node tests' CoreDNS image (about 4 minutes cold).
 hack/ensure-cni-plugins.sh >/dev/null
 hack/ensure-coredns.sh >/dev/null
-# Two phases. First the end-to-end tests that time or count what they run
-# (Docker calls, CPU, back-off gaps, eviction thresholds against the
-# machine's own memory and disk): they have the machine to themselves. Then
-# everything that asserts no time of its own, side by side: the unit tests
-# (fake clocks), the end-to-end tests that begin with t.Parallel (they wait
-# on back-off, grace periods, control planes; hack/e2ephases lists them),
-# the other packages under test/ (the benchmark and scale smokes, which
-# assert no figure), and Kubernetes' own conformance smokes: a smoke of
-# NodeConformance specs across areas (hack/conformance-smoke.txt) against
-# the agent as a real cluster's node (`make conformance` runs all of them),
-# then sig-network's DNS and Service [Conformance] specs of
-# hack/conformance-network-smoke.txt against two nodes with kube-proxy and
-# CoreDNS.
+# The images the conformance smokes run, built offline (minutes cold: agnhost,
+# busybox from Debian's source), not while the tests beside them run.
+hack/conformance-images.sh >/dev/null
+# The unit tests first, their packages built and run side by side: they
+# drive fake clocks and assert no timing, but a few count what the host's
+# Docker runs, so nothing runs beside them.
+# Then the end-to-end tests in two phases. First those that time or count
+# what they run (Docker calls, CPU, back-off gaps, probe kills, eviction
+# thresholds against the machine's memory and disk): they have the machine
+# to themselves. Then, side by side, the end-to-end tests that begin with
+# t.Parallel (they assert no time or cost of their own and mostly wait, on
+# back-off, grace periods, control planes; hack/e2ephases lists them), four
+# at a time, and one after the other the other packages under test/ (the
+# benchmark and scale smokes, which assert no figure) and Kubernetes' own
+# conformance smokes: NodeConformance specs across areas
+# (hack/conformance-smoke.txt) against the agent as a real cluster's node
+# (`make conformance` runs all of them), then sig-network's DNS and Service
+# [Conformance] specs of hack/conformance-network-smoke.txt against two nodes
+# with kube-proxy and CoreDNS.
 # The e2e package's long scenarios run in make scale (a hundred pods at
 # once, the fleet of agents on an etcd cluster) and make bench (an idle
 # node's cost to the API server).
 long='^(TestNodeHundredPodsAtOnce|TestFleet|TestNodeIdleCostsTheAPIServerLittle)$'
 side=$(go run ./hack/e2ephases test/e2e)
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+parts=${log%.json}-parts # each part's go test -json and console, kept
+rm -rf "$parts" && mkdir -p "$parts"
 rc=0
-echo "== end-to-end tests that time what they run, alone"
-go test -json -count=1 -timeout 30m -skip "$side|$long" ./test/e2e "$@" | bin/testreport "$out/alone.json" || rc=1
-echo "== the rest, side by side"
-parts=(unit e2e test conformance)
-pids=()
-(go test -json -count=1 -timeout 10m $(go list ./... | grep -v /test/) "$@" | bin/testreport "$out/unit.json") >"$out/unit.out" 2>&1 &
-pids+=($!)
-(go test -json -count=1 -timeout 30m -parallel 6 -run "$side" -skip "$long" ./test/e2e "$@" | bin/testreport "$out/e2e.json") >"$out/e2e.out" 2>&1 &
-pids+=($!)
-(go test -json -p 1 -count=1 -timeout 30m $(go list ./test/... | grep -v /test/e2e) "$@" | bin/testreport "$out/test.json") >"$out/test.out" 2>&1 &
-pids+=($!)
-(c=0; hack/conformance.sh --smoke || c=1; hack/conformance.sh --network-smoke || c=1; exit $c) >"$out/conformance.out" 2>&1 &
-pids+=($!)
-# Their consoles (package results, failed tests' output, the slowest
-# tests) once all have ended, one after the other.
-for i in "${!parts[@]}"; do
-  wait "${pids[$i]}" || rc=1
-  echo "== ${parts[$i]}"
-  cat "$out/${parts[$i]}.out"
-done
-cat "$out"/alone.json "$out"/unit.json "$out"/e2e.json "$out"/test.json >"$log"
+echo "== unit tests"
+go test -json -count=1 -timeout 10m $(go list ./... | grep -v /test/) "$@" | bin/testreport "$parts/unit.json" || rc=1
+echo "== end-to-end tests that time or count what they run, alone"
+go test -json -count=1 -timeout 30m -skip "$side|$long" ./test/e2e "$@" | bin/testreport "$parts/alone.json" || rc=1
+echo "== the other end-to-end tests, beside the smokes"
+(go test -json -count=1 -timeout 30m -parallel 4 -run "$side" -skip "$long" ./test/e2e "$@" |
+  bin/testreport "$parts/e2e.json") >"$parts/e2e.out" 2>&1 &
+e2e=$!
+smokes=0
+go test -json -p 1 -count=1 -timeout 30m $(go list ./test/... | grep -v /test/e2e) "$@" | bin/testreport "$parts/test.json" || smokes=1
+hack/conformance.sh --smoke || smokes=1
+hack/conformance.sh --network-smoke || smokes=1
+wait "$e2e" || rc=1
+cat "$parts/e2e.out"
+cat "$parts"/{unit,alone,e2e,test}.json >"$log"
+[ "$smokes" = 0 ] || rc=1
 exit $rc

@@ -58,7 +58,6 @@ func (a *agent) evictedPods() []string {
 // stale usage was the larger, never is; the writer's volumes gone, the
 // pressure ends.
 func TestEvictionDiskPressureEvictsTheWriter(t *testing.T) {
-	t.Parallel()
 	root := t.TempDir()
 	if err := syscall.Mount("tmpfs", root, "tmpfs", 0, "size=64m"); err != nil {
 		t.Fatalf("mount a tmpfs root dir: %v", err)
@@ -197,7 +196,6 @@ func TestEvictionPIDPressureEvictsTheForker(t *testing.T) {
 // Failed, Evicted, with the eviction's message. Its manifest changed while
 // the agent was down, it runs again.
 func TestEvictionEvictedStaticPodStaysEvictedAcrossRestart(t *testing.T) {
-	t.Parallel()
 	a := startAgent(t)
 	manifest := func(command string) string {
 		return lifecyclePod("filler", "Always", `  containers:

@@ -173,7 +173,6 @@ func TestEvictionMemoryHardThreshold(t *testing.T) {
 // kubelet's message, and removes its volumes (which ends the pressure); a
 // new pod is refused under DiskPressure as the kubelet refuses it.
 func TestEvictionNodeFsHardThreshold(t *testing.T) {
-	t.Parallel()
 	root := t.TempDir()
 	if err := syscall.Mount("tmpfs", root, "tmpfs", 0, "size=64m"); err != nil {
 		t.Fatalf("mount a tmpfs root dir: %v", err)

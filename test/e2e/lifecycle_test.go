@@ -306,7 +306,6 @@ spec:
 }
 
 func TestHungExecProbeIsKilled(t *testing.T) {
-	t.Parallel()
 	a := startAgent(t)
 	a.writeManifest("hung.yaml", lifecyclePod("hung", "Always", `  containers:
   - name: app
