@@ -113,7 +113,7 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 	},
 	reflect.TypeOf(v1.Container{}): {
 		"name":                     impl("DNS-1123 label, unique in the pod"),
-		"image":                    impl("required"),
+		"image":                    impl("required; a reference that does not parse waits with InvalidImageName (the kubelet's message) and is never pulled"),
 		"command":                  impl("Docker Entrypoint"),
 		"args":                     impl("Docker Cmd"),
 		"workingDir":               impl(""),

@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // envFilePod is a pod whose init container writes an env file into an
@@ -65,5 +67,65 @@ func TestPodFields137FileKeyRefMissingKey(t *testing.T) {
 	}
 	if s := a.status("nokey"); s.Phase != "Pending" {
 		t.Errorf("phase %s, want Pending", s.Phase)
+	}
+}
+
+// An image reference that does not parse is InvalidImageName within
+// seconds, with the kubelet's message (pkg/kubelet/images/image_manager.go,
+// applyDefaultImageTag), its InspectFailed and Failed events; nothing is
+// pulled (no pull_image runtime operation) and the container is retried on
+// its back-off, not in a loop.
+func TestPodFields137InvalidImageName(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t)
+	a.writeManifest("badimage.yaml", lifecyclePod("badimage", "Always", `  containers:
+  - name: tutorial
+    image: <your-private-image>
+    command: ["sleep", "1000"]
+  - name: upper
+    image: RW4B/Invalid:Image
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "1000"]
+`))
+	want := map[string]string{
+		"tutorial": `Failed to apply default image tag "<your-private-image>": couldn't parse image name "<your-private-image>": invalid reference format`,
+		"upper":    `Failed to apply default image tag "RW4B/Invalid:Image": couldn't parse image name "RW4B/Invalid:Image": invalid reference format: repository name (Invalid) must be lowercase`,
+	}
+	start := time.Now()
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		var got []string
+		for name, msg := range want {
+			reason, m := a.waitingReason("badimage", name)
+			if reason != "InvalidImageName" || m != msg {
+				return false, fmt.Sprintf("%s waiting %q %q", name, reason, m)
+			}
+			got = append(got, name)
+		}
+		return true, strings.Join(got, ",")
+	})
+	t.Logf("InvalidImageName after %v", time.Since(start).Round(100*time.Millisecond))
+	for _, reason := range []string{"InspectFailed", "Failed"} {
+		waitFor(t, 5*time.Second, func() (bool, string) {
+			e, ok := a.findEvent("badimage", reason)
+			wantMsg := "Error: InvalidImageName"
+			if reason == "InspectFailed" {
+				wantMsg = want[strings.TrimSuffix(strings.TrimPrefix(e.InvolvedObject.FieldPath, "spec.containers{"), "}")]
+			}
+			return ok && e.Type == "Warning" && e.Message == wantMsg, fmt.Sprintf("%s event %+v", reason, e)
+		})
+	}
+	// Under the default 10 s back-off, a few rounds see at most one more
+	// attempt per container; a loop would make dozens.
+	attempts := map[string]string{"code": "InvalidImageName"}
+	before := a.metric("kubelet_started_containers_errors_total", attempts)
+	a.waitRounds(4)
+	if n := a.metric("kubelet_started_containers_errors_total", attempts) - before; before < 2 || n > 2 {
+		t.Errorf("%v InvalidImageName attempts, then %v more over a few rounds; want at least 2, then at most 2", before, n)
+	}
+	if n := a.metric("kubelet_runtime_operations_total", map[string]string{"operation_type": "pull_image"}); n != 0 {
+		t.Errorf("%v pull_image runtime operations, want none", n)
+	}
+	if len(a.containers("badimage")) > 1 {
+		t.Errorf("containers %v, want the infra container alone", keys(a.running("badimage")))
 	}
 }
