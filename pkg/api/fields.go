@@ -113,12 +113,12 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 	},
 	reflect.TypeOf(v1.Container{}): {
 		"name":                     impl("DNS-1123 label, unique in the pod"),
-		"image":                    impl("required"),
+		"image":                    impl("required; a reference that does not parse waits with InvalidImageName (the kubelet's message) and is never pulled"),
 		"command":                  impl("Docker Entrypoint"),
 		"args":                     impl("Docker Cmd"),
 		"workingDir":               impl(""),
 		"ports":                    impl("only ports with a hostPort are published, on the infra container"),
-		"env":                      impl("value (with $(VAR) expansion) and valueFrom fieldRef/resourceFieldRef"),
+		"env":                      impl("value (with $(VAR) expansion) and valueFrom fieldRef/resourceFieldRef/fileKeyRef (and, node mode, configMapKeyRef/secretKeyRef)"),
 		"resources":                impl("cpu and memory; ephemeral-storage: requests rank pods under disk pressure, a container whose writable layer and logs pass its limit, or a pod whose containers and disk emptyDirs pass the sum of its containers' limits, is evicted (docs/operations.md, Eviction); others rejected"),
 		"volumeMounts":             impl("name, mountPath, readOnly"),
 		"imagePullPolicy":          impl("Always, IfNotPresent, Never"),
@@ -184,7 +184,7 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 	reflect.TypeOf(v1.EnvVar{}): {
 		"name":      impl("printable ASCII without '=', as the API server (a line break, a tab or a non-ASCII letter is refused)"),
 		"value":     impl(""),
-		"valueFrom": impl("fieldRef and resourceFieldRef; secrets and config maps are rejected"),
+		"valueFrom": impl("fieldRef, resourceFieldRef and fileKeyRef; configMapKeyRef and secretKeyRef in node mode"),
 	},
 	reflect.TypeOf(v1.ContainerPort{}): {
 		"name":          impl(""),
@@ -258,7 +258,7 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"resourceFieldRef": impl("requests/limits of cpu, memory and ephemeral-storage, with divisor; an unset limit is the node's allocatable"),
 		"configMapKeyRef":  impl("node mode; optional honoured; a missing key is CreateContainerConfigError"),
 		"secretKeyRef":     impl("node mode; as configMapKeyRef"),
-		"fileKeyRef":       reject("not supported"),
+		"fileKeyRef":       impl("the value of key in the env file at path in an emptyDir volume (written by an init container), as the kubelet (EnvFiles, on since 1.35): KEY='value' lines (single-quoted, multi-line allowed, # comments); optional honoured; a missing key, an empty value or an unreadable file is CreateContainerConfigError. The file is read without following any symlink"),
 	},
 	reflect.TypeOf(v1.DownwardAPIVolumeSource{}): {
 		"items":       impl(""),

@@ -105,6 +105,7 @@ func validateSpec(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.Erro
 	}
 	volumes, volErrs := validateVolumes(spec, p.Child("volumes"), ignored)
 	errs = append(errs, volErrs...)
+	errs = append(errs, validateFileKeyRefVolumes(spec, p)...)
 	if len(spec.Containers) == 0 {
 		errs = append(errs, field.Required(p.Child("containers"), "at least one container"))
 	}
@@ -570,8 +571,67 @@ func validateEnv(c *v1.Container, p *field.Path, ignored *[]string) field.ErrorL
 			}
 		case vf.ResourceFieldRef != nil:
 			errs = append(errs, validateResourceRef(vf.ResourceFieldRef, vp.Child("resourceFieldRef"), nil, c.Name)...)
+		case vf.FileKeyRef != nil:
+			errs = append(errs, validateFileKeySelector(vf.FileKeyRef, vp.Child("fileKeyRef"))...)
 		}
 	}
+	return errs
+}
+
+// validateFileKeySelector checks a fileKeyRef as the API server does: a
+// key that is a (relaxed) variable name, a volume name that is a DNS-1123
+// label, a relative path without "..".
+func validateFileKeySelector(s *v1.FileKeySelector, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if s.Key == "" {
+		errs = append(errs, field.Required(p.Child("key"), ""))
+	} else {
+		for _, msg := range validation.IsRelaxedEnvVarName(s.Key) {
+			errs = append(errs, field.Invalid(p.Child("key"), s.Key, msg))
+		}
+	}
+	if s.VolumeName == "" {
+		errs = append(errs, field.Required(p.Child("volumeName"), ""))
+	} else {
+		for _, msg := range validation.IsDNS1123Label(s.VolumeName) {
+			errs = append(errs, field.Invalid(p.Child("volumeName"), s.VolumeName, msg))
+		}
+	}
+	if err := checkRelativePath(s.Path); err != "" {
+		errs = append(errs, field.Invalid(p.Child("path"), s.Path, err))
+	}
+	return errs
+}
+
+// validateFileKeyRefVolumes checks that each container's fileKeyRef names
+// an emptyDir volume of the pod, as the API server does: the agent reads
+// the env file beneath that volume's directory on the host.
+func validateFileKeyRefVolumes(spec *v1.PodSpec, p *field.Path) field.ErrorList {
+	emptyDir := map[string]bool{}
+	for _, vol := range spec.Volumes {
+		emptyDir[vol.Name] = vol.EmptyDir != nil
+	}
+	var errs field.ErrorList
+	check := func(cs []v1.Container, cp *field.Path) {
+		for i := range cs {
+			for j, env := range cs[i].Env {
+				if env.ValueFrom == nil || env.ValueFrom.FileKeyRef == nil {
+					continue
+				}
+				name := env.ValueFrom.FileKeyRef.VolumeName
+				np := cp.Index(i).Child("env").Index(j).Child("valueFrom", "fileKeyRef", "volumeName")
+				isEmptyDir, found := emptyDir[name]
+				switch {
+				case !found:
+					errs = append(errs, field.NotFound(np, name))
+				case !isEmptyDir:
+					errs = append(errs, field.Invalid(np, name, "referenced volume must be of type emptyDir"))
+				}
+			}
+		}
+	}
+	check(spec.InitContainers, p.Child("initContainers"))
+	check(spec.Containers, p.Child("containers"))
 	return errs
 }
 

@@ -158,6 +158,30 @@ func TestValidate(t *testing.T) {
 			c0(p).Env[0].Value = ""
 			c0(p).Env[0].ValueFrom = &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "k"}}
 		}, ""},
+		{"env fileKeyRef", func(p *v1.Pod) {
+			c0(p).Env[0].Value = ""
+			c0(p).Env[0].ValueFrom = &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{VolumeName: "tmp", Path: "conf/app.env", Key: "DB_HOST"}}
+		}, ""},
+		{"env fileKeyRef of a hostPath volume", func(p *v1.Pod) {
+			c0(p).Env[0].Value = ""
+			c0(p).Env[0].ValueFrom = &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{VolumeName: "data", Path: "app.env", Key: "K"}}
+		}, `env[0].valueFrom.fileKeyRef.volumeName: Invalid value: "data": referenced volume must be of type emptyDir`},
+		{"env fileKeyRef of a missing volume", func(p *v1.Pod) {
+			c0(p).Env[0].Value = ""
+			c0(p).Env[0].ValueFrom = &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{VolumeName: "nope", Path: "app.env", Key: "K"}}
+		}, `env[0].valueFrom.fileKeyRef.volumeName: Not found: "nope"`},
+		{"env fileKeyRef path with ..", func(p *v1.Pod) {
+			c0(p).Env[0].Value = ""
+			c0(p).Env[0].ValueFrom = &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{VolumeName: "tmp", Path: "../x.env", Key: "K"}}
+		}, "fileKeyRef.path: Invalid"},
+		{"env fileKeyRef key with =", func(p *v1.Pod) {
+			c0(p).Env[0].Value = ""
+			c0(p).Env[0].ValueFrom = &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{VolumeName: "tmp", Path: "x.env", Key: "A=B"}}
+		}, "fileKeyRef.key: Invalid"},
+		{"env fileKeyRef without a key", func(p *v1.Pod) {
+			c0(p).Env[0].Value = ""
+			c0(p).Env[0].ValueFrom = &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{VolumeName: "tmp", Path: "x.env"}}
+		}, "fileKeyRef.key: Required"},
 		{"env resource of another container", func(p *v1.Pod) {
 			c0(p).Env[0].Value = ""
 			c0(p).Env[0].ValueFrom = &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{ContainerName: "other", Resource: "limits.cpu"}}

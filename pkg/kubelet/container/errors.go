@@ -43,6 +43,9 @@ const (
 	ReasonErrImagePull      = "ErrImagePull"
 	ReasonImagePullBackOff  = "ImagePullBackOff"
 	ReasonErrImageNeverPull = "ErrImageNeverPull"
+	// ReasonInvalidImageName: the image reference does not parse; it is
+	// never pulled.
+	ReasonInvalidImageName = "InvalidImageName"
 	// ReasonCreateContainerConfigError: the container's configuration
 	// cannot be made (a bad subPath, an env value that cannot be resolved).
 	ReasonCreateContainerConfigError = "CreateContainerConfigError"

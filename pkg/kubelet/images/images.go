@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/distribution/reference"
 	"github.com/golang/glog"
 	"golang.org/x/sync/singleflight"
 	"golang.org/x/time/rate"
@@ -196,6 +197,13 @@ func (m *Manager) ForgetPod(uid types.UID) {
 // none, it is anonymous. pulled is how long a pull took (0: none was
 // made, or it failed), which the pod start metrics leave out.
 func (m *Manager) Ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, podCreds func() *credentialprovider.Keyring) (pulled time.Duration, err error) {
+	if msg := invalidImageName(c.Image); msg != "" {
+		// Before any runtime call: a reference that cannot parse is never
+		// looked up or pulled, and each retry (on the container's
+		// back-off) costs nothing but this parse.
+		m.event(pod, c.Name, "InspectFailed", msg, true)
+		return 0, &kubecontainer.StartError{Reason: kubecontainer.ReasonInvalidImageName, Message: msg}
+	}
 	policy := c.ImagePullPolicy
 	if policy == "" {
 		policy = v1.PullIfNotPresent
@@ -247,6 +255,17 @@ func (m *Manager) Ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, podC
 	took := time.Since(start)
 	m.event(pod, c.Name, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v", c.Image, took.Round(time.Millisecond)), false)
 	return took, nil
+}
+
+// invalidImageName is the kubelet's message for an image reference it
+// cannot parse ("" for one it can): pkg/kubelet/images/image_manager.go
+// (applyDefaultImageTag) wraps pkg/util/parsers ParseImageName's error,
+// both over the same reference library.
+func invalidImageName(image string) string {
+	if _, err := reference.ParseNormalizedNamed(image); err != nil {
+		return fmt.Sprintf("Failed to apply default image tag %q: couldn't parse image name %q: %v", image, image, err)
+	}
+	return ""
 }
 
 // event records what happened to a container's image.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,6 +22,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/credentialprovider"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/container/containertest"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/runtimeevents"
 )
 
@@ -460,3 +462,65 @@ func TestPullKey(t *testing.T) {
 type retryFunc func(types.UID)
 
 func (f retryFunc) Add(uid types.UID, _ time.Time) { f(uid) }
+
+// eventLog records the image manager's events.
+type eventLog struct {
+	mu     sync.Mutex
+	events []string // "reason: message"
+}
+
+func (l *eventLog) Event(_ events.Ref, _ bool, reason, format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, reason+": "+fmt.Sprintf(format, args...))
+}
+
+// An image reference that does not parse is InvalidImageName at once, with
+// the kubelet's message and InspectFailed event, and costs no runtime call
+// (no lookup, no pull), whatever the pull policy. The expected messages are
+// the kubelet's: pkg/kubelet/images/image_manager.go (applyDefaultImageTag)
+// around pkg/util/parsers/parsers.go (ParseImageName), over
+// github.com/distribution/reference v0.6.0 as the kubelet v1.37.2 is built.
+func TestEnsureInvalidImageName(t *testing.T) {
+	fake := containertest.NewFakeClient()
+	log := &eventLog{}
+	m := NewManager(Config{Policy: Policy{Keyring: &credentialprovider.Keyring{}, BackoffInitial: time.Hour, BackoffMax: time.Hour}, InfraImage: "pause:1",
+		RecordPath: filepath.Join(t.TempDir(), "images.json")}, Deps{Runtime: fake, Events: log})
+	for _, tc := range []struct {
+		image  string
+		policy v1.PullPolicy
+		want   string // "": valid
+	}{
+		{"<your-private-image>", v1.PullIfNotPresent,
+			`Failed to apply default image tag "<your-private-image>": couldn't parse image name "<your-private-image>": invalid reference format`},
+		{"RW4B/Invalid:Image", v1.PullAlways,
+			`Failed to apply default image tag "RW4B/Invalid:Image": couldn't parse image name "RW4B/Invalid:Image": invalid reference format: repository name (Invalid) must be lowercase`},
+		{"busybox:", v1.PullNever,
+			`Failed to apply default image tag "busybox:": couldn't parse image name "busybox:": invalid reference format`},
+		{"busybox", v1.PullNever, ""},
+		{"registry.test:5000/team/app@sha256:" + strings.Repeat("a", 64), v1.PullNever, ""},
+	} {
+		t.Run(tc.image, func(t *testing.T) {
+			fake.Calls()
+			log.events = nil
+			pod, c := podWith(tc.image, tc.policy)
+			_, err := m.Ensure(context.Background(), pod, c, nil)
+			var se *kubecontainer.StartError
+			if tc.want == "" {
+				if errors.As(err, &se) && se.Reason == kubecontainer.ReasonInvalidImageName {
+					t.Fatalf("valid reference refused: %v", err)
+				}
+				return
+			}
+			if !errors.As(err, &se) || se.Reason != kubecontainer.ReasonInvalidImageName || se.Message != tc.want {
+				t.Fatalf("err = %v\nwant InvalidImageName: %s", err, tc.want)
+			}
+			if calls := fake.Calls(); len(calls) != 0 {
+				t.Errorf("runtime calls %v, want none", calls)
+			}
+			if want := []string{"InspectFailed: " + tc.want}; !slices.Equal(log.events, want) {
+				t.Errorf("events %q, want %q", log.events, want)
+			}
+		})
+	}
+}

@@ -182,7 +182,7 @@ func (m *Manager) appSpec(ctx context.Context, pod *v1.Pod, c *v1.Container, sb 
 		}
 		spec.PidMode = "container:" + id
 	}
-	env, vars, err := m.containerEnv(ctx, pod, c, podIP)
+	env, vars, err := m.containerEnv(ctx, pod, c, podIP, sb.hostPaths)
 	if err != nil {
 		return nil, &kubecontainer.StartError{Reason: reasonConfigError, Message: err.Error()}
 	}

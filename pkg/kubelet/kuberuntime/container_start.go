@@ -160,7 +160,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			m.cfg.Events.Event(events.PodRef(pod, c.Name), true, reasonImageNeverPull, "Container image %q is not present with pull policy of Never", c.Image)
 		}
 		if ce.Reason != reasonImagePull && ce.Reason != reasonImagePullBackOff && ce.Reason != reasonPostStartFailed {
-			m.cfg.Events.Event(events.PodRef(pod, c.Name), true, "Failed", "Error: %s", ce.Message)
+			m.cfg.Events.Event(events.PodRef(pod, c.Name), true, "Failed", "Error: %s", failedEventDetail(ce))
 		}
 	} else if err != nil {
 		m.cfg.Metrics.StartedContainerErrors.WithLabelValues(typ, "Unknown").Inc()
@@ -170,6 +170,17 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	}
 	r.Waiting[c.Name] = nil
 	return nil
+}
+
+// failedEventDetail is what the Failed event says after "Error: ", as the
+// kubelet's (pkg/kubelet/kuberuntime/kuberuntime_container.go,
+// startContainer): for an image the image manager refused, its error,
+// which is the reason alone ("InvalidImageName"); else the message.
+func failedEventDetail(ce *kubecontainer.StartError) string {
+	if ce.Reason == kubecontainer.ReasonInvalidImageName {
+		return ce.Reason
+	}
+	return ce.Message
 }
 
 func isInitContainer(pod *v1.Pod, name string) bool {

@@ -61,7 +61,8 @@ const objectReadTimeout = 10 * time.Second
 //
 // The Services' variables (node mode) come first, so the container's own
 // may refer to them; one the container defines itself is its own.
-func (m *Manager) containerEnv(ctx context.Context, pod *v1.Pod, c *v1.Container, podIP string) ([]string, map[string]string, error) {
+// hostPaths are the pod's volumes on the host, by name (fileKeyRef).
+func (m *Manager) containerEnv(ctx context.Context, pod *v1.Pod, c *v1.Container, podIP string, hostPaths map[string]string) ([]string, map[string]string, error) {
 	vars := map[string]string{}
 	svc, err := m.serviceEnv(pod)
 	if err != nil {
@@ -114,6 +115,15 @@ func (m *Manager) containerEnv(ctx context.Context, pod *v1.Pod, c *v1.Container
 			if v, ok, err = m.objectKey(ctx, pod.Namespace, "secret", ref.Name, ref.Key, ref.Optional); err == nil && !ok {
 				continue
 			}
+		case e.ValueFrom.FileKeyRef != nil:
+			var ok bool
+			if v, ok, err = fileKey(pod, e.ValueFrom.FileKeyRef, hostPaths); err == nil && !ok {
+				continue
+			}
+		}
+		if err != nil && e.ValueFrom.FileKeyRef != nil {
+			// The kubelet's message as it is: it names the key and file.
+			return nil, nil, err
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("env %s: %w", e.Name, err)

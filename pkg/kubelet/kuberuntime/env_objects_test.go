@@ -107,7 +107,7 @@ func TestContainerEnvFromObjects(t *testing.T) {
 			m := newTestManager(t, Config{Objects: c.objects}, nil)
 			pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"},
 				Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", EnvFrom: c.from, Env: c.env}}}}
-			env, _, err := m.containerEnv(context.Background(), pod, &pod.Spec.Containers[0], "")
+			env, _, err := m.containerEnv(context.Background(), pod, &pod.Spec.Containers[0], "", nil)
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("error %v, want %q", err, c.wantErr)

@@ -58,7 +58,7 @@ func TestContainerEnv(t *testing.T) {
 				{Name: "GREETING", Value: "hello $(POD) from $(NODE) $(LATER)"},
 				{Name: "LATER", Value: "late"},
 			}}}}}
-	env, _, err := m.containerEnv(context.Background(), pod, &pod.Spec.Containers[0], "172.17.0.5")
+	env, _, err := m.containerEnv(context.Background(), pod, &pod.Spec.Containers[0], "172.17.0.5", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestContainerEnv(t *testing.T) {
 	}
 	// A host-network pod's IP is the node's, as its status reports.
 	pod.Spec.HostNetwork = true
-	if env, _, err = m.containerEnv(context.Background(), pod, &pod.Spec.Containers[0], HostNetworkIP); err != nil || env[2] != "IP=10.0.0.1" {
+	if env, _, err = m.containerEnv(context.Background(), pod, &pod.Spec.Containers[0], HostNetworkIP, nil); err != nil || env[2] != "IP=10.0.0.1" {
 		t.Errorf("host network: %v %v, want IP=10.0.0.1", env, err)
 	}
 }
