@@ -191,6 +191,7 @@ func (h *Harness) startAgent(name string, opts agentOptions) (*agent, error) {
 	a.port = freePort()
 	args := []string{"--pod-manifest-path", a.manifests, "--root-dir", a.root, "--hostname-override", a.node,
 		"--port", "0", "--healthz-port", "0", "--read-only-port", strconv.Itoa(a.port), "--container-log-dir", filepath.Join(h.dir, name, "logs"),
+		"--pod-logs-dir", filepath.Join(h.dir, name, "pods"),
 		"--image-gc-high-threshold", "100", "--image-gc-low-threshold", "99"}
 	if opts.api {
 		a.apiPort = freePort()

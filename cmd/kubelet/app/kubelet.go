@@ -293,7 +293,7 @@ func gcPolicy(o *Options) gc.Policy {
 // containerLogs are the container log settings of o.
 func containerLogs(o *Options) kuberuntime.ContainerLogs {
 	logMax := resource.MustParse(o.ContainerLogMaxSize) // validated
-	return kuberuntime.ContainerLogs{Dir: o.ContainerLogDir, MaxSize: logMax.Value(), MaxFiles: o.ContainerLogMaxFiles}
+	return kuberuntime.ContainerLogs{Dir: o.ContainerLogDir, PodDir: o.PodLogsDir, MaxSize: logMax.Value(), MaxFiles: o.ContainerLogMaxFiles}
 }
 
 // desiredPods are the Kubelet's desired pods as the pod view reads them.

@@ -112,6 +112,7 @@ var kubeletConfigFields = []configField{
 	}, nil},
 	{"containerLogMaxSize", "container-log-max-size", func(kc *kubeletv1beta1.KubeletConfiguration) []string { return one(kc.ContainerLogMaxSize) }, nil},
 	{"containerLogMaxFiles", "container-log-max-files", func(kc *kubeletv1beta1.KubeletConfiguration) []string { return num(*kc.ContainerLogMaxFiles) }, nil},
+	{"podLogsDir", "pod-logs-dir", func(kc *kubeletv1beta1.KubeletConfiguration) []string { return one(kc.PodLogsDir) }, nil},
 	{"systemReserved", "system-reserved", func(kc *kubeletv1beta1.KubeletConfiguration) []string { return pairs(kc.SystemReserved, "=") }, nil},
 	{"kubeReserved", "kube-reserved", func(kc *kubeletv1beta1.KubeletConfiguration) []string { return pairs(kc.KubeReserved, "=") }, nil},
 	{"enforceNodeAllocatable", "enforce-node-allocatable", func(kc *kubeletv1beta1.KubeletConfiguration) []string {

@@ -91,14 +91,17 @@ imageGCHighThresholdPercent: 90
 imageGCLowThresholdPercent: 70
 containerLogMaxSize: 20Mi
 containerLogMaxFiles: 3
+podLogsDir: /srv/log/pods
 resolvConf: ""
 `)}, func(o *Options) bool {
 			return o.ManifestURL == "http://example.test/pods" && strings.Join(o.ManifestURLHeader, ";") == "X-A:one;X-A:two" &&
 				o.EvictionHard == "memory.available<200Mi,nodefs.available<5%" && o.EvictionSoftGracePeriod == "memory.available=1m" &&
 				o.SystemReserved == "cpu=100m,memory=1Gi" && strings.Join(o.RegisterWithTaints, ",") == "k=v:NoSchedule" &&
 				o.PodMaxPids == 100 && o.ImageGCHighThreshold == 90 && o.ImageGCLowThreshold == 70 &&
-				o.ContainerLogMaxSize == "20Mi" && o.ContainerLogMaxFiles == 3 && o.ResolvConf == ""
+				o.ContainerLogMaxSize == "20Mi" && o.ContainerLogMaxFiles == 3 && o.ResolvConf == "" &&
+				o.PodLogsDir == "/srv/log/pods" && len(o.Warnings) == 0
 		}, ""},
+		{"podLogsDir must be absolute, as the kubelet's", []string{"--config", file("pl.yaml", "podLogsDir: logs/pods\n")}, nil, `--pod-logs-dir "logs/pods"`},
 		{"relative paths from the file's directory", []string{"--config", file("r.yaml", "staticPodPath: manifests\n")},
 			func(o *Options) bool { return o.PodManifestPath == filepath.Join(dir, "manifests") }, ""},
 		{"unknown field names file and field", []string{"--config", file("u.yaml", "maxPodz: 3\n")}, nil, `u.yaml: unknown field "maxPodz"`},

@@ -117,6 +117,7 @@ type Options struct {
 	ContainerLogMaxSize               string        `yaml:"container-log-max-size"`
 	ContainerLogMaxFiles              int           `yaml:"container-log-max-files"`
 	ContainerLogDir                   string        `yaml:"container-log-dir"`
+	PodLogsDir                        string        `yaml:"pod-logs-dir"`
 	GCPeriod                          time.Duration `yaml:"gc-period"`
 
 	// Eviction, as the kubelet's flags: thresholds as signal<value lists.
@@ -232,6 +233,7 @@ func NewOptions() *Options {
 		ContainerLogMaxSize:                    "10Mi",
 		ContainerLogMaxFiles:                   5,
 		ContainerLogDir:                        "/var/log/containers",
+		PodLogsDir:                             "/var/log/pods",
 		GCPeriod:                               time.Minute,
 		EvictionHard:                           eviction.DefaultHard,
 		EvictionPressureTransitionPeriod:       5 * time.Minute,
@@ -351,6 +353,7 @@ func (o *Options) addHousekeepingFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ContainerLogMaxSize, "container-log-max-size", o.ContainerLogMaxSize, "Size of a container's log file before it rotates (a quantity: 10Mi).")
 	fs.IntVar(&o.ContainerLogMaxFiles, "container-log-max-files", o.ContainerLogMaxFiles, "Rotated log files kept per container.")
 	fs.StringVar(&o.ContainerLogDir, "container-log-dir", o.ContainerLogDir, "Directory of <pod>_<namespace>_<container>-<id>.log symlinks to the containers' logs (empty: none).")
+	fs.StringVar(&o.PodLogsDir, "pod-logs-dir", o.PodLogsDir, "Root of the <namespace>_<pod>_<uid>/<container>/<restart count>.log symlinks to the containers' logs, the kubelet's layout (empty: none).")
 	fs.DurationVar(&o.GCPeriod, "gc-period", o.GCPeriod, "How often dead containers and unused images are collected (advanced).")
 	_ = fs.MarkHidden("gc-period")
 	fs.StringVar(&o.EvictionHard, "eviction-hard", o.EvictionHard, "Hard eviction thresholds (signal<quantity or percentage, comma-separated; empty: none). Signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available.")
@@ -484,6 +487,11 @@ func (o *Options) validateHousekeeping() error {
 	}
 	if q, err := resource.ParseQuantity(o.ContainerLogMaxSize); err != nil || q.Value() < 0 {
 		return fmt.Errorf("--container-log-max-size %q: want a quantity such as 10Mi", o.ContainerLogMaxSize)
+	}
+	// As the kubelet's validation of podLogsDir: the shippers' globs and the
+	// links' own paths assume one spelling of the root.
+	if d := o.PodLogsDir; d != "" && (!filepath.IsAbs(d) || filepath.Clean(d) != d) {
+		return fmt.Errorf("--pod-logs-dir %q: want an absolute, normalized path", d)
 	}
 	if _, err := o.evictionThresholds(); err != nil {
 		return err

@@ -150,7 +150,7 @@ func (s *sourceSet) stop() {
 // Kubelet (-v applies by itself: parsing sets glog's flags).
 var housekeepingSettings = map[string]bool{
 	"minimum-container-ttl-duration": true, "maximum-dead-containers-per-container": true, "maximum-dead-containers": true,
-	"container-log-max-size": true, "container-log-max-files": true, "container-log-dir": true,
+	"container-log-max-size": true, "container-log-max-files": true, "container-log-dir": true, "pod-logs-dir": true,
 }
 
 // sourceSettings are the settings a SIGHUP applies by restarting the sources.
@@ -231,5 +231,5 @@ func copySourceSettings(o, n *Options) {
 func copyHousekeeping(o, n *Options) {
 	o.MinimumContainerTTLDuration, o.MaximumDeadContainersPerContainer = n.MinimumContainerTTLDuration, n.MaximumDeadContainersPerContainer
 	o.MaximumDeadContainers, o.ContainerLogMaxSize = n.MaximumDeadContainers, n.ContainerLogMaxSize
-	o.ContainerLogMaxFiles, o.ContainerLogDir = n.ContainerLogMaxFiles, n.ContainerLogDir
+	o.ContainerLogMaxFiles, o.ContainerLogDir, o.PodLogsDir = n.ContainerLogMaxFiles, n.ContainerLogDir, n.PodLogsDir
 }

@@ -8,4 +8,7 @@ type LogOptions struct {
 	Timestamps bool
 	TailLines  int64     // < 0: all
 	Since      time.Time // zero: from the start
+	// LimitBytes bounds the bytes written, timestamps included, the last
+	// line cut at the bound (0: no bound), as the kubelet's limitBytes.
+	LimitBytes int64
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/golang/glog"
@@ -105,7 +106,7 @@ func (l logLinks) removeDangling() {
 
 // LogSettings are the containers' log settings of the moment: a SIGHUP
 // changes them while the agent runs. The Manager reads the bounds of the
-// json-file log of each container it creates, the LogLinks the directory.
+// json-file log of each container it creates, the LogLinks the directories.
 type LogSettings struct{ v atomic.Pointer[ContainerLogs] }
 
 // NewLogSettings returns settings holding l.
@@ -121,29 +122,54 @@ func (s *LogSettings) Get() ContainerLogs { return *s.v.Load() }
 // Set puts l in force from now on.
 func (s *LogSettings) Set(l ContainerLogs) { s.v.Store(&l) }
 
-// LogLinks are the containers' log links in the directory of the moment
-// (LogSettings): the relist has each container linked when it first sees
-// its log file, the Manager removes a link with its container, the garbage
-// collection drops the links whose container is gone.
-type LogLinks struct{ settings *LogSettings }
+// LogLinks are the containers' log links in the directories of the moment
+// (LogSettings): the /var/log/containers links and the /var/log/pods tree.
+// The relist has each container linked when it first sees its log file, the
+// Manager removes a link with its container, the garbage collection drops
+// the links whose container is gone.
+type LogLinks struct {
+	settings *LogSettings
+	// mu serializes the changes to the pod log tree: a sweep's removal of
+	// an empty directory must not come between a link's directory being
+	// made and the link made in it.
+	mu sync.Mutex
+}
 
-// NewLogLinks returns the links in the directory of settings.
+// NewLogLinks returns the links in the directories of settings.
 func NewLogLinks(settings *LogSettings) *LogLinks { return &LogLinks{settings: settings} }
 
 func (l *LogLinks) links() logLinks { return logLinks{dir: l.settings.Get().Dir} }
+
+func (l *LogLinks) podLogs() podLogs { return podLogs{dir: l.settings.Get().PodDir} }
 
 // Link links the log file of a container the relist inspected (an infra
 // container's output is nobody's log). The links are made from the
 // relist's inspect rather than one of their own on the start path, so a
 // restarted agent remakes them all.
 func (l *LogLinks) Link(c *kubecontainer.ContainerState) {
-	if c.Name != infraName {
-		l.links().create(c.Labels[kubecontainer.LabelPodName], c.Labels[kubecontainer.LabelPodNamespace], c.Name, c.ID, c.LogPath, c.Running)
+	if c.Name == infraName {
+		return
+	}
+	l.links().create(c.Labels[kubecontainer.LabelPodName], c.Labels[kubecontainer.LabelPodNamespace], c.Name, c.ID, c.LogPath, c.Running)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.podLogs().create(c); err != nil {
+		glog.Errorf("Container %s/%s %s: %v", c.Labels[kubecontainer.LabelPodNamespace], c.Labels[kubecontainer.LabelPodName], c.Name, err)
 	}
 }
 
-// Remove drops a removed container's link.
-func (l *LogLinks) Remove(c *kubecontainer.ContainerState) { l.links().remove(c) }
+// Remove drops a removed container's links.
+func (l *LogLinks) Remove(c *kubecontainer.ContainerState) {
+	l.links().remove(c)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.podLogs().remove(c)
+}
 
 // RemoveDangling drops the log links whose container is gone.
-func (l *LogLinks) RemoveDangling() { l.links().removeDangling() }
+func (l *LogLinks) RemoveDangling() {
+	l.links().removeDangling()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.podLogs().removeDangling()
+}

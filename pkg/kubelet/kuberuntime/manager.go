@@ -148,6 +148,8 @@ var _ Network = (*network.Manager)(nil)
 type ContainerLogs struct {
 	// Dir holds the containers' log symlinks ("" for none).
 	Dir string
+	// PodDir is the root of the pods' log tree ("" for none; podLogs).
+	PodDir string
 	// MaxSize (bytes) and MaxFiles bound each container's json-file log.
 	MaxSize  int64
 	MaxFiles int

@@ -2,6 +2,7 @@ package kuberuntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -11,8 +12,54 @@ import (
 
 // Logs streams a container's output. The API reaches the runtime only
 // through the Manager, so its calls are measured like the agent's own.
+// LimitBytes is applied here, as the kubelet applies it over the runtime's
+// log files: Docker's logs API has no such bound. The stream ends once the
+// bound is reached, following or not.
 func (m *Manager) Logs(ctx context.Context, id string, o kubecontainer.LogOptions, w io.Writer) error {
-	return m.runtime.Logs(ctx, id, o, w)
+	if o.LimitBytes <= 0 {
+		return m.runtime.Logs(ctx, id, o, w)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lw := &limitWriter{w: w, remain: o.LimitBytes, full: cancel}
+	err := m.runtime.Logs(ctx, id, o, lw)
+	if lw.remain <= 0 {
+		return nil // the runtime saw the bound as a failed write or a cancel
+	}
+	return err
+}
+
+// errLogLimit ends a runtime's copy of logs at the bound.
+var errLogLimit = errors.New("log byte limit reached")
+
+// limitWriter passes at most remain bytes to w, then calls full and
+// fails every write. It is used by one Logs call's copy only.
+type limitWriter struct {
+	w      io.Writer
+	remain int64
+	full   func()
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if l.remain <= 0 {
+		return 0, errLogLimit
+	}
+	cut := p
+	if int64(len(cut)) > l.remain {
+		cut = cut[:l.remain]
+	}
+	n, err := l.w.Write(cut)
+	l.remain -= int64(n)
+	if err != nil {
+		return n, err
+	}
+	if l.remain <= 0 {
+		l.full()
+		if n < len(p) {
+			return n, errLogLimit
+		}
+	}
+	return n, nil
 }
 
 // Exec runs a command in a running container (see Runtime.Exec).

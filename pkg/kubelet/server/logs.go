@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -32,43 +33,13 @@ func (fw flushWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// containerLogs streams a container's logs, as kubectl logs asks for them:
-// tailLines, follow, timestamps, previous, sinceSeconds.
+// containerLogs streams a container's logs, as kubectl logs asks for them
+// (parseLogOptions).
 func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request, p map[string]string) {
-	q := r.URL.Query()
-	boolParam := func(name string) (bool, error) {
-		v := q.Get(name)
-		if v == "" {
-			return false, nil
-		}
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return false, fmt.Errorf("%s=%q: want true or false", name, v)
-		}
-		return b, nil
-	}
-	opts := kubecontainer.LogOptions{TailLines: -1}
-	var err error
-	var previous bool
-	for name, dst := range map[string]*bool{"follow": &opts.Follow, "timestamps": &opts.Timestamps, "previous": &previous} {
-		if *dst, err = boolParam(name); err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
-			return
-		}
-	}
-	if v := q.Get("tailLines"); v != "" {
-		if opts.TailLines, err = strconv.ParseInt(v, 10, 64); err != nil || opts.TailLines < 0 {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("tailLines=%q: want a non-negative integer", v))
-			return
-		}
-	}
-	if v := q.Get("sinceSeconds"); v != "" {
-		secs, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || secs <= 0 {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("sinceSeconds=%q: want a positive integer", v))
-			return
-		}
-		opts.Since = time.Now().Add(-time.Duration(secs) * time.Second)
+	opts, previous, err := parseLogOptions(r.URL.Query(), time.Now())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
 	}
 	ref, err := s.View.FindContainer(p["namespace"], p["pod"], "", p["container"], previous)
 	if err != nil {
@@ -81,6 +52,56 @@ func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request, p map[str
 	if err := s.Runtime.Logs(r.Context(), ref.ID, opts, flushWriter{w, f}); err != nil {
 		fmt.Fprintf(w, "\n[error reading logs: %v]\n", err)
 	}
+}
+
+// parseLogOptions reads the query of a container's logs as the kubelet
+// reads its PodLogOptions: follow, timestamps, previous, tailLines,
+// limitBytes, sinceSeconds (from now) or sinceTime (RFC 3339), with the
+// bounds of the kubelet's validation (at most one of the two since forms).
+func parseLogOptions(q url.Values, now time.Time) (opts kubecontainer.LogOptions, previous bool, err error) {
+	opts = kubecontainer.LogOptions{TailLines: -1}
+	for name, dst := range map[string]*bool{"follow": &opts.Follow, "timestamps": &opts.Timestamps, "previous": &previous} {
+		if v := q.Get(name); v != "" {
+			if *dst, err = strconv.ParseBool(v); err != nil {
+				return opts, false, fmt.Errorf("%s=%q: want true or false", name, v)
+			}
+		}
+	}
+	num := func(name string, least int64, want string) (int64, bool, error) {
+		v := q.Get(name)
+		if v == "" {
+			return 0, false, nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < least {
+			return 0, false, fmt.Errorf("%s=%q: want %s", name, v, want)
+		}
+		return n, true, nil
+	}
+	if n, ok, err := num("tailLines", 0, "a non-negative integer"); err != nil {
+		return opts, false, err
+	} else if ok {
+		opts.TailLines = n
+	}
+	if opts.LimitBytes, _, err = num("limitBytes", 1, "a positive integer"); err != nil {
+		return opts, false, err
+	}
+	secs, bySeconds, err := num("sinceSeconds", 1, "a positive integer")
+	if err != nil {
+		return opts, false, err
+	}
+	if bySeconds {
+		opts.Since = now.Add(-time.Duration(secs) * time.Second)
+	}
+	if v := q.Get("sinceTime"); v != "" {
+		if bySeconds {
+			return opts, false, fmt.Errorf("at most one of sinceTime or sinceSeconds may be specified")
+		}
+		if opts.Since, err = time.Parse(time.RFC3339, v); err != nil {
+			return opts, false, fmt.Errorf("sinceTime=%q: want an RFC 3339 time", v)
+		}
+	}
+	return opts, previous, nil
 }
 
 // nodeLogs lists and serves files under the node log directory. No request
