@@ -72,6 +72,8 @@ func (c *Cluster) StartAgent(o AgentOptions) (*Agent, error) {
 		"--node-ip", o.IP,
 		"--hostname-override", o.Node,
 		"--root-dir", o.RootDir,
+		// Several nodes share this host: each its own pod log tree.
+		"--pod-logs-dir", filepath.Join(o.RootDir, "pod-logs"),
 		// The API server connects to the node IP: the full-access port
 		// listens there, with client certificates of the cluster CA,
 		// tokens checked by TokenReview, and every request authorized by

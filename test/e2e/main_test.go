@@ -149,9 +149,11 @@ func startAgentWith(t *testing.T, configure func(*agent), extraArgs ...string) *
 }
 
 func (a *agent) args() []string {
-	eviction := []string{"--eviction-hard="}
+	// Flags newer than the upgrade test's legacy build: eviction off, and
+	// a pod log tree of its own (never the machine's /var/log/pods).
+	newer := []string{"--eviction-hard=", "--pod-logs-dir", filepath.Join(a.rootDir, "pods")}
 	if a.legacy {
-		eviction = nil
+		newer = nil
 	}
 	return append(append([]string{
 		"--pod-manifest-path", a.manifestDir,
@@ -169,7 +171,7 @@ func (a *agent) args() []string {
 		// Eviction off (no thresholds): with the kubelet's defaults, a CI
 		// machine whose disk is over 90 % full would evict every test pod.
 		// The eviction tests set their own thresholds (a later flag wins).
-		eviction...), a.extraArgs...)
+		newer...), a.extraArgs...)
 }
 
 // starting bounds how many agents are in their first seconds at once: a
