@@ -57,8 +57,8 @@ func (a *agent) podPhaseReason(pod string) (phase, reason, message string) {
 	return p.Status.Phase, p.Status.Reason, p.Status.Message
 }
 
-// A BestEffort container without a memory limit allocates (at about
-// 60 MiB/s, at most 1.75 GiB) past a hard memory.available threshold set
+// A BestEffort container without a memory limit allocates (4 MiB at a
+// time, at most 1.75 GiB) past a hard memory.available threshold set
 // 1 GiB below what the node has free at the start: the agent evicts it
 // (Failed, Evicted, the kubelet's message, an Evicted event), before the
 // kernel's OOM killer acts, and does not restart it; a Guaranteed pod
@@ -88,7 +88,7 @@ func TestEvictionMemoryHardThreshold(t *testing.T) {
 	a.writeManifest("hog.yaml", lifecyclePod("hog", "Always", `  containers:
   - name: hog
     image: `+testImage+`
-    command: ["sh", "-c", "(for i in $(seq 1 1792); do head -c 1048576 /dev/zero; sleep 0.01; done; sleep 3600) | tail >/dev/null"]
+    command: ["sh", "-c", "(for i in $(seq 1 448); do head -c 4194304 /dev/zero; sleep 0.01; done; sleep 3600) | tail >/dev/null"]
 `))
 	hog := a.waitRunning("hog", "hog")["hog"].ID
 
