@@ -109,6 +109,9 @@ type CreateSpec struct {
 	// CgroupParent places the container under a pod cgroup ("": the
 	// runtime's default).
 	CgroupParent string
+	// Runtime is the runtime handler that runs the container, the pod's
+	// RuntimeClass's ("": the runtime's default).
+	Runtime string
 	// Seccomp confines the container's system calls (zero: the runtime's
 	// default profile).
 	Seccomp SeccompProfile
