@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -112,7 +113,9 @@ func newAgent(o *Options) (*agent, error) {
 		RuntimeVersion: func() (string, error) {
 			info, err := a.docker.DaemonInfo()
 			return info.Version, err
-		}}
+		},
+		Runtimes: a.dockerRuntimes, MaxImages: o.NodeStatusMaxImages,
+		Images: func() ([]kubecontainer.Image, error) { return a.docker.ListImages(context.Background()) }}
 	return a, nil
 }
 

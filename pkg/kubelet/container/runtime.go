@@ -172,6 +172,12 @@ type Resources struct {
 	Memory    int64 // bytes; 0: unlimited
 }
 
+// Image is an image on the node as the node status reports it.
+type Image struct {
+	Names []string // digests first, then tags
+	Size  int64    // bytes
+}
+
 // Auth is one registry credential.
 type Auth struct {
 	Username, Password, ServerAddress string
