@@ -351,7 +351,6 @@ func TestValidate(t *testing.T) {
 		{"bad hostname", func(p *v1.Pod) { p.Spec.Hostname = "H_1" }, "spec.hostname: Invalid"},
 		{"port name", func(p *v1.Pod) { c0(p).Ports[0].Name = "Not_Valid" }, "ports[0].name: Invalid"},
 		{"tty", func(p *v1.Pod) { c0(p).TTY = true }, ""},
-		{"runtime class rejected", func(p *v1.Pod) { p.Spec.RuntimeClassName = str("gvisor") }, "runtimeClassName: Forbidden"},
 		{"ephemeral container from the API server", func(p *v1.Pod) {
 			p.Annotations[ConfigSourceAnnotation] = SourceAPIServer
 			p.Spec.EphemeralContainers = []v1.EphemeralContainer{{TargetContainerName: "server",

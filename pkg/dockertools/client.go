@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -414,12 +415,16 @@ func oneLine(s string) string {
 	return s
 }
 
-// DaemonInfo is what the agent reports of Docker (its version) and needs
-// to know of it: how it names the cgroups of its containers, "cgroupfs" or
-// "systemd" (a CgroupParent must be spelled to match).
+// DaemonInfo is what the agent reports of Docker (its version, its
+// runtimes) and needs to know of it: how it names the cgroups of its
+// containers, "cgroupfs" or "systemd" (a CgroupParent must be spelled to
+// match), and the runtimes a container may be created with.
 type DaemonInfo struct {
 	Version      string
 	CgroupDriver string
+	// Runtimes are the names of the daemon's runtimes, sorted ("runc" and
+	// any configured in daemon.json).
+	Runtimes []string
 }
 
 // DaemonInfo asks Docker for its DaemonInfo.
@@ -428,5 +433,10 @@ func (c *Client) DaemonInfo() (DaemonInfo, error) {
 	if err != nil {
 		return DaemonInfo{}, fmt.Errorf("docker info: %w", translate(err))
 	}
-	return DaemonInfo{Version: info.ServerVersion, CgroupDriver: info.CgroupDriver}, nil
+	d := DaemonInfo{Version: info.ServerVersion, CgroupDriver: info.CgroupDriver}
+	for name := range info.Runtimes {
+		d.Runtimes = append(d.Runtimes, name)
+	}
+	sort.Strings(d.Runtimes)
+	return d, nil
 }

@@ -72,6 +72,7 @@ func dockerOptions(s *kubecontainer.CreateSpec) docker.CreateContainerOptions {
 		hc.SecurityOpt = append(hc.SecurityOpt, "label="+l)
 	}
 	hc.CgroupParent = s.CgroupParent
+	hc.Runtime = s.Runtime
 	if s.OOMScoreAdj != nil {
 		hc.OomScoreAdj = *s.OOMScoreAdj
 	}

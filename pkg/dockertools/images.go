@@ -69,6 +69,30 @@ func (c *Client) ImagesInUse(ctx context.Context) (map[string]bool, error) {
 	return used, nil
 }
 
+// ListImages lists the daemon's images: the names each is known by (its
+// digests, then its tags) and its size.
+func (c *Client) ListImages(ctx context.Context) ([]kubecontainer.Image, error) {
+	ctx, cancel := short(ctx)
+	defer cancel()
+	list, err := c.c.ListImages(docker.ListImagesOptions{Context: ctx})
+	if err != nil {
+		return nil, fmt.Errorf("list images: %w", translate(err))
+	}
+	out := make([]kubecontainer.Image, 0, len(list))
+	for _, img := range list {
+		var names []string
+		for _, n := range append(append([]string{}, img.RepoDigests...), img.RepoTags...) {
+			// Docker names an untagged image "<none>:<none>" (or
+			// "<none>@<none>"): no name a pod could use.
+			if !strings.HasPrefix(n, "<none>") {
+				names = append(names, n)
+			}
+		}
+		out = append(out, kubecontainer.Image{Names: names, Size: img.Size})
+	}
+	return out, nil
+}
+
 // ImageFsUsage is the use of the file system holding Docker's images, in
 // percent.
 func (c *Client) ImageFsUsage(ctx context.Context) (int, error) {

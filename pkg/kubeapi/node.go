@@ -252,6 +252,10 @@ func (r *NodeReporter) update(ctx context.Context) error {
 	next.Status.Allocatable = want.Status.Allocatable
 	next.Status.Addresses = want.Status.Addresses
 	next.Status.NodeInfo = want.Status.NodeInfo
+	next.Status.RuntimeHandlers = want.Status.RuntimeHandlers
+	next.Status.Images = want.Status.Images
+	next.Status.Features = want.Status.Features
+	next.Status.DeclaredFeatures = want.Status.DeclaredFeatures
 	next.Status.DaemonEndpoints.KubeletEndpoint.Port = r.cfg.Port
 	for _, c := range want.Status.Conditions {
 		setCondition(&next.Status, c, metav1.NewTime(now))

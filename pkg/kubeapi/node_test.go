@@ -211,3 +211,40 @@ func TestNodeReporterPodCIDRs(t *testing.T) {
 		t.Errorf("a Node with podCIDR alone: handed on %v", got)
 	}
 }
+
+// What the runtime offers (handlers, images, features, declared features)
+// is written with the status, and a change of it is patched.
+func TestNodeReporterWritesRuntimeStatus(t *testing.T) {
+	t.Parallel()
+	c := fake.NewClientset()
+	no := false
+	images := []v1.ContainerImage{{Names: []string{"a:1"}, SizeBytes: 10}}
+	build := func() *v1.Node {
+		n := testNode(v1.ConditionTrue)
+		n.Status.RuntimeHandlers = []v1.NodeRuntimeHandler{{Name: ""}, {Name: "runc"}}
+		n.Status.Images = images
+		n.Status.Features = &v1.NodeFeatures{SupplementalGroupsPolicy: &no}
+		n.Status.DeclaredFeatures = []string{"ExtendWebSocketsToKubelet"}
+		return n
+	}
+	r := NewNodeReporter(c, NodeConfig{Name: "n1", Register: true, UpdateFrequency: 10 * time.Second,
+		ReportFrequency: 5 * time.Minute, Port: 10250, Server: "https://api"}, build)
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC))
+	r.clock = clk
+	ctx := context.Background()
+	for _, want := range [][]v1.ContainerImage{images, {{Names: []string{"b:1"}, SizeBytes: 20}, images[0]}} {
+		images = want
+		if err := r.sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		n, err := c.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := n.Status
+		if len(st.RuntimeHandlers) != 2 || len(st.Images) != len(want) || st.Features == nil || len(st.DeclaredFeatures) != 1 {
+			t.Errorf("status %+v, want the runtime's handlers, %d images, features and declared features", st, len(want))
+		}
+		clk.Step(10 * time.Second)
+	}
+}

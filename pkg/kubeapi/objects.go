@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sync/singleflight"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -19,7 +20,7 @@ import (
 // kubelet's cache-based change detection (its default TTL is a minute).
 const objectTTL = time.Minute
 
-// Objects reads config maps and secrets one at a time, as the Node
+// Objects reads config maps, secrets and RuntimeClasses one at a time, as the Node
 // authorizer allows, each kept objectTTL (a hundred pods naming one config
 // map cost one GET a minute), and requests service account tokens.
 type Objects struct {
@@ -87,6 +88,18 @@ func (o *Objects) Secret(ctx context.Context, namespace, name string) (*v1.Secre
 		return nil, err
 	}
 	return obj.(*v1.Secret), nil
+}
+
+// RuntimeClass returns a RuntimeClass, as read at most ttl ago: a class
+// created after a pod that names it failed is seen within that time.
+func (o *Objects) RuntimeClass(ctx context.Context, name string) (*nodev1.RuntimeClass, error) {
+	obj, err := o.get(ctx, "runtimeclass/"+name, func() (any, error) {
+		return o.client.NodeV1().RuntimeClasses().Get(ctx, name, metav1.GetOptions{})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*nodev1.RuntimeClass), nil
 }
 
 // Token requests a token of the service account (TokenRequest).

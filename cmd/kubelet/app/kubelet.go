@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -32,6 +33,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/podqueue"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/podstatus"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/prober"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/runtimeclass"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/runtimeevents"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/server"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/status"
@@ -111,8 +113,16 @@ func newAgent(o *Options) (*agent, error) {
 		RuntimeVersion: func() (string, error) {
 			info, err := a.docker.DaemonInfo()
 			return info.Version, err
-		}}
+		},
+		Runtimes: a.dockerRuntimes, MaxImages: o.NodeStatusMaxImages,
+		Images: func() ([]kubecontainer.Image, error) { return a.docker.ListImages(context.Background()) }}
 	return a, nil
+}
+
+// dockerRuntimes are the runtime handlers Docker has: its runtimes.
+func (a *agent) dockerRuntimes() ([]string, error) {
+	info, err := a.docker.DaemonInfo()
+	return info.Runtimes, err
 }
 
 // newMerger is the merger of the sources, which admits pods as the kubelet
@@ -161,8 +171,9 @@ func newKubelet(o *Options, a *agent, rt kubecontainer.Runtime) error {
 	downward := kuberuntime.NewDownward(kuberuntime.DownwardNode{Name: node, IP: a.nodeIP, CPUs: runtime.NumCPU(), Memory: memory, RootDir: o.RootDir})
 	var objects volumes.Objects
 	var services kuberuntime.ServiceLister
+	var classes runtimeclass.Classes // standalone: a runtimeClassName names the Docker runtime
 	if a.nm != nil {
-		objects, services = a.nm.objects, a.nm.services
+		objects, services, classes = a.nm.objects, a.nm.services, a.nm.objects
 	}
 	vols := volumes.NewManager(volumes.Config{RootDir: o.RootDir, NodeMemory: memory}, volumes.Deps{Downward: downward, Objects: objects})
 	cache := pleg.NewCache()
@@ -185,7 +196,7 @@ func newKubelet(o *Options, a *agent, rt kubecontainer.Runtime) error {
 		Cgroups: cg.runtime, PodMaxPids: cg.podMaxPids, PodsLimits: cg.podsLimits, Events: a.recorder, Metrics: a.metrics,
 		BackoffInitial: o.BackoffInitial, BackoffMax: o.BackoffMax, Clock: clk,
 	}, kuberuntime.Deps{Runtime: rt, Volumes: vols, Images: imgs, Probes: probes, Relist: relist, Network: a.network,
-		Downward: downward, Logs: logs, LogLinks: links})
+		Downward: downward, Logs: logs, LogLinks: links, RuntimeClasses: runtimeclass.NewResolver(classes, a.dockerRuntimes)})
 	statuses := status.NewManager(filepath.Join(o.RootDir, "checkpoints", "conditions.json"), clk)
 	gcSettings := gc.NewSettings(gcPolicy(o))
 	meter := &diskusage.Meter{Runtime: rt, Pods: cache, Node: node, PodDir: vols.PodDir, Period: o.DiskUsagePeriod}

@@ -78,6 +78,9 @@ var kubeletConfigFields = []configField{
 	{"nodeStatusReportFrequency", "node-status-report-frequency", func(kc *kubeletv1beta1.KubeletConfiguration) []string {
 		return dur(kc.NodeStatusReportFrequency)
 	}, nil},
+	{"nodeStatusMaxImages", "node-status-max-images", func(kc *kubeletv1beta1.KubeletConfiguration) []string {
+		return num(*kc.NodeStatusMaxImages)
+	}, nil},
 	{"nodeLeaseDurationSeconds", "node-lease-duration-seconds", func(kc *kubeletv1beta1.KubeletConfiguration) []string {
 		return num(kc.NodeLeaseDurationSeconds)
 	}, nil},

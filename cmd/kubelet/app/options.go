@@ -146,6 +146,7 @@ type Options struct {
 	RegisterWithTaints        []string          `yaml:"register-with-taints"`
 	NodeStatusUpdateFrequency time.Duration     `yaml:"node-status-update-frequency"`
 	NodeStatusReportFrequency time.Duration     `yaml:"node-status-report-frequency"`
+	NodeStatusMaxImages       int               `yaml:"node-status-max-images"`
 	NodeLeaseDurationSeconds  int32             `yaml:"node-lease-duration-seconds"`
 	KubeAPIQPS                float32           `yaml:"kube-api-qps"`
 	KubeAPIBurst              int               `yaml:"kube-api-burst"`
@@ -240,6 +241,7 @@ func NewOptions() *Options {
 		RegisterNode:                           true,
 		NodeStatusUpdateFrequency:              10 * time.Second,
 		NodeStatusReportFrequency:              5 * time.Minute,
+		NodeStatusMaxImages:                    50,
 		NodeLeaseDurationSeconds:               40,
 		KubeAPIQPS:                             50,
 		KubeAPIBurst:                           100,
@@ -378,6 +380,7 @@ func (o *Options) addNodeModeFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.RegisterWithTaints, "register-with-taints", o.RegisterWithTaints, "Taints of the Node when it is registered (key=value:Effect,...).")
 	fs.DurationVar(&o.NodeStatusUpdateFrequency, "node-status-update-frequency", o.NodeStatusUpdateFrequency, "How often the node status is computed and, if it changed, written to the API server.")
 	fs.DurationVar(&o.NodeStatusReportFrequency, "node-status-report-frequency", o.NodeStatusReportFrequency, "How often the node status is written to the API server when it has not changed.")
+	fs.IntVar(&o.NodeStatusMaxImages, "node-status-max-images", o.NodeStatusMaxImages, "Images the node status reports at most, the largest first (-1: all).")
 	fs.Int32Var(&o.NodeLeaseDurationSeconds, "node-lease-duration-seconds", o.NodeLeaseDurationSeconds, "Duration of the node's Lease (kube-node-lease/<node>), renewed every quarter of it.")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second to the API server.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Requests to the API server allowed in a burst above --kube-api-qps.")
@@ -581,6 +584,9 @@ func (o *Options) validateNodeMode() error {
 		if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
 			return fmt.Errorf("--node-labels: %s=%q: %s", k, v, strings.Join(msgs, "; "))
 		}
+	}
+	if o.NodeStatusMaxImages < -1 {
+		return fmt.Errorf("--node-status-max-images must be -1 (all) or more, got %d", o.NodeStatusMaxImages)
 	}
 	if o.NodeStatusUpdateFrequency <= 0 || o.NodeStatusReportFrequency < o.NodeStatusUpdateFrequency {
 		return fmt.Errorf("--node-status-update-frequency (%v) must be positive and at most --node-status-report-frequency (%v)", o.NodeStatusUpdateFrequency, o.NodeStatusReportFrequency)

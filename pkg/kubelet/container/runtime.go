@@ -109,6 +109,9 @@ type CreateSpec struct {
 	// CgroupParent places the container under a pod cgroup ("": the
 	// runtime's default).
 	CgroupParent string
+	// Runtime is the runtime handler that runs the container, the pod's
+	// RuntimeClass's ("": the runtime's default).
+	Runtime string
 	// Seccomp confines the container's system calls (zero: the runtime's
 	// default profile).
 	Seccomp SeccompProfile
@@ -167,6 +170,12 @@ type Resources struct {
 	CPUQuota  int64 // 0: unlimited
 	CPUPeriod int64 // set with CPUQuota
 	Memory    int64 // bytes; 0: unlimited
+}
+
+// Image is an image on the node as the node status reports it.
+type Image struct {
+	Names []string // digests first, then tags
+	Size  int64    // bytes
 }
 
 // Auth is one registry credential.

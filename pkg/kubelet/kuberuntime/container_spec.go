@@ -159,6 +159,7 @@ func (m *Manager) appSpec(ctx context.Context, pod *v1.Pod, c *v1.Container, sb 
 		LogMaxSize:   logs.MaxSize,
 		LogMaxFiles:  logs.MaxFiles,
 		CgroupParent: m.cgroupParent(pod),
+		Runtime:      sb.handler,
 	}
 	if pod.Spec.HostIPC {
 		spec.IpcMode = "host"

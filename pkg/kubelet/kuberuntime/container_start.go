@@ -48,7 +48,7 @@ func containerMade(e *kubecontainer.StartError) bool {
 // ID and, when a container of the pod needs it (UsesPodIP) or a network
 // plugin attached it, its IP. A network that is not ready fails it before
 // any runtime call; one whose plugin fails to attach it removes it.
-func (m *Manager) startInfra(ctx context.Context, pod *v1.Pod) (id, ip string, err error) {
+func (m *Manager) startInfra(ctx context.Context, pod *v1.Pod, handler string) (id, ip string, err error) {
 	mode, err := m.network.SandboxMode(pod)
 	if err != nil {
 		return "", "", &kubecontainer.StartError{Reason: reasonCreateSandbox, Message: err.Error()}
@@ -73,6 +73,7 @@ func (m *Manager) startInfra(ctx context.Context, pod *v1.Pod) (id, ip string, e
 	if err != nil {
 		return "", "", err
 	}
+	spec.Runtime = handler
 	release, err := m.starts.acquire(ctx, true)
 	if err != nil {
 		return "", "", err

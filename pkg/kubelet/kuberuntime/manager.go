@@ -44,6 +44,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/network"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/network/dns"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/prober"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/runtimeclass"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
 	probehttp "github.com/classic-kubelet/kubelet/pkg/probe/http"
 )
@@ -122,6 +123,16 @@ type Deps struct {
 	// LogLinks are the containers' log links, which the Manager removes
 	// with their containers; nil: links in the directory of Logs.
 	LogLinks *LogLinks
+	// RuntimeClasses resolve a pod's runtime handler; nil: a pod naming a
+	// RuntimeClass fails to start, its handler not supported.
+	RuntimeClasses RuntimeClasses
+}
+
+// RuntimeClasses resolve the runtime handler of a pod's containers from
+// its runtimeClassName ("": the runtime's default); an error fails the
+// pod's sandbox (pkg/kubelet/runtimeclass).
+type RuntimeClasses interface {
+	Handler(ctx context.Context, pod *v1.Pod) (string, error)
 }
 
 // Network is the pod network (pkg/kubelet/network): the resolver settings
@@ -208,6 +219,7 @@ type Manager struct {
 	probes  Probes
 	relist  Relister
 	network Network
+	classes RuntimeClasses
 
 	downward *Downward
 	logs     *LogSettings
@@ -278,6 +290,9 @@ func NewManager(cfg Config, deps Deps) *Manager {
 	if deps.LogLinks == nil {
 		deps.LogLinks = NewLogLinks(deps.Logs)
 	}
+	if deps.RuntimeClasses == nil {
+		deps.RuntimeClasses = runtimeclass.NewResolver(nil, func() ([]string, error) { return nil, nil })
+	}
 	// The agent outlives its pods when the node runs out of memory, as
 	// the kubelet (before the floor is probed: its probe reads this).
 	selfErr := lowerOOMScoreAdj("/proc/self/oom_score_adj", agentOOMScoreAdj)
@@ -290,7 +305,7 @@ func NewManager(cfg Config, deps Deps) *Manager {
 		glog.Warningf("This host does not let processes lower their oom_score_adj (no CAP_SYS_RESOURCE): %s; Guaranteed, node-critical and infra containers get %d instead of the kubelet's -997/-998", self, oomFloor)
 	}
 	return &Manager{cfg: cfg, runtime: deps.Runtime, volumes: deps.Volumes, images: deps.Images, probes: deps.Probes, relist: deps.Relist,
-		network: deps.Network, downward: deps.Downward, logs: deps.Logs, logLinks: deps.LogLinks, starts: newStartSlots(maxParallelStarts),
+		network: deps.Network, classes: deps.RuntimeClasses, downward: deps.Downward, logs: deps.Logs, logLinks: deps.LogLinks, starts: newStartSlots(maxParallelStarts),
 		hookHTTP: probehttp.New(), oomFloor: oomFloor, appArmor: appArmorEnabled}
 }
 

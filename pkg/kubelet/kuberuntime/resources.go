@@ -73,10 +73,11 @@ func containerResources(c *v1.Container) kubecontainer.Resources {
 }
 
 // podCPURequestMilli is the pod's effective CPU request in milliCPU (init
-// containers as a maximum, sidecars added, pod-level resources winning), as
-// the scheduler and the kubelet count it.
+// containers as a maximum, sidecars added, pod-level resources winning,
+// its RuntimeClass's overhead added), as the scheduler and the kubelet
+// count it.
 func podCPURequestMilli(pod *v1.Pod) int64 {
-	reqs := resourcehelper.PodRequests(api.WithDefaultRequests(pod), resourcehelper.PodResourcesOptions{ExcludeOverhead: true})
+	reqs := resourcehelper.PodRequests(api.WithDefaultRequests(pod), resourcehelper.PodResourcesOptions{})
 	return reqs.Cpu().MilliValue()
 }
 
@@ -85,10 +86,14 @@ func podCPURequestMilli(pod *v1.Pod) int64 {
 // Guaranteed pods get their CPU quota and memory limit, Burstable ones each
 // only when every container (or the pod-level resources) sets that limit —
 // a container without one could use all the node has, and the pod with it;
-// BestEffort pods the minimum shares and no bounds.
+// BestEffort pods the minimum shares and no bounds. The pod's overhead
+// (spec.overhead, its RuntimeClass's, which the API server's admission
+// copies there) is added to the requests and to each limit that is set:
+// what the runtime handler itself uses is charged to the pod, as the
+// kubelet's ResourceConfigForPod does.
 func podCgroupResources(pod *v1.Pod) cgroups.Resources {
 	pod = api.WithDefaultRequests(pod)
-	opts := resourcehelper.PodResourcesOptions{ExcludeOverhead: true}
+	var opts resourcehelper.PodResourcesOptions
 	reqs := resourcehelper.PodRequests(pod, opts)
 	limits := resourcehelper.PodLimits(pod, opts)
 	r := cgroups.Resources{CPUShares: uint64(cpuShares(reqs.Cpu().MilliValue())), CPUQuota: -1, CPUPeriod: quotaPeriod}

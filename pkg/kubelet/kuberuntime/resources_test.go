@@ -101,6 +101,14 @@ func TestPodCgroupResources(t *testing.T) {
 		{"burstable: no bounds when one container has none", v1.PodSpec{Containers: []v1.Container{
 			{Name: "a", Resources: res("cpu=100m", "cpu=1,memory=64Mi")}, {Name: "b"}}}, v1.PodQOSBurstable,
 			cgroups.Resources{CPUShares: 102, CPUQuota: -1, CPUPeriod: 100000}},
+		{"guaranteed: the RuntimeClass's overhead added", v1.PodSpec{
+			Containers: []v1.Container{{Name: "a", Resources: res("", "cpu=500m,memory=64Mi")}},
+			Overhead:   res("cpu=250m,memory=32Mi", "").Requests}, v1.PodQOSGuaranteed,
+			cgroups.Resources{CPUShares: 768, CPUQuota: 75000, CPUPeriod: 100000, Memory: 96 << 20}},
+		{"burstable: overhead added to the requests and to the limits that are set", v1.PodSpec{
+			Containers: []v1.Container{{Name: "a", Resources: res("cpu=100m", "memory=64Mi")}},
+			Overhead:   res("cpu=100m,memory=16Mi", "").Requests}, v1.PodQOSBurstable,
+			cgroups.Resources{CPUShares: 204, CPUQuota: -1, CPUPeriod: 100000, Memory: 80 << 20}},
 		{"init containers as a maximum, sidecars added", v1.PodSpec{
 			InitContainers: []v1.Container{
 				{Name: "init", Resources: res("cpu=2", "cpu=2,memory=512Mi")},

@@ -207,6 +207,7 @@ func (m *Manager) startBackedOff(ctx context.Context, pod *v1.Pod, c *v1.Contain
 // namespace).
 type sandbox struct {
 	infraID, podIP string
+	handler        string // the runtime handler of its containers
 	hostPaths      map[string]string
 	state          *kubecontainer.PodState
 	record         *PodRecord
@@ -231,10 +232,14 @@ func (m *Manager) prepareSandbox(ctx context.Context, pod *v1.Pod, state *kubeco
 	if err != nil {
 		errors.As(err, &mountErr)
 		err = &kubecontainer.StartError{Reason: reasonVolumeSetup, Message: err.Error()}
+	} else if sb.handler, err = m.classes.Handler(ctx, pod); err != nil {
+		// As the kubelet, whose sandbox creation looks the handler up
+		// first: the sandbox fails, and backs off.
+		err = &kubecontainer.StartError{Reason: reasonCreateSandbox, Message: err.Error()}
 	} else if err = m.ensurePodCgroup(pod); err != nil {
 		err = &kubecontainer.StartError{Reason: reasonCreateSandbox, Message: err.Error()}
 	} else if a.createInfra {
-		sb.infraID, sb.podIP, err = m.startInfra(ctx, pod)
+		sb.infraID, sb.podIP, err = m.startInfra(ctx, pod, sb.handler)
 	} else {
 		infra := state.RunningInfra()
 		sb.infraID, sb.podIP = infra.ID, infra.IP

@@ -1,6 +1,6 @@
 // Package nodestatus computes the Node object the agent reports for its
-// node: capacity, addresses, system info and the Ready and pressure
-// conditions. One computation serves every place the Node is written.
+// node: capacity, addresses, system info, the Ready and pressure
+// conditions, and what its runtime offers (handlers, images, features). One computation serves every place the Node is written.
 package nodestatus
 
 import (
@@ -17,6 +17,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
 // Builder builds the Node; its fields are set before the first Build.
@@ -40,9 +43,22 @@ type Builder struct {
 	// eviction manager's view (its thresholds and transition period). Nil:
 	// never.
 	Pressure func(v1.NodeConditionType) bool
+	// Runtimes lists the runtime's handlers (Docker's runtimes), reported
+	// after the default one; nil: none reported.
+	Runtimes func() ([]string, error)
+	// Images lists the node's images; nil: none reported. MaxImages
+	// bounds how many are reported, the largest (-1: all).
+	Images    func() ([]kubecontainer.Image, error)
+	MaxImages int
+	// Clock times the refreshes of the runtime's handlers and images (nil:
+	// the real clock).
+	Clock clock.PassiveClock
 
 	mu      sync.Mutex
 	runtime string // "" until the runtime answered once
+
+	handlers listed[string]
+	images   listed[kubecontainer.Image]
 }
 
 // Addresses are the node's: its InternalIP (HostIP), if known, and the
@@ -84,6 +100,7 @@ func (b *Builder) Build() *v1.Node {
 			},
 		},
 	}
+	b.setRuntime(&n.Status)
 	ready := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"}
 	syncLoop, relist := b.Health()
 	var problems []string
