@@ -1,6 +1,6 @@
 //go:build ignore
 
-// Command gen-feature-gates writes cmd/kubelet/app/feature_gates.go, the
+// Command gen-feature-gates writes cmd/kubelet/app/featuregates_generated.go, the
 // Kubernetes feature gates the kubelet knows, from upstream's generated list
 // (test/compatibility_lifecycle/reference/versioned_feature_list.yaml of the
 // release the agent follows):
@@ -69,7 +69,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := os.WriteFile("cmd/kubelet/app/feature_gates.go", out, 0o644); err != nil {
+	if err := os.WriteFile("cmd/kubelet/app/featuregates_generated.go", out, 0o644); err != nil {
 		log.Fatal(err)
 	}
 }
