@@ -216,6 +216,25 @@ func (c *Client) Stop(ctx context.Context, id string, grace time.Duration) error
 	return fmt.Errorf("stop container %s: %w", kubecontainer.ShortID(id), err)
 }
 
+// Update applies r to a running container in place (docker update): its
+// CPU shares, CFS quota and period, and memory limit, swap held to the
+// memory limit as at create. A quota of 0 lifts the CPU limit (Docker's
+// -1); a memory limit of 0 leaves the container's as it is (Docker cannot
+// lift one: the runtime manager restarts the container instead).
+func (c *Client) Update(ctx context.Context, id string, r kubecontainer.Resources) error {
+	ctx, cancel := short(ctx)
+	defer cancel()
+	opts := docker.UpdateContainerOptions{Context: ctx, CPUShares: int(r.CPUShares), CPUQuota: int(r.CPUQuota), CPUPeriod: int(r.CPUPeriod),
+		Memory: int(r.Memory), MemorySwap: int(r.Memory)}
+	if r.CPUQuota == 0 {
+		opts.CPUQuota = -1
+	}
+	if err := translate(c.c.UpdateContainer(id, opts)); err != nil {
+		return fmt.Errorf("update container %s: %w", kubecontainer.ShortID(id), err)
+	}
+	return nil
+}
+
 // Remove removes a container (forcefully: it may still be running) and its
 // anonymous volumes. Removing a missing container is success.
 func (c *Client) Remove(ctx context.Context, id string) error {

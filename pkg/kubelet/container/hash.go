@@ -32,6 +32,30 @@ func HashContainer(pod *v1.Pod, c *v1.Container) string {
 	}{c, volumes})
 }
 
+// HashContainerSpec is HashContainer without the container's resources and
+// resizePolicy: what a running container must keep for the agent to resize
+// it in place rather than replace it. It is recorded beside the full hash
+// (LabelSpecHash) on the containers this agent makes; containers made
+// before that label existed are compared by their full hash (SameSpec), so
+// an upgrade restarts nothing.
+func HashContainerSpec(pod *v1.Pod, c *v1.Container) string {
+	cp := *c
+	cp.Resources, cp.ResizePolicy = v1.ResourceRequirements{}, nil
+	return HashContainer(pod, &cp)
+}
+
+// SameSpec reports whether instance inst was made from container c's spec
+// as it is now, resources aside for an instance that records its
+// resources-free hash (LabelSpecHash): such an instance is resized in
+// place. One without it (made by an older agent) must match the full hash,
+// resources included, as before: its resources as written are not known.
+func SameSpec(pod *v1.Pod, c *v1.Container, inst *ContainerState) bool {
+	if inst.SpecHash != "" {
+		return inst.SpecHash == HashContainerSpec(pod, c)
+	}
+	return inst.Hash == HashContainer(pod, c)
+}
+
 // HashInfra hashes what the infra container carries: the network mode, the
 // published ports, the hostname and resolver settings, the IPC mode. The
 // infra image is deliberately left out, so changing

@@ -17,12 +17,17 @@ const (
 	LabelContainerName = "io.kubernetes.container.name"
 	LabelContainerHash = "io.kubernetes.container.hash"
 	LabelRestartCount  = "io.kubernetes.container.restartCount"
-	LabelType          = "io.kubernetes.docker.type"
-	LabelOwner         = "io.classic-kubelet.node"
-	LabelSource        = "io.classic-kubelet.source"
-	LabelGracePeriod   = "io.kubernetes.pod.terminationGracePeriod"
-	TypeSandbox        = "podsandbox"
-	TypeContainer      = "container"
+	// LabelSpecHash is HashContainerSpec of the container's spec: its
+	// hash without resources, which a resize leaves alone (the name and
+	// LabelContainerHash keep the full hash at creation). The kubelet used
+	// this name while in-place resize was alpha.
+	LabelSpecHash    = "io.kubernetes.container.hashWithoutResources"
+	LabelType        = "io.kubernetes.docker.type"
+	LabelOwner       = "io.classic-kubelet.node"
+	LabelSource      = "io.classic-kubelet.source"
+	LabelGracePeriod = "io.kubernetes.pod.terminationGracePeriod"
+	TypeSandbox      = "podsandbox"
+	TypeContainer    = "container"
 )
 
 // ContainerLabels are the labels of a container the agent creates: they name

@@ -199,6 +199,9 @@ type Runtime interface {
 	Create(ctx context.Context, spec *CreateSpec) (string, error)
 	Start(ctx context.Context, id string) error
 	Stop(ctx context.Context, id string, grace time.Duration) error
+	// Update changes a running container's cpu and memory bounds in
+	// place (an in-place resize).
+	Update(ctx context.Context, id string, r Resources) error
 	Remove(ctx context.Context, id string) error
 	ImagePresent(ctx context.Context, image string) (bool, error)
 	PullAuth(ctx context.Context, image string, auth *Auth, inactivity time.Duration) error

@@ -14,10 +14,13 @@ const InfraContainerName = "POD"
 // ContainerState is what the agent knows of one container of a pod, as of
 // the last relist.
 type ContainerState struct {
-	ID           string
-	RuntimeName  string // the runtime's name of the container
-	Name         string // container name in the pod; InfraContainerName for the infra container
-	Hash         string
+	ID          string
+	RuntimeName string // the runtime's name of the container
+	Name        string // container name in the pod; InfraContainerName for the infra container
+	Hash        string // the full spec hash at creation (HashContainer)
+	// SpecHash is the resources-free hash (LabelSpecHash); "" for a
+	// container made before the agent resized in place.
+	SpecHash     string
 	RestartCount int
 	Running      bool
 	Status       string // created, running, exited, ...
@@ -33,6 +36,8 @@ type ContainerState struct {
 	LogPath      string
 	LayerPath    string // the writable layer's directory, "" if unknown
 	Labels       map[string]string
+	// Resources are what the runtime enforces now (nil: not known).
+	Resources *Resources
 }
 
 // FailedToStart reports a container the runtime created but could not

@@ -142,6 +142,7 @@ func (m *Manager) appSpec(ctx context.Context, pod *v1.Pod, c *v1.Container, sb 
 	hash := kubecontainer.HashContainer(pod, c)
 	labels := kubecontainer.ContainerLabels(pod, m.cfg.NodeName, c.Name, hash, kubecontainer.TypeContainer, restartCount)
 	labels[kubecontainer.LabelSource] = podSourceOf(pod)
+	labels[kubecontainer.LabelSpecHash] = kubecontainer.HashContainerSpec(pod, c)
 	adj := max(oomScoreAdj(pod, c, m.cfg.NodeMemory), m.oomFloor)
 	logs := m.logs.Get()
 	spec := &kubecontainer.CreateSpec{

@@ -83,6 +83,13 @@ func (i instrumentedRuntime) Stop(ctx context.Context, id string, grace time.Dur
 	return err
 }
 
+func (i instrumentedRuntime) Update(ctx context.Context, id string, r kubecontainer.Resources) error {
+	start := time.Now()
+	err := i.r.Update(ctx, id, r)
+	i.observe("update_container", start, err)
+	return err
+}
+
 func (i instrumentedRuntime) Remove(ctx context.Context, id string) error {
 	start := time.Now()
 	err := i.r.Remove(ctx, id)

@@ -776,6 +776,7 @@ func containerState(d *kubecontainer.ContainerDetail) (*kubecontainer.ContainerS
 		RuntimeName:  d.Name,
 		Name:         n.Container,
 		Hash:         n.Hash,
+		SpecHash:     d.Labels[kubecontainer.LabelSpecHash],
 		RestartCount: kubecontainer.ParseRestartCount(d.Labels),
 		Running:      d.Running,
 		Status:       d.Status,
@@ -791,6 +792,7 @@ func containerState(d *kubecontainer.ContainerDetail) (*kubecontainer.ContainerS
 		LogPath:      d.LogPath,
 		LayerPath:    d.LayerPath,
 		Labels:       d.Labels,
+		Resources:    &kubecontainer.Resources{CPUShares: d.CPUShares, CPUQuota: d.CPUQuota, CPUPeriod: d.CPUPeriod, Memory: d.Memory},
 	}, nil
 }
 

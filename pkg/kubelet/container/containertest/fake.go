@@ -265,6 +265,26 @@ func (f *FakeClient) Stop(_ context.Context, id string, _ time.Duration) error {
 	return nil
 }
 
+// Update implements the runtime's Update: the container's resources
+// change, as Docker's update changes them, and an "update" event is sent.
+func (f *FakeClient) Update(_ context.Context, id string, r kubecontainer.Resources) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("update", id); err != nil {
+		return err
+	}
+	c, ok := f.containers[id]
+	if !ok {
+		return fmt.Errorf("%w: %s", kubecontainer.ErrNotFound, id)
+	}
+	c.CPUShares, c.CPUQuota, c.CPUPeriod = r.CPUShares, r.CPUQuota, r.CPUPeriod
+	if r.Memory > 0 {
+		c.Memory = r.Memory
+	}
+	f.emit(c, "update")
+	return nil
+}
+
 // Remove implements the runtime's Remove.
 func (f *FakeClient) Remove(_ context.Context, id string) error {
 	f.mu.Lock()
