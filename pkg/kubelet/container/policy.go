@@ -74,7 +74,7 @@ func PodFinished(pod *v1.Pod, state *PodState) bool {
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		inst := state.Instances(c.Name)
-		if len(inst) == 0 || inst[0].Running || inst[0].Hash != HashContainer(pod, c) ||
+		if len(inst) == 0 || inst[0].Running || !SameSpec(pod, c, inst[0]) ||
 			Restarts(pod, c, inst[0].ExitCode) {
 			return false
 		}

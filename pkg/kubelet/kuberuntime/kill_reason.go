@@ -39,6 +39,10 @@ const (
 	// (every container finished as its restart policy says, or an init
 	// container failed for good): stopped to free its ports.
 	killPodDone
+	// killResizeRestart: its resources changed and its resizePolicy for
+	// one of them is RestartContainer (or its memory limit was lifted,
+	// which the runtime cannot do in place).
+	killResizeRestart
 )
 
 var killKindNames = map[killKind]string{
@@ -52,6 +56,7 @@ var killKindNames = map[killKind]string{
 	killDuplicate:        "duplicate",
 	killNotInSpec:        "not-in-spec",
 	killPodDone:          "pod-done",
+	killResizeRestart:    "resize-restart",
 }
 
 // String is the kind's short name, as the tests' data files write it.
@@ -105,6 +110,8 @@ func (r killReason) event(name string) string {
 		return fmt.Sprintf("Container %s failed %s probe", name, r.probe)
 	case r.kind == killSpecChanged:
 		return fmt.Sprintf("Container %s definition changed, will be restarted", name)
+	case r.kind == killResizeRestart:
+		return fmt.Sprintf("Container %s resize requires restart", name)
 	}
 	return ""
 }

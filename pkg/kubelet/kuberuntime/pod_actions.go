@@ -23,6 +23,7 @@ type podActions struct {
 	retryAt     time.Time                            // when the first of them may restart
 	initFailed  bool                                 // an init container failed for good: the pod has failed
 	sandboxGone bool                                 // the infra container stopped: kill the rest without grace
+	resize      []containerResize                    // running containers resized in place
 }
 
 // podChecks is what computePodActions asks beyond the pod's containers and
@@ -131,7 +132,7 @@ func (p *planner) failedProbe(c *v1.Container, inst *kubecontainer.ContainerStat
 // waits on the same back-off as one that crashed.
 func (p *planner) restartDecision(c *specContainer, last *kubecontainer.ContainerState) startDecision {
 	name := c.spec.Name
-	if last != nil && last.Hash != c.hash {
+	if last != nil && !p.v.same(c, last) {
 		last = nil // a changed spec starts afresh
 	}
 	if last != nil && !kubecontainer.Restarts(p.v.pod, c.spec, last.ExitCode) {
@@ -242,7 +243,7 @@ func (p *planner) currentInit(c *specContainer) (last *kubecontainer.ContainerSt
 		switch {
 		case inst.Running && !p.v.current(inst):
 			p.kill(inst, p.v.staleReason())
-		case inst.Running && inst.Hash != c.hash:
+		case inst.Running && !p.v.same(c, inst):
 			p.kill(inst, killReason{kind: killInitSpecChanged})
 		case last == nil && p.v.current(inst):
 			last = inst
@@ -257,7 +258,7 @@ func (p *planner) initContainer(c *specContainer, last *kubecontainer.ContainerS
 	switch {
 	case last != nil && last.Running:
 		return false // still running: wait for it
-	case last != nil && last.ExitCode == 0 && last.Hash == c.hash:
+	case last != nil && last.ExitCode == 0 && p.v.same(c, last):
 		return true // completed in this incarnation
 	case last != nil && last.ExitCode != 0 && p.v.pod.Spec.RestartPolicy == v1.RestartPolicyNever:
 		p.a.initFailed = true
@@ -279,7 +280,10 @@ func (p *planner) sidecar(c *specContainer, last *kubecontainer.ContainerState) 
 			p.a.kill = append(p.a.kill, k)
 			return p.v.initialized // restarted once it has exited
 		}
-		return p.v.initialized || p.v.checks.started(c.spec, last.ID)
+		if !p.resizeRunning(c, last) {
+			return p.v.initialized || p.v.checks.started(c.spec, last.ID)
+		}
+		last = nil // stopped for its resize: it starts again now
 	}
 	// One init container starts per sync; another sidecar that is down
 	// starts on the next.
@@ -329,12 +333,15 @@ func (p *planner) runningApp(c *specContainer) (running *kubecontainer.Container
 		}
 		k, sick := p.failedProbe(c.spec, inst)
 		switch {
-		case !sick && inst.Hash == c.hash && running == nil && !p.a.createInfra:
+		case !sick && p.v.same(c, inst) && running == nil && !p.a.createInfra:
+			if p.resizeRunning(c, inst) {
+				continue // stopped, and started again with its new bounds
+			}
 			running = inst
 			continue
 		case sick:
-			probeKilled = probeKilled || inst.Hash == c.hash
-		case inst.Hash != c.hash:
+			probeKilled = probeKilled || p.v.same(c, inst)
+		case !p.v.same(c, inst):
 			k = containerKill{c: inst, reason: killReason{kind: killSpecChanged}}
 		case p.a.createInfra:
 			k = containerKill{c: inst, reason: p.v.staleReason()}

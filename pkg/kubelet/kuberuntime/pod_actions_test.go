@@ -287,6 +287,7 @@ func TestKillReasonWords(t *testing.T) {
 		{killReason{kind: killDuplicate}, "", "a newer instance runs"},
 		{killReason{kind: killNotInSpec}, "", "no longer in the pod's spec"},
 		{killReason{kind: killPodDone}, "", "the pod has nothing left to run"},
+		{killReason{kind: killResizeRestart}, "Container c resize requires restart", ""},
 	} {
 		t.Run(tc.reason.String(), func(t *testing.T) {
 			if got := tc.reason.event("c"); got != tc.event {
@@ -301,7 +302,7 @@ func TestKillReasonWords(t *testing.T) {
 			}
 		})
 	}
-	if n := len(killKindNames); n != int(killPodDone) {
-		t.Errorf("%d kinds named, want %d", n, killPodDone)
+	if n := len(killKindNames); n != int(killResizeRestart) {
+		t.Errorf("%d kinds named, want %d", n, killResizeRestart)
 	}
 }

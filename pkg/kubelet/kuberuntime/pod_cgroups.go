@@ -20,6 +20,9 @@ type PodCgroups interface {
 	Exists(n cgroups.Name) bool
 	RuntimeParent(n cgroups.Name) string
 	Path(n cgroups.Name) string
+	// MemoryWorkingSet is the memory n (containerID "": itself) or a
+	// container beneath it uses, as the kubelet counts it.
+	MemoryWorkingSet(n cgroups.Name, containerID string) (int64, error)
 }
 
 // cgroupParent is where the pod's new containers go ("" for the runtime's

@@ -24,6 +24,7 @@ type fakeCgroups struct {
 	removed []string
 	ensured []string
 	res     map[string]cgroups.Resources
+	usage   map[string]int64 // memory in use, by cgroup name or "<name>/<container ID>"
 }
 
 func newFakeCgroups() *fakeCgroups {
@@ -48,6 +49,14 @@ func (f *fakeCgroups) Remove(n cgroups.Name) error {
 	f.removed = append(f.removed, cgName(n))
 	delete(f.exists, cgName(n))
 	return nil
+}
+
+func (f *fakeCgroups) MemoryWorkingSet(n cgroups.Name, id string) (int64, error) {
+	key := cgName(n)
+	if id != "" {
+		key += "/" + id
+	}
+	return f.usage[key], nil
 }
 
 func (f *fakeCgroups) Exists(n cgroups.Name) bool          { return f.exists[cgName(n)] }

@@ -36,7 +36,7 @@ type podView struct {
 type specContainer struct {
 	index     int // in the spec's list of its kind
 	spec      *v1.Container
-	hash      string
+	hash      string // HashContainerSpec: its back-off's key
 	instances []*kubecontainer.ContainerState // the relist's, newest first
 }
 
@@ -62,7 +62,7 @@ func newPodView(pod *v1.Pod, state *kubecontainer.PodState, checks podChecks) *p
 	v.sandboxGone = v.infra == nil && len(infras) > 0 && !infras[0].Running
 	add := func(list *[]specContainer, i int, c *v1.Container) {
 		v.inSpec[c.Name] = true
-		*list = append(*list, specContainer{index: i, spec: c, hash: kubecontainer.HashContainer(pod, c), instances: byName[c.Name]})
+		*list = append(*list, specContainer{index: i, spec: c, hash: kubecontainer.HashContainerSpec(pod, c), instances: byName[c.Name]})
 	}
 	for i := range pod.Spec.InitContainers {
 		add(&v.init, i, &pod.Spec.InitContainers[i])
@@ -99,6 +99,12 @@ func (v *podView) staleReason() killReason {
 	default:
 		return killReason{kind: killStaleIncarnation}
 	}
+}
+
+// same reports whether inst was made from the spec as it is now
+// (resources aside, when inst says how: kubecontainer.SameSpec).
+func (v *podView) same(c *specContainer, inst *kubecontainer.ContainerState) bool {
+	return kubecontainer.SameSpec(v.pod, c.spec, inst)
 }
 
 // restartCount is the restart count of a container's next instance.

@@ -43,6 +43,10 @@ type Result struct {
 	// Pulling is the time the sync spent pulling the pod's images (the
 	// pod start metrics leave it out).
 	Pulling time.Duration
+	// ResizeError is why a resize in place could not be applied (nil:
+	// none was due, or it was): the resize stays in progress, retried at
+	// the next sync.
+	ResizeError error
 }
 
 // retry asks for the pod to be synced again at t (the earliest asked wins).
@@ -66,7 +70,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, state *kubecontainer
 		pullBackOff: func(c *v1.Container) (time.Time, *kubecontainer.StartError) { return m.images.BackOff(pod, c) },
 	})
 	r := Result{
-		Acted:    a.createInfra || a.startInit >= 0 || len(a.start) > 0 || len(a.ephemeral) > 0 || len(a.kill) > 0,
+		Acted:    a.createInfra || a.startInit >= 0 || len(a.start) > 0 || len(a.ephemeral) > 0 || len(a.kill) > 0 || len(a.resize) > 0,
 		Waiting:  map[string]*kubecontainer.StartError{},
 		Stopping: map[string]bool{},
 	}
@@ -94,6 +98,9 @@ func (m *Manager) applyActions(ctx context.Context, pod *v1.Pod, state *kubecont
 	m.reportBackOff(pod, state, a, r)
 	if err := m.stopContainers(ctx, pod, state, a); err != nil {
 		return err
+	}
+	if r.ResizeError = m.resizeContainers(ctx, pod, a.resize); r.ResizeError != nil {
+		glog.V(2).Infof("Pod %s: resize: %v", api.Key(pod), r.ResizeError)
 	}
 	if !a.createInfra && a.startInit < 0 && len(a.start) == 0 && len(a.ephemeral) == 0 {
 		return nil
@@ -184,7 +191,7 @@ func (m *Manager) startContainers(ctx context.Context, pod *v1.Pod, sb sandbox, 
 // it, a failure before the container was made asks for a retry when it
 // ends.
 func (m *Manager) startBackedOff(ctx context.Context, pod *v1.Pod, c *v1.Container, sb sandbox, a podActions, r *Result) error {
-	bkey := backoffKey(c.Name, kubecontainer.HashContainer(pod, c))
+	bkey := backoffKey(c.Name, kubecontainer.HashContainerSpec(pod, c))
 	if _, ok := a.crashed[c.Name]; ok {
 		sb.record.backoff.restarted(bkey, m.cfg.Clock.Now())
 		m.cfg.Metrics.ContainerRestarts.Inc()

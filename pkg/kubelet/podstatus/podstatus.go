@@ -478,7 +478,7 @@ func (p *Producer) containerStatus(ctx context.Context, pod *v1.Pod, c *v1.Conta
 		cs.Ready = p.cfg.Probes.Ready(c, last.ID)
 	case last.Status == "created" && !last.FailedToStart():
 		cs.State.Waiting = waitingFor(reasonCreating)
-	case !finished && last.Hash == kubecontainer.HashContainer(pod, c) && kubecontainer.Restarts(pod, c, last.ExitCode) &&
+	case !finished && kubecontainer.SameSpec(pod, c, last) && kubecontainer.Restarts(pod, c, last.ExitCode) &&
 		!(init && last.ExitCode == 0):
 		// Exited and due for a restart: waiting, the exit as last state.
 		cs.State.Waiting = waitingFor(reasonCrashLoop)
