@@ -32,6 +32,9 @@ type Config struct {
 	// Clock times the sync loop, the housekeeping, the GC and the pods'
 	// records; nil: the real clock (tests move a fake one).
 	Clock clock.WithTicker
+	// Allocatable is the node's allocatable cpu and memory, which an
+	// in-place resize must fit (nil: any resize fits).
+	Allocatable v1.ResourceList
 }
 
 // Deps are the parts the Kubelet drives, each built and wired before it

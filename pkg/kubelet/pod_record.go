@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/allocation"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
@@ -27,6 +28,12 @@ type podRecord struct {
 	messages map[string]string                    // termination messages of dead containers, by ID
 	refused  *lifecycle.Rejection                 // refused under node pressure, until admitted
 	cleaned  bool                                 // its terminated step tore down volumes and cgroup
+	// allocated are the resources the node accepted for its containers
+	// (nil: none yet); resizePending is why a resize is not allocated,
+	// resizeErr why the last resize in place failed (kubelet/resize.go).
+	allocated     allocation.Resources
+	resizePending allocation.Pending
+	resizeErr     string
 	// runtime is what the runtime manager remembers of the pod (its
 	// containers' back-off), handed to each of its syncs.
 	runtime *kuberuntime.PodRecord

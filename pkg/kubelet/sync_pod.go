@@ -109,7 +109,9 @@ func (k *Kubelet) syncDesired(ctx context.Context, pod *v1.Pod, state *kubeconta
 	if kubecontainer.PodFinished(pod, state) {
 		return &lifecycle.Termination{Cause: lifecycle.Finished, Grace: kuberuntime.GracePeriod(pod)}, false, nil
 	}
+	pod = k.allocate(pod, rec)
 	res, err := k.runtime.SyncPod(ctx, pod, state, rec.runtime)
+	k.recordResize(pod, rec, res.ResizeError)
 	if !res.RetryAt.IsZero() {
 		k.retries.Add(pod.UID, res.RetryAt) // nothing else may wake the pod when its back-off ends
 	}

@@ -36,7 +36,7 @@ type podView struct {
 type specContainer struct {
 	index     int // in the spec's list of its kind
 	spec      *v1.Container
-	hash      string // HashContainerSpec: its back-off's key
+	hash      string                          // HashContainerSpec: its back-off's key
 	instances []*kubecontainer.ContainerState // the relist's, newest first
 }
 

@@ -26,7 +26,9 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/allocation"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
@@ -47,10 +49,23 @@ type Records interface {
 	Message(uid types.UID, containerID string) (string, bool)
 	// SetMessage keeps a dead container's termination message.
 	SetMessage(uid types.UID, containerID, msg string)
+	// Resize is what the agent decided of the pod's resources: their
+	// allocation, a resize pending, the last resize's failure.
+	Resize(uid types.UID) Resize
 	// Started records that the pod runs, returning when it was first seen
 	// and how long its image pulls took; first is false if this was
 	// recorded before (or the config never gave the pod).
 	Started(uid types.UID) (seen time.Time, pulling time.Duration, first bool)
+}
+
+// Resize is what the agent decided of a pod's resources: what it
+// allocated its containers (nil: nothing yet, the spec's), why a resize is
+// pending (zero: none), and why the last resize in place failed ("": it
+// did not).
+type Resize struct {
+	Allocated allocation.Resources
+	Pending   allocation.Pending
+	Error     string
 }
 
 // Statuses is the status store (pkg/kubelet/status): the pod's last status,
@@ -117,7 +132,7 @@ func New(cfg Config) *Producer {
 // the caller's (a pod worker's sync, or Run's for a pod not synced yet): a
 // dead container's logs are read under it.
 func (p *Producer) Status(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState) v1.PodStatus {
-	st := v1.PodStatus{QOSClass: kubecontainer.QOSClass(pod), HostIP: p.cfg.HostIP}
+	st := v1.PodStatus{QOSClass: kubecontainer.QOSClass(pod), HostIP: p.cfg.HostIP, ObservedGeneration: pod.Generation}
 	if st.HostIP != "" {
 		st.HostIPs = []v1.HostIP{{IP: st.HostIP}}
 	}
@@ -138,7 +153,9 @@ func (p *Producer) Status(ctx context.Context, pod *v1.Pod, state *kubecontainer
 	}
 	deleted := pod.DeletionTimestamp != nil && (state == nil || !kubecontainer.AnyRunning(state))
 	finished := state != nil && kubecontainer.PodFinished(pod, state) || evicted != nil || deleted
-	p.containerStatuses(ctx, pod, state, infra, finished, &st)
+	resize := p.cfg.Records.Resize(pod.UID)
+	allocated := allocation.Apply(pod, resize.Allocated)
+	p.containerStatuses(ctx, allocated, state, infra, finished, &st)
 	st.Phase = podPhase(pod, st.InitContainerStatuses, st.ContainerStatuses, finished)
 	if deleted && st.Phase != v1.PodSucceeded {
 		// As the kubelet: a deleted pod ends terminal, Failed unless every
@@ -161,6 +178,12 @@ func (p *Producer) Status(ctx context.Context, pod *v1.Pod, state *kubecontainer
 		// As the kubelet reports a pod its eviction manager stopped.
 		conds = append(conds, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
 			Reason: v1.PodReasonTerminationByKubelet, Message: evicted.Message})
+	}
+	if !finished {
+		conds = append(conds, resizeConditions(allocated, state, resize)...)
+	}
+	for i := range conds {
+		conds[i].ObservedGeneration = pod.Generation
 	}
 	st.Conditions = p.cfg.Statuses.Stamp(pod.UID, conds)
 	return st
@@ -340,6 +363,26 @@ const (
 	reasonNotInitialized = "ContainersNotInitialized"
 )
 
+// resizeConditions are the kubelet's resize conditions, present only while
+// they are True: PodResizePending while a resize is not allocated (its
+// reason and message), PodResizeInProgress while a running container of
+// the allocated pod does not yet run with its allocation (reason Error and
+// the failure when the last attempt failed).
+func resizeConditions(allocated *v1.Pod, state *kubecontainer.PodState, r Resize) []v1.PodCondition {
+	var out []v1.PodCondition
+	if r.Pending.Reason != "" {
+		out = append(out, v1.PodCondition{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: r.Pending.Reason, Message: r.Pending.Message})
+	}
+	if state != nil && kuberuntime.ResizeInProgress(allocated, state) {
+		c := v1.PodCondition{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue}
+		if r.Error != "" {
+			c.Reason, c.Message = v1.PodReasonError, r.Error
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 // readyToStartContainersCondition is True while the pod's sandbox runs and
 // need not be made again (its network is set up).
 func readyToStartContainersCondition(pod *v1.Pod, infra *kubecontainer.ContainerState) v1.PodCondition {
@@ -449,6 +492,7 @@ func readinessGates(pod *v1.Pod, containersReady v1.PodCondition) v1.PodConditio
 // container that exited 0 has completed, whatever the restart policy.
 func (p *Producer) containerStatus(ctx context.Context, pod *v1.Pod, c *v1.Container, instances []*kubecontainer.ContainerState, finished, init bool, fresh string) v1.ContainerStatus {
 	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
+	cs.AllocatedResources = allocatedRequests(c)
 	started := false
 	cs.Started = &started
 	// A sandbox that could not be made leaves the default reason, as the
@@ -474,6 +518,10 @@ func (p *Producer) containerStatus(ctx context.Context, pod *v1.Pod, c *v1.Conta
 	switch {
 	case last.Running:
 		cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(last.StartedAt)}
+		if last.Resources != nil {
+			r := kuberuntime.AppliedResources(c, *last.Resources)
+			cs.Resources = &r
+		}
 		started = p.cfg.Probes.Started(c, last.ID)
 		cs.Ready = p.cfg.Probes.Ready(c, last.ID)
 	case last.Status == "created" && !last.FailedToStart():
@@ -491,6 +539,27 @@ func (p *Producer) containerStatus(ctx context.Context, pod *v1.Pod, c *v1.Conta
 		t.Message = p.exitMessage(ctx, pod, c, last)
 	}
 	return cs
+}
+
+// allocatedRequests are the requests the node allocated container c (its
+// allocated spec), a cpu or memory limit standing for a request not
+// written, as the API server defaults it (nil: none).
+func allocatedRequests(c *v1.Container) v1.ResourceList {
+	out := c.Resources.Requests.DeepCopy()
+	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+		if lim, ok := c.Resources.Limits[name]; ok {
+			if _, asked := out[name]; !asked {
+				if out == nil {
+					out = v1.ResourceList{}
+				}
+				out[name] = lim.DeepCopy()
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // exitMessage is a dead container's message: why Docker could not start it,

@@ -65,7 +65,10 @@ type fakeRecords struct {
 	seen     map[types.UID]time.Time
 	pulling  map[types.UID]time.Duration
 	observed map[types.UID]bool
+	resize   map[types.UID]Resize
 }
+
+func (r *fakeRecords) Resize(uid types.UID) Resize { return r.resize[uid] }
 
 func newFakeRecords() *fakeRecords {
 	return &fakeRecords{waiting: map[string]*kubecontainer.StartError{}, rejected: map[types.UID]*lifecycle.Rejection{},
