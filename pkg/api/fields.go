@@ -124,7 +124,7 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"imagePullPolicy":          impl("Always, IfNotPresent, Never"),
 		"terminationMessagePath":   impl("default /dev/termination-log; read into the terminated state's message (4 KiB)"),
 		"terminationMessagePolicy": impl("File (default) or FallbackToLogsOnError"),
-		"resizePolicy":             ignore("resources change only by replacing the container"),
+		"resizePolicy":             impl("cpu and memory, NotRequired (default) or RestartContainer: a change of a running container's resources (an edited manifest; node mode: the resize subresource) resizes it in place (docker update, the pod cgroup with it), or, for a resource whose policy is RestartContainer, restarts it with them. A resize the node cannot hold stays pending (PodResizePending); one that would change the pod's QoS class is refused"),
 		"envFrom":                  impl("node mode: configMapRef and secretRef with prefix (printable ASCII without '=', as env names) and optional; keys that are not variable names are left out; env wins a name"),
 		"restartPolicy":            impl("init containers: Always makes a sidecar (started in order, kept running, stopped after the app containers); app containers: Always, OnFailure or Never instead of the pod's (ContainerRestartRules)"),
 		"restartPolicyRules":       impl("app containers (ContainerRestartRules, on by default since 1.35): the first rule whose exit codes match (In/NotIn) restarts the container; without a match its restartPolicy decides"),

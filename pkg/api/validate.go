@@ -522,9 +522,46 @@ func validateContainer(c *v1.Container, p *field.Path, volumes sets.Set[string],
 		errs = append(errs, field.NotSupported(p.Child("terminationMessagePolicy"), c.TerminationMessagePolicy, []string{"File", "FallbackToLogsOnError"}))
 	}
 	errs = append(errs, validateResources(&c.Resources, p.Child("resources"), ignored)...)
+	errs = append(errs, validateResizePolicy(c.ResizePolicy, p.Child("resizePolicy"))...)
 	errs = append(errs, validateProbesAndHooks(c, p, ignored)...)
 	errs = append(errs, validateVolumeMounts(c, p.Child("volumeMounts"), volumes, ignored)...)
 	return errs
+}
+
+// validateResizePolicy checks a container's resizePolicy as the API
+// server does: cpu and memory, each at most once, NotRequired or
+// RestartContainer.
+func validateResizePolicy(policies []v1.ContainerResizePolicy, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[v1.ResourceName]bool{}
+	for i, rp := range policies {
+		ip := p.Index(i)
+		switch rp.ResourceName {
+		case v1.ResourceCPU, v1.ResourceMemory:
+			if seen[rp.ResourceName] {
+				errs = append(errs, field.Duplicate(ip.Child("resourceName"), rp.ResourceName))
+			}
+			seen[rp.ResourceName] = true
+		default:
+			errs = append(errs, field.NotSupported(ip.Child("resourceName"), rp.ResourceName, []string{"cpu", "memory"}))
+		}
+		switch rp.RestartPolicy {
+		case v1.NotRequired, v1.RestartContainer:
+		default:
+			errs = append(errs, field.NotSupported(ip.Child("restartPolicy"), rp.RestartPolicy, []string{"NotRequired", "RestartContainer"}))
+		}
+	}
+	return errs
+}
+
+// ValidateResize checks an update of a running pod (old, as admitted) to
+// pod, as the API server's resize validation: a change of its resources
+// may not change its QoS class, which places its cgroup.
+func ValidateResize(old, pod *v1.Pod, qos func(*v1.Pod) v1.PodQOSClass) field.ErrorList {
+	if old == nil || old.UID != pod.UID || qos(old) == qos(pod) {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("spec"), "Pod QOS Class may not change as a result of resizing")}
 }
 
 // validateEnv checks the container's env and envFrom. Names (and

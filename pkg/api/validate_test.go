@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 )
@@ -401,10 +402,69 @@ func TestValidateReportsIgnoredFields(t *testing.T) {
 		t.Fatal(errs)
 	}
 	got := strings.Join(ignored, ",")
-	for _, want := range []string{"spec.nodeSelector", "spec.containers[0].resizePolicy", "spec.containers[0].resources.limits[ephemeral-storage]"} {
+	for _, want := range []string{"spec.nodeSelector", "spec.containers[0].resources.limits[ephemeral-storage]"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("ignored %v lacks %s", ignored, want)
 		}
+	}
+	if strings.Contains(got, "resizePolicy") {
+		t.Errorf("ignored %v names resizePolicy, which is implemented", ignored)
+	}
+}
+
+// resizePolicy is checked as the API server checks it.
+func TestValidateResizePolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy []v1.ContainerResizePolicy
+		want   string // an error's substring; "": valid
+	}{
+		{"both", []v1.ContainerResizePolicy{{ResourceName: "cpu", RestartPolicy: "NotRequired"}, {ResourceName: "memory", RestartPolicy: "RestartContainer"}}, ""},
+		{"duplicate", []v1.ContainerResizePolicy{{ResourceName: "cpu", RestartPolicy: "NotRequired"}, {ResourceName: "cpu", RestartPolicy: "NotRequired"}}, "resizePolicy[1].resourceName: Duplicate value"},
+		{"unknown resource", []v1.ContainerResizePolicy{{ResourceName: "ephemeral-storage", RestartPolicy: "NotRequired"}}, "resizePolicy[0].resourceName: Unsupported value"},
+		{"unknown policy", []v1.ContainerResizePolicy{{ResourceName: "memory", RestartPolicy: "Sometimes"}}, "resizePolicy[0].restartPolicy: Unsupported value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := podFrom(t, func(p *v1.Pod) { p.Spec.Containers[0].ResizePolicy = tc.policy })
+			errs, _ := Validate(p)
+			got := errs.ToAggregate()
+			switch {
+			case tc.want == "" && got != nil:
+				t.Fatalf("unexpected errors: %v", got)
+			case tc.want != "" && (got == nil || !strings.Contains(got.Error(), tc.want)):
+				t.Fatalf("errors %v, want one with %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// A resize may not change the pod's QoS class.
+func TestValidateResize(t *testing.T) {
+	qos := func(p *v1.Pod) v1.PodQOSClass { return v1.PodQOSClass(p.Labels["qos"]) }
+	pod := func(uid, class string) *v1.Pod {
+		p := &v1.Pod{}
+		p.UID, p.Labels = types.UID(uid), map[string]string{"qos": class}
+		return p
+	}
+	for _, tc := range []struct {
+		name     string
+		old, new *v1.Pod
+		refused  bool
+	}{
+		{"new pod", nil, pod("u", "Burstable"), false},
+		{"same class", pod("u", "Burstable"), pod("u", "Burstable"), false},
+		{"class changes", pod("u", "Guaranteed"), pod("u", "Burstable"), true},
+		{"another pod", pod("u", "Guaranteed"), pod("v", "Burstable"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := ValidateResize(tc.old, tc.new, qos)
+			if (len(errs) > 0) != tc.refused {
+				t.Fatalf("errors %v, refused want %v", errs, tc.refused)
+			}
+			if tc.refused && !strings.Contains(errs.ToAggregate().Error(), "Pod QOS Class may not change as a result of resizing") {
+				t.Fatalf("message %v", errs)
+			}
+		})
 	}
 }
 

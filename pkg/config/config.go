@@ -664,8 +664,13 @@ func (m *Merger) refusal(c candidate, key string, held *claimed) (reason, msg st
 		return "UIDConflict", fmt.Sprintf("pod %s from source %q rejected: its uid %s is that of pod %s from source %q, admitted first",
 			key, c.source, c.pod.UID, other, held.owner[other])
 	}
-	if reason, msg := m.tooLarge(c.pod, key, c.source); reason != "" {
-		return reason, msg
+	// A pod the kubelet runs already whose resources grew past the node
+	// (an in-place resize) is not refused: the kubelet keeps its resize
+	// pending (Infeasible) and the pod running as it was.
+	if old, running := m.delivered[key]; !running || old.UID != c.pod.UID {
+		if reason, msg := m.tooLarge(c.pod, key, c.source); reason != "" {
+			return reason, msg
+		}
 	}
 	if m.opts.MaxPods > 0 && held.pods >= m.opts.MaxPods {
 		return "OutOfpods", fmt.Sprintf("pod %s from source %q rejected (OutOfpods): the node already runs its maximum of %d pods (--max-pods)", key, c.source, m.opts.MaxPods)

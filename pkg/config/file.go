@@ -16,8 +16,10 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
 // writeDebounce coalesces the burst of write (or removal) events one save
@@ -317,11 +319,32 @@ func (s *FileSource) readFile(name string) bool {
 		st.err = keeping(err)
 		return true
 	}
+	if err := resizeErrors(st.pods, pods); err != nil {
+		st.err = keeping(err)
+		return true
+	}
 	for _, f := range ignored {
 		glog.Infof("File source: %s: %s is ignored by this agent", name, f)
 	}
 	st.pods, st.err = pods, nil
 	return true
+}
+
+// resizeErrors refuses an edit of a file's pods that would change a pod's
+// QoS class (the same pod: its UID) by changing its resources, as the API
+// server refuses such a resize: the file is invalid, and its last good
+// pods stay.
+func resizeErrors(old, pods []*v1.Pod) error {
+	byUID := map[types.UID]*v1.Pod{}
+	for _, p := range old {
+		byUID[p.UID] = p
+	}
+	for _, p := range pods {
+		if errs := api.ValidateResize(byUID[p.UID], p, kubecontainer.QOSClass); len(errs) > 0 {
+			return fmt.Errorf("pod %s: %w", api.Key(p), errs.ToAggregate())
+		}
+	}
+	return nil
 }
 
 func (s *FileSource) fail(err error) {
