@@ -144,8 +144,8 @@ func (m *Manager) resizeContainers(ctx context.Context, pod *v1.Pod, resizes []c
 	return nil
 }
 
-// grows is 1 for a resize that raises none of the container's bounds'
-// sums less than it lowers, else 0: shrinking ones go first.
+// grows is the sort key of a resize: 0 for one that lowers any of the
+// container's bounds (it goes first, making room), else 1.
 func grows(r containerResize) int {
 	have := r.c.Resources
 	if r.want.Memory < have.Memory || r.want.CPUShares < have.CPUShares || (r.want.CPUQuota > 0 && (have.CPUQuota == 0 || r.want.CPUQuota < have.CPUQuota)) {
