@@ -132,7 +132,12 @@ func (m *Manager) resizeContainers(ctx context.Context, pod *v1.Pod, resizes []c
 	for _, r := range ordered {
 		glog.Infof("Pod %s: resizing container %s (%s) in place: cpu shares %d, quota %d, memory %d", api.Key(pod), r.spec.Name,
 			kubecontainer.ShortID(r.c.ID), r.want.CPUShares, r.want.CPUQuota, r.want.Memory)
-		if err := m.runtime.Update(ctx, r.c.ID, r.want); err != nil {
+		err := m.runtime.Update(ctx, r.c.ID, r.want)
+		// Inspected afresh at the pod's next relist, which the sync that
+		// acted asks for: Docker's "update" event may come after it, and a
+		// sync that saw the old bounds would update again.
+		m.relist.Refresh(r.c.ID)
+		if err != nil {
 			return err
 		}
 	}

@@ -227,6 +227,7 @@ func TestResizeContainersOrder(t *testing.T) {
 			var log []string
 			cg, fake := newFakeCgroups(), containertest.NewFakeClient()
 			m := newTestManager(t, Config{Cgroups: orderCgroups{cg, &log}}, orderRuntime{fake, &log})
+			m.relist = noRelist{}
 			pc := cgName(cgroups.PodName(kubecontainer.QOSClass(now), now.UID))
 			cg.usage = map[string]int64{pc: tc.podUse, pc + "/a": tc.aUse}
 			var resizes []containerResize
