@@ -186,10 +186,12 @@ func merged(remote, local v1.PodStatus) v1.PodStatus {
 	return out
 }
 
-// kubeletCondition says whether the kubelet owns a pod condition.
+// kubeletCondition says whether the kubelet owns a pod condition: the
+// resize conditions too, which it removes once they no longer hold.
 func kubeletCondition(t v1.PodConditionType) bool {
 	switch t {
-	case v1.PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady:
+	case v1.PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady,
+		v1.PodResizePending, v1.PodResizeInProgress:
 		return true
 	}
 	return false

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // resizePod is a standalone pod's manifest: container app, resized in
@@ -147,6 +149,9 @@ func TestInPlaceResize(t *testing.T) {
 	if d := inspect(t, after["rst"].ID); d.HostConfig.Memory != 96<<20 {
 		t.Errorf("docker inspect rst: memory %d, want %d", d.HostConfig.Memory, 96<<20)
 	}
+	if n := strings.Count(a.log(), "resizing container app"); n != 1 {
+		t.Errorf("app resized %d times, want once (a sync that saw its old bounds updated it again)", n)
+	}
 	if !strings.Contains(a.log(), "Container rst resize requires restart") {
 		t.Error("the agent's log does not say why rst was restarted")
 	}
@@ -200,5 +205,71 @@ func TestInPlaceResize(t *testing.T) {
 	})
 	if d := inspect(t, hog); !d.State.Running || d.HostConfig.Memory != 96<<20 {
 		t.Errorf("hog: running %v, memory %d; want running with its 96 MiB", d.State.Running, d.HostConfig.Memory)
+	}
+}
+
+// Node mode: `kubectl patch --subresource resize` changes the pod's spec
+// in the API server; the agent resizes the container in place and reports
+// the applied resources, with observedGeneration the pod's new
+// generation; a resize past the node is PodResizePending, Infeasible.
+func TestNodeInPlaceResize(t *testing.T) {
+	t.Parallel()
+	cl := sharedCluster(t)
+	a := startNode(t)
+	c, ns := readyNode(t, cl, a)
+	app := sleepy("app")
+	app.Resources = v1.ResourceRequirements{
+		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("32Mi")},
+		Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("200m"), v1.ResourceMemory: resource.MustParse("64Mi")},
+	}
+	createPod(t, c, ns, "app", onNode(a.node, app))
+	waitPodPhase(t, c, ns, "app", v1.PodRunning, startupWait)
+	first := a.running("app")["app"].ID
+
+	resize := func(res string) {
+		t.Helper()
+		if out, err := cl.Kubectl("-n", ns, "patch", "pod", "app", "--subresource", "resize", "--patch",
+			`{"spec":{"containers":[{"name":"app","resources":`+res+`}]}}`); err != nil {
+			t.Fatalf("kubectl patch --subresource resize: %v %s", err, out)
+		}
+	}
+	get := func() *v1.Pod {
+		p, err := c.CoreV1().Pods(ns).Get(context.Background(), "app", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	resize(`{"requests":{"cpu":"150m","memory":"32Mi"},"limits":{"cpu":"300m","memory":"96Mi"}}`)
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		p := get()
+		st := ctrStatus(p, "app")
+		if st == nil || st.Resources == nil {
+			return false, "no resources in the status"
+		}
+		return st.Resources.Limits.Memory().String() == "96Mi" && st.Resources.Limits.Cpu().String() == "300m" &&
+				p.Status.ObservedGeneration == p.Generation && podCondition(p, v1.PodResizeInProgress) == nil,
+			fmt.Sprintf("resources %v, observedGeneration %d of %d, conditions %+v", st.Resources, p.Status.ObservedGeneration, p.Generation, p.Status.Conditions)
+	})
+	if now := a.running("app")["app"].ID; now != first {
+		t.Errorf("container replaced (%.12s → %.12s), want resized in place", first, now)
+	}
+	if d := inspect(t, first); d.HostConfig.Memory != 96<<20 || d.HostConfig.CPUQuota != 30000 {
+		t.Errorf("docker inspect: memory %d, cpu quota %d; want %d, 30000", d.HostConfig.Memory, d.HostConfig.CPUQuota, 96<<20)
+	}
+	if st := ctrStatus(get(), "app"); st.RestartCount != 0 || st.AllocatedResources.Cpu().String() != "150m" {
+		t.Errorf("restartCount %d, allocatedResources %v; want 0, cpu 150m", st.RestartCount, st.AllocatedResources)
+	}
+
+	resize(`{"requests":{"cpu":"150m","memory":"1Ti"},"limits":{"cpu":"300m","memory":"1Ti"}}`)
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		p := get()
+		cond := podCondition(p, v1.PodResizePending)
+		return cond != nil && cond.Reason == "Infeasible" && strings.HasPrefix(cond.Message, "Node didn't have enough capacity: memory") &&
+				cond.ObservedGeneration == p.Generation,
+			fmt.Sprintf("generation %d, conditions %+v", p.Generation, p.Status.Conditions)
+	})
+	if d := inspect(t, first); !d.State.Running || d.HostConfig.Memory != 96<<20 {
+		t.Errorf("an infeasible resize changed the container: running %v, memory %d", d.State.Running, d.HostConfig.Memory)
 	}
 }
