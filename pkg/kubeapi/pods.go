@@ -55,7 +55,7 @@ type StatusWriter struct {
 	mirrors *Mirrors // nil: no mirror pods
 
 	// Owned by Run.
-	written  map[types.UID][]byte // the status JSON last written, until the API server's view catches up
+	written  map[types.UID]writtenStatus // the status last written, until the API server's view catches up
 	deleted  map[types.UID]bool
 	lastErr  map[types.UID]string
 	creating map[string]time.Time // mirrors created, by namespace/name, until the watch shows them
@@ -66,7 +66,7 @@ type StatusWriter struct {
 // With mirrors, the pods of the other sources get mirror pods.
 func NewStatusWriter(client kubernetes.Interface, local LocalPods, remote RemotePods, mirrors *Mirrors) *StatusWriter {
 	return &StatusWriter{client: client, local: local, remote: remote, clock: clock.RealClock{}, mirrors: mirrors,
-		written: map[types.UID][]byte{}, deleted: map[types.UID]bool{}, lastErr: map[types.UID]string{},
+		written: map[types.UID]writtenStatus{}, deleted: map[types.UID]bool{}, lastErr: map[types.UID]string{},
 		creating: map[string]time.Time{}, refused: map[types.UID]bool{}}
 }
 
@@ -205,7 +205,7 @@ func (w *StatusWriter) write(ctx context.Context, remote *v1.Pod, want v1.PodSta
 		delete(w.written, remote.UID) // caught up: a later difference is written again
 		return
 	}
-	if bytes.Equal(w.written[remote.UID], next) {
+	if last, ok := w.written[remote.UID]; ok && bytes.Equal(last.status, next) && last.over == remote.ResourceVersion {
 		return // written; the watch has not brought it back yet
 	}
 	if terminal(remote.Status.Phase) && !terminal(want.Phase) {
@@ -221,7 +221,7 @@ func (w *StatusWriter) write(ctx context.Context, remote *v1.Pod, want v1.PodSta
 	key := remote.Namespace + "/" + remote.Name
 	switch {
 	case err == nil:
-		w.written[remote.UID] = next
+		w.written[remote.UID] = writtenStatus{status: next, over: remote.ResourceVersion}
 		if w.lastErr[remote.UID] != "" {
 			glog.Infof("Status of pod %s written to the API server again", key)
 		}
@@ -235,6 +235,17 @@ func (w *StatusWriter) write(ctx context.Context, remote *v1.Pod, want v1.PodSta
 			w.lastErr[remote.UID] = msg
 		}
 	}
+}
+
+// writtenStatus is a status written to the API server (its JSON) and the
+// version of the pod its patch was computed from. Once the watch brings a
+// newer version that still differs, the status is written again: a patch
+// computed from a stale copy (one before the agent's previous write came
+// back) cannot remove what that write added, a condition that came and
+// went (PodResizeInProgress) say.
+type writtenStatus struct {
+	status []byte
+	over   string // resourceVersion of the pod the patch was computed from
 }
 
 // statusPatch is the strategic-merge patch from old to new, carrying the

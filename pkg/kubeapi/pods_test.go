@@ -127,3 +127,43 @@ func TestStatusWriterInvalidPod(t *testing.T) {
 		t.Errorf("status %+v", got.Status)
 	}
 }
+
+// staticRemote is the API server's pods as a (possibly stale) watch has
+// them.
+type staticRemote struct{ pods []*v1.Pod }
+
+func (s *staticRemote) Pods() []*v1.Pod                  { return s.pods }
+func (s *staticRemote) Changed() <-chan struct{}         { return nil }
+func (s *staticRemote) Invalid(types.UID) (string, bool) { return "", false }
+
+// A condition written and then dropped before the watch brought the first
+// write back: the second patch, from the stale copy, cannot remove it, so
+// once the watch shows it still there, the status is written again.
+func TestStatusWriterRewritesOverStaleCopy(t *testing.T) {
+	stale := apiPod(v1.PodRunning)
+	stale.ResourceVersion = "1"
+	c := fake.NewClientset(stale.DeepCopy())
+	local := localPod(v1.PodRunning)
+	inProgress := v1.PodCondition{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue}
+	local.Status.Conditions = append(local.Status.Conditions, inProgress)
+	remote := &staticRemote{pods: []*v1.Pod{stale}}
+	w := NewStatusWriter(c, &fakeLocal{pods: []*v1.Pod{local}}, remote, nil)
+	ctx := context.Background()
+	w.sync(ctx)
+	local.Status.Conditions = local.Status.Conditions[:len(local.Status.Conditions)-1]
+	w.sync(ctx) // the watch has not brought the first write back
+	w.sync(ctx) // nor now: nothing new to write
+	if ps := statusPatches(c); len(ps) != 2 {
+		t.Fatalf("patches %q, want two", ps)
+	}
+	seen := apiPod(v1.PodRunning) // the server's: both patches applied
+	seen.ResourceVersion = "3"
+	seen.Status = local.Status
+	seen.Status.Conditions = append(append([]v1.PodCondition{}, local.Status.Conditions...), inProgress)
+	remote.pods = []*v1.Pod{seen}
+	w.sync(ctx)
+	ps := statusPatches(c)
+	if len(ps) != 3 || !strings.Contains(ps[2], `"$patch":"delete"`) || !strings.Contains(ps[2], "PodResizeInProgress") {
+		t.Fatalf("patches %q, want a third removing PodResizeInProgress", ps)
+	}
+}

@@ -211,7 +211,7 @@ func TestInPlaceResize(t *testing.T) {
 // Node mode: `kubectl patch --subresource resize` changes the pod's spec
 // in the API server; the agent resizes the container in place and reports
 // the applied resources, with observedGeneration the pod's new
-// generation; a resize past the node is PodResizePending, Infeasible.
+// generation, on the status and on its conditions.
 func TestNodeInPlaceResize(t *testing.T) {
 	t.Parallel()
 	cl := sharedCluster(t)
@@ -261,15 +261,9 @@ func TestNodeInPlaceResize(t *testing.T) {
 		t.Errorf("restartCount %d, allocatedResources %v; want 0, cpu 150m", st.RestartCount, st.AllocatedResources)
 	}
 
-	resize(`{"requests":{"cpu":"150m","memory":"1Ti"},"limits":{"cpu":"300m","memory":"1Ti"}}`)
-	waitFor(t, 30*time.Second, func() (bool, string) {
-		p := get()
-		cond := podCondition(p, v1.PodResizePending)
-		return cond != nil && cond.Reason == "Infeasible" && strings.HasPrefix(cond.Message, "Node didn't have enough capacity: memory") &&
-				cond.ObservedGeneration == p.Generation,
-			fmt.Sprintf("generation %d, conditions %+v", p.Generation, p.Status.Conditions)
-	})
-	if d := inspect(t, first); !d.State.Running || d.HostConfig.Memory != 96<<20 {
-		t.Errorf("an infeasible resize changed the container: running %v, memory %d", d.State.Running, d.HostConfig.Memory)
+	// The API server itself refuses a resize past the node's allocatable
+	// (the kubelet's Infeasible is seen standalone: TestInPlaceResize).
+	if p := get(); podCondition(p, v1.PodReady) == nil || podCondition(p, v1.PodReady).ObservedGeneration != p.Generation {
+		t.Errorf("Ready %+v, want its observedGeneration the pod's generation %d", podCondition(p, v1.PodReady), p.Generation)
 	}
 }
