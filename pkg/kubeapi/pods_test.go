@@ -159,7 +159,7 @@ func TestStatusWriterRewritesOverStaleCopy(t *testing.T) {
 	seen := apiPod(v1.PodRunning) // the server's: both patches applied
 	seen.ResourceVersion = "3"
 	seen.Status = local.Status
-	seen.Status.Conditions = append(append([]v1.PodCondition{}, local.Status.Conditions...), inProgress)
+	seen.Status.Conditions = []v1.PodCondition{stale.Status.Conditions[0], local.Status.Conditions[0], inProgress}
 	remote.pods = []*v1.Pod{seen}
 	w.sync(ctx)
 	ps := statusPatches(c)
