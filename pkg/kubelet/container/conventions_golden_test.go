@@ -145,3 +145,11 @@ func TestParseRestartCountGolden(t *testing.T) {
 		}
 	}
 }
+
+// The resources-free hash's label is read back from running containers: a
+// new spelling would have every container compared by its full hash again.
+func TestSpecHashLabelGolden(t *testing.T) {
+	if got, want := conventions.LabelSpecHash, "io.kubernetes.container.hashWithoutResources"; got != want {
+		t.Errorf("LabelSpecHash = %q, want golden %q", got, want)
+	}
+}

@@ -71,3 +71,70 @@ func TestHashSensitivity(t *testing.T) {
 		})
 	}
 }
+
+// The resources-free hash (LabelSpecHash) is also what running containers
+// carry: if this golden fails, an upgrade would replace every container
+// made since in-place resize. It ignores resources and resizePolicy, and
+// nothing else.
+func TestHashContainerSpec(t *testing.T) {
+	base := hashPod()
+	baseHash := HashContainerSpec(base, &base.Spec.Containers[0])
+	if want := "091ec82d"; baseHash != want {
+		t.Errorf("HashContainerSpec = %s, want golden %s", baseHash, want)
+	}
+	for _, c := range []struct {
+		name    string
+		mutate  func(p *v1.Pod)
+		changes bool
+	}{
+		{"cpu limit", func(p *v1.Pod) { p.Spec.Containers[0].Resources.Limits["cpu"] = resource.MustParse("2") }, false},
+		{"memory request", func(p *v1.Pod) {
+			p.Spec.Containers[0].Resources.Requests = v1.ResourceList{"memory": resource.MustParse("1Gi")}
+		}, false},
+		{"resources removed", func(p *v1.Pod) { p.Spec.Containers[0].Resources = v1.ResourceRequirements{} }, false},
+		{"resizePolicy", func(p *v1.Pod) {
+			p.Spec.Containers[0].ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: "memory", RestartPolicy: v1.RestartContainer}}
+		}, false},
+		{"image", func(p *v1.Pod) { p.Spec.Containers[0].Image = "other:1" }, true},
+		{"env value", func(p *v1.Pod) { p.Spec.Containers[0].Env[0].Value = "c" }, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := hashPod()
+			c.mutate(p)
+			if got := HashContainerSpec(p, &p.Spec.Containers[0]); (got != baseHash) != c.changes {
+				t.Errorf("hash changed = %v, want %v", got != baseHash, c.changes)
+			}
+		})
+	}
+}
+
+// SameSpec compares a container carrying the resources-free hash by it,
+// and one made before it existed by its full hash, as before.
+func TestSameSpec(t *testing.T) {
+	was := hashPod()
+	resized := hashPod()
+	resized.Spec.Containers[0].Resources.Limits["cpu"] = resource.MustParse("2")
+	changed := hashPod()
+	changed.Spec.Containers[0].Image = "other:1"
+	c := &was.Spec.Containers[0]
+	current := &ContainerState{Hash: HashContainer(was, c), SpecHash: HashContainerSpec(was, c)}
+	legacy := &ContainerState{Hash: HashContainer(was, c)}
+	for _, tc := range []struct {
+		name string
+		pod  *v1.Pod
+		inst *ContainerState
+		want bool
+	}{
+		{"unchanged", was, current, true},
+		{"resources changed: kept, to resize", resized, current, true},
+		{"image changed", changed, current, false},
+		{"older agent's, unchanged: adopted", was, legacy, true},
+		{"older agent's, resources changed: replaced", resized, legacy, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := SameSpec(tc.pod, &tc.pod.Spec.Containers[0], tc.inst); got != tc.want {
+				t.Errorf("SameSpec = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
