@@ -592,3 +592,26 @@ func TestMergerRetriesFailedCheckpointWithBackoff(t *testing.T) {
 		t.Error("the retry timer outlived Run")
 	}
 }
+
+// A pod already delivered whose requests grow past the node's allocatable
+// (an in-place resize) is not refused: the kubelet keeps its resize
+// pending, the pod running as it was. A new pod that large still is.
+func TestMergerKeepsARunningPodWhoseResizeIsTooLarge(t *testing.T) {
+	q := resource.MustParse
+	m, _ := NewMerger(t.TempDir(), MergerOptions{Allocatable: v1.ResourceList{v1.ResourceCPU: q("2"), v1.ResourceMemory: q("4Gi")}}, "file")
+	small := pod("a", 0, "i:1")
+	small.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceMemory: q("1Gi")}
+	if got := set(t, m, "file", small); strings.Join(got, "; ") != "ADD default/a i:1" {
+		t.Fatalf("updates %q", got)
+	}
+	big := small.DeepCopy()
+	big.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceMemory: q("8Gi")}
+	other := pod("b", 0, "i:1")
+	other.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceMemory: q("8Gi")}
+	if got := set(t, m, "file", big, other); strings.Join(got, "; ") != "UPDATE default/a i:1" {
+		t.Errorf("updates %q, want a updated (its resize is the kubelet's to judge), b refused", got)
+	}
+	if got := m.RejectedOf("file", []string{"default/b"}); len(got) != 1 || got[0].Reason != "OutOfmemory" {
+		t.Errorf("b: %+v, want OutOfmemory", got)
+	}
+}

@@ -277,3 +277,36 @@ func TestReadManifestRefusesFIFO(t *testing.T) {
 		t.Fatal("readManifest blocked on a FIFO")
 	}
 }
+
+// An edit that changes a pod's resources so that its QoS class changes is
+// refused, as the API server refuses such a resize: the file keeps its
+// last good pod. One that keeps the class is taken.
+func TestFileSourceRefusesQoSChangingResize(t *testing.T) {
+	dir := t.TempDir()
+	sink := newSink()
+	s := NewFileSource(dir, "node", time.Hour, sink)
+	ctx := context.Background()
+	withRes := func(image, res string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, image: '" + image + "', resources: " + res + "}]}\n"
+	}
+	for _, st := range []struct {
+		name, content, want, wantErr string
+	}{
+		{"burstable", withRes("i:1", "{requests: {cpu: 100m}, limits: {cpu: 200m}}"), "a:i:1", "-"},
+		{"still burstable: taken", withRes("i:2", "{requests: {cpu: 100m}, limits: {cpu: 400m}}"), "a:i:2", "-"},
+		{"guaranteed: refused", withRes("i:3", "{limits: {cpu: 400m, memory: 64Mi}}"), "a:i:2",
+			"a.yaml: pod default/a: spec: Forbidden: Pod QOS Class may not change as a result of resizing (keeping its last good 1 pod)"},
+	} {
+		write(t, dir, "a.yaml", st.content)
+		s.read(ctx)
+		if got, _ := sink.last(); got != st.want {
+			t.Errorf("%s: snapshot %q, want %q", st.name, got, st.want)
+		}
+		switch {
+		case st.wantErr == "-" && sink.lastErr() != "":
+			t.Errorf("%s: error %q, want none", st.name, sink.lastErr())
+		case st.wantErr != "-" && !strings.Contains(sink.lastErr(), st.wantErr):
+			t.Errorf("%s: last error %q, want %q", st.name, sink.lastErr(), st.wantErr)
+		}
+	}
+}

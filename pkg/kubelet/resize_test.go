@@ -1,0 +1,56 @@
+package kubelet
+
+import (
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/allocation"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/container/containertest"
+)
+
+// A pod's worker syncs its allocated pod: the spec's resources at first,
+// a resize once the node holds it; one past the node's allocatable, or
+// beyond what the other pods leave, stays pending with the old allocation
+// synced, until the spec fits again.
+func TestAllocateResize(t *testing.T) {
+	k, _ := newKubelet(t, containertest.NewFakeClient(), testOptions{})
+	k.cfg.Allocatable = v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("4Gi")}
+	pod := func(uid, cpu string) *v1.Pod {
+		p := containertest.Pod(v1.RestartPolicyAlways, "a")
+		p.UID, p.Name = types.UID(uid), uid
+		p.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}
+		return p
+	}
+	other := pod("other", "1")
+	k.desired.set(other)
+	rec := newPodRecord(time.Now(), nil)
+	for _, step := range []struct {
+		name    string
+		cpu     string // the spec's request
+		synced  string // the request of the pod synced
+		pending string
+	}{
+		{"first sync: the spec", "500m", "500m", ""},
+		{"resize that fits", "800m", "800m", ""},
+		{"past the node", "3", "800m", allocation.ReasonInfeasible},
+		{"beside the other pod, too much", "1500m", "800m", allocation.ReasonDeferred},
+		{"back within", "900m", "900m", ""},
+		{"a shrink", "100m", "100m", ""},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			desired := pod("p", step.cpu)
+			k.desired.set(desired)
+			got := k.allocate(desired, rec)
+			if req := got.Spec.Containers[0].Resources.Requests.Cpu(); req.Cmp(resource.MustParse(step.synced)) != 0 {
+				t.Errorf("synced cpu request %s, want %s", req, step.synced)
+			}
+			if rec.resizePending.Reason != step.pending {
+				t.Errorf("pending %+v, want reason %q", rec.resizePending, step.pending)
+			}
+		})
+	}
+}
