@@ -119,7 +119,7 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"workingDir":               impl(""),
 		"ports":                    impl("only ports with a hostPort are published, on the infra container"),
 		"env":                      impl("value (with $(VAR) expansion) and valueFrom fieldRef/resourceFieldRef/fileKeyRef (and, node mode, configMapKeyRef/secretKeyRef)"),
-		"resources":                impl("cpu and memory; ephemeral-storage: requests rank pods under disk pressure, a container whose writable layer and logs pass its limit, or a pod whose containers and disk emptyDirs pass the sum of its containers' limits, is evicted (docs/operations.md, Eviction); others rejected"),
+		"resources":                impl("cpu and memory; ephemeral-storage: requests rank pods under disk pressure, a container whose writable layer and logs pass its limit, or a pod whose containers and disk emptyDirs pass the sum of its containers' limits, is evicted (docs/operations.md, Eviction); others rejected. A change of cpu or memory resizes the running container in place (see resizePolicy)"),
 		"volumeMounts":             impl("name, mountPath, readOnly"),
 		"imagePullPolicy":          impl("Always, IfNotPresent, Never"),
 		"terminationMessagePath":   impl("default /dev/termination-log; read into the terminated state's message (4 KiB)"),
