@@ -34,6 +34,7 @@ type podRecord struct {
 	allocated     allocation.Resources
 	resizePending allocation.Pending
 	resizeErr     string
+	checkpointed  allocation.Resources // the allocation in the pod's directory (nil: none)
 	// runtime is what the runtime manager remembers of the pod (its
 	// containers' back-off), handed to each of its syncs.
 	runtime *kuberuntime.PodRecord

@@ -1,6 +1,9 @@
 package kubelet
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +30,9 @@ func TestAllocateResize(t *testing.T) {
 	}
 	other := pod("other", "1")
 	k.desired.set(other)
+	if err := os.MkdirAll(k.volumes.PodDir("p"), 0o750); err != nil {
+		t.Fatal(err)
+	}
 	rec := newPodRecord(time.Now(), nil)
 	for _, step := range []struct {
 		name    string
@@ -40,8 +46,14 @@ func TestAllocateResize(t *testing.T) {
 		{"beside the other pod, too much", "1500m", "800m", allocation.ReasonDeferred},
 		{"back within", "900m", "900m", ""},
 		{"a shrink", "100m", "100m", ""},
+		{"past the node again", "3", "100m", allocation.ReasonInfeasible},
+		{"the agent restarted: still pending on the checkpoint", "3", "100m", allocation.ReasonInfeasible},
+		{"fits again: the checkpoint goes", "200m", "200m", ""},
 	} {
 		t.Run(step.name, func(t *testing.T) {
+			if strings.HasPrefix(step.name, "the agent restarted") {
+				rec = newPodRecord(time.Now(), nil)
+			}
 			desired := pod("p", step.cpu)
 			k.desired.set(desired)
 			got := k.allocate(desired, rec)
@@ -50,6 +62,10 @@ func TestAllocateResize(t *testing.T) {
 			}
 			if rec.resizePending.Reason != step.pending {
 				t.Errorf("pending %+v, want reason %q", rec.resizePending, step.pending)
+			}
+			_, err := os.Stat(filepath.Join(k.volumes.PodDir("p"), allocationFile))
+			if checkpointed := err == nil; checkpointed != (step.pending != "") {
+				t.Errorf("checkpoint kept %v, want it while a resize is pending", checkpointed)
 			}
 		})
 	}
