@@ -1,6 +1,7 @@
 package kuberuntime
 
 import (
+	"context"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -47,11 +48,11 @@ func TestAppArmor(t *testing.T) {
 			}
 			m := newTestManager(t, Config{NodeName: "n"}, nil)
 			m.appArmor = func() bool { return true }
-			if rej := m.Admit(pod); rej != nil {
+			if rej := m.Admit(context.Background(), pod); rej != nil {
 				t.Errorf("rejected on a host with AppArmor: %+v", rej)
 			}
 			m.appArmor = func() bool { return false }
-			rej := m.Admit(pod)
+			rej := m.Admit(context.Background(), pod)
 			if (rej != nil) != tc.rejectedWithoutHost || (rej != nil && (rej.Reason != "AppArmor" || rej.Message != "Cannot enforce AppArmor: AppArmor is not enabled on the host")) {
 				t.Errorf("without AppArmor on the host: rejection %+v, want rejected=%v", rej, tc.rejectedWithoutHost)
 			}
@@ -71,7 +72,7 @@ func TestSupplementalGroupsPolicy(t *testing.T) {
 			pod.Spec.SecurityContext = &v1.PodSecurityContext{SupplementalGroupsPolicy: &pol}
 		}
 		got := ""
-		if rej := m.Admit(pod); rej != nil {
+		if rej := m.Admit(context.Background(), pod); rej != nil {
 			got = rej.Reason
 		}
 		if got != tc.reason {
@@ -104,7 +105,7 @@ func TestAdmitPodOS(t *testing.T) {
 			m := newTestManager(t, Config{NodeName: "n"}, nil)
 			m.appArmor = func() bool { return true }
 			got := ""
-			if rej := m.Admit(pod); rej != nil {
+			if rej := m.Admit(context.Background(), pod); rej != nil {
 				got = rej.Reason
 			}
 			if got != tc.reason {
