@@ -3,6 +3,7 @@ package devices
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"google.golang.org/grpc"
@@ -32,6 +33,11 @@ type plugin struct {
 // dialPlugin connects to the plugin serving resource on socket and asks
 // its options.
 func dialPlugin(ctx context.Context, resource, socket string) (*plugin, error) {
+	// A plugin serves its socket before it registers: one missing is a
+	// refusal at once, not a wait.
+	if fi, err := os.Stat(socket); err != nil || fi.Mode()&os.ModeSocket == 0 {
+		return nil, fmt.Errorf("get options of device plugin %s: no socket at %s", resource, socket)
+	}
 	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithAuthority("localhost"))
 	if err != nil {
