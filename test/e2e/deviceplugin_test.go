@@ -173,7 +173,9 @@ func TestDevicePluginSampleAllocatesAcrossRestart(t *testing.T) {
 		if err != nil || len(r.Kvs) == 0 {
 			return false, fmt.Sprintf("no node key yet (%v)", err)
 		}
-		var n struct{ Status struct{ Capacity, Allocatable map[string]string } }
+		var n struct {
+			Status struct{ Capacity, Allocatable map[string]string }
+		}
 		if err := json.Unmarshal(r.Kvs[0].Value, &n); err != nil {
 			return false, err.Error()
 		}
@@ -205,7 +207,9 @@ func TestDevicePluginSampleAllocatesAcrossRestart(t *testing.T) {
 	a.writeManifest("dev3.yaml", devicePod("dev3", 3))
 	want := fmt.Sprintf("Pod was rejected: Allocate failed due to requested number of devices unavailable for %s. Requested: 3, Available: 1, which is unexpected", samplePluginResource)
 	waitFor(t, 20*time.Second, func() (bool, string) {
-		var p struct{ Status struct{ Phase, Reason, Message string } }
+		var p struct {
+			Status struct{ Phase, Reason, Message string }
+		}
 		code, body := httpGet(a.api(true) + "/pods/default/dev3")
 		if code != 200 || json.Unmarshal([]byte(body), &p) != nil {
 			return false, fmt.Sprintf("GET /pods/default/dev3: %d %s", code, body)
