@@ -67,6 +67,11 @@ mount --bind "$DIR" /var/lib/kubelet/device-plugins; exec "$PLUGIN"`
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		logf.Close()
+		// The files the plugin made for its devices (fixed names: one
+		// such test runs at a time).
+		for _, dev := range []string{"Dev-1", "Dev-2"} {
+			_ = os.Remove(filepath.Join("/tmp", dev))
+		}
 		if t.Failed() {
 			t.Logf("sample device plugin log:\n%s", tailFile(logPath, 30))
 		}
