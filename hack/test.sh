@@ -21,6 +21,8 @@ E2E=1 hack/ensure-control-plane.sh >/dev/null
 # the two-node tests' CoreDNS image (about 4 minutes cold).
 hack/ensure-cni-plugins.sh >/dev/null
 hack/ensure-coredns.sh >/dev/null
+# Kubernetes' sample device plugin, for the device-plugin test (about 40 s cold).
+hack/ensure-sample-device-plugin.sh >/dev/null
 # The images the conformance smokes run, built offline (minutes cold: agnhost,
 # busybox from Debian's source).
 hack/conformance-images.sh >/dev/null
