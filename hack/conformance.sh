@@ -7,15 +7,14 @@
 # lists every spec with its result (hack/conformancereport).
 #
 #   hack/conformance.sh           the whole run (about 30 minutes here)
-#   hack/conformance.sh --smoke   the specs of hack/conformance-smoke.txt, a
-#                                 few across areas (make test runs it); it
-#                                 fails unless each passes, and writes no docs
-#   hack/conformance.sh --network-smoke
-#                                 the sig-network [Conformance] specs of
-#                                 hack/conformance-network-smoke.txt (cluster
-#                                 DNS, Services) against a two-node cluster
-#                                 with kube-proxy and CoreDNS (make test runs
-#                                 it too); results in bin/conformance-network/
+#   hack/conformance.sh --smoke   make test's smoke, in one ginkgo run
+#                                 against a two-node cluster with kube-proxy
+#                                 and CoreDNS: the NodeConformance specs of
+#                                 hack/conformance-smoke.txt (a few across
+#                                 areas) and the sig-network [Conformance]
+#                                 specs of hack/conformance-network-smoke.txt
+#                                 (cluster DNS, Services); it fails unless
+#                                 each passes, and writes no docs
 #
 # PROCS (default 10: most specs wait) is ginkgo's parallelism; SERIAL=0
 # skips the serial part; NODE_NAME, PORT and HEALTHZ_PORT set the node's
@@ -28,8 +27,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 smoke= out=bin/conformance nodes=${NODES:-1}
 case "${1:-}" in
---smoke) smoke=hack/conformance-smoke.txt ;;
---network-smoke) smoke=hack/conformance-network-smoke.txt out=bin/conformance-network nodes=2 ;;
+--smoke) smoke=(hack/conformance-smoke.txt hack/conformance-network-smoke.txt) nodes=2 ;;
 esac
 hack/ensure-docker.sh
 hack/ensure-test-deps.sh
@@ -81,17 +79,13 @@ run() { # name label-filter procs [focus regex]
   echo "$name: $((SECONDS - began)) s (ginkgo exit $rc; log $out/$name.log)" | tee -a "$out/times.txt" >&2
 }
 parallel=${LABELS:-'NodeConformance && !Serial && !Slow && !Disruptive && !Flaky'}
-if [ "$smoke" = hack/conformance-network-smoke.txt ]; then
-  # sig-network's specs are [Conformance], not NodeConformance: they ask
-  # for a cluster.
-  parallel='Conformance && !Serial && !Slow && !Disruptive && !Flaky'
-fi
 if [ -n "$smoke" ]; then
-  # The network smoke's specs mostly wait (DNS probes, endpoints): one
-  # process each.
-  procs=4
-  [ "$smoke" = hack/conformance-network-smoke.txt ] && procs=$(grep -vc '^#' "$smoke")
-  run smoke "$parallel" "${PROCS:-$procs}" "$(grep -v '^#' "$smoke" | paste -sd'|')"
+  # sig-network's specs are [Conformance], not NodeConformance: they ask
+  # for a cluster. Both lists in one run, one cluster: the network specs
+  # mostly wait (DNS probes, endpoints, the NodePort spec's minute), and
+  # the node specs run beside them.
+  parallel='(NodeConformance || Conformance) && !Serial && !Slow && !Disruptive && !Flaky'
+  run smoke "$parallel" "${PROCS:-8}" "$(cat "${smoke[@]}" | grep -v '^#' | paste -sd'|')"
   go run ./hack/conformancereport --check "$out/smoke.xml"
   exit
 fi

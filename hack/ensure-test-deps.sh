@@ -38,3 +38,4 @@ fi
 "$(dirname "$0")/ensure-control-plane.sh" >/dev/null
 "$(dirname "$0")/ensure-cni-plugins.sh" >/dev/null
 "$(dirname "$0")/ensure-coredns.sh" >/dev/null
+"$(dirname "$0")/ensure-sample-device-plugin.sh" >/dev/null

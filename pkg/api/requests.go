@@ -2,9 +2,11 @@ package api
 
 import (
 	"fmt"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
 
@@ -69,4 +71,17 @@ func LargestRequest(pod *v1.Pod, name v1.ResourceName) (string, resource.Quantit
 		consider(fmt.Sprintf("spec.containers[%d]", i), &pod.Spec.Containers[i].Resources)
 	}
 	return where, most
+}
+
+// IsExtendedResourceName reports whether name is an extended resource (one
+// a device plugin may advertise, or a cluster's own), as the API server
+// judges it: a qualified name with a domain other than kubernetes.io, not
+// a quota's "requests." form.
+func IsExtendedResourceName(name v1.ResourceName) bool {
+	s := string(name)
+	if !strings.Contains(s, "/") || strings.HasPrefix(s, v1.ResourceDefaultNamespacePrefix) ||
+		strings.HasPrefix(s, v1.DefaultResourceRequestsPrefix) {
+		return false
+	}
+	return len(validation.IsQualifiedName(v1.DefaultResourceRequestsPrefix+s)) == 0
 }

@@ -521,7 +521,7 @@ func validateContainer(c *v1.Container, p *field.Path, volumes sets.Set[string],
 	default:
 		errs = append(errs, field.NotSupported(p.Child("terminationMessagePolicy"), c.TerminationMessagePolicy, []string{"File", "FallbackToLogsOnError"}))
 	}
-	errs = append(errs, validateResources(&c.Resources, p.Child("resources"), ignored)...)
+	errs = append(errs, validateResources(&c.Resources, p.Child("resources"), ignored, true)...)
 	errs = append(errs, validateResizePolicy(c.ResizePolicy, p.Child("resizePolicy"))...)
 	errs = append(errs, validateProbesAndHooks(c, p, ignored)...)
 	errs = append(errs, validateVolumeMounts(c, p.Child("volumeMounts"), volumes, ignored)...)
@@ -965,7 +965,10 @@ func validatePort(port *v1.ContainerPort, p *field.Path, hostNetwork bool, ignor
 	return errs
 }
 
-func validateResources(r *v1.ResourceRequirements, p *field.Path, ignored *[]string) field.ErrorList {
+// validateResources checks resource requirements: cpu, memory and
+// ephemeral-storage, and, for a container (extended), extended resources
+// (a device plugin's).
+func validateResources(r *v1.ResourceRequirements, p *field.Path, ignored *[]string, extended bool) field.ErrorList {
 	errs := checkFields(reflect.ValueOf(*r), p, ignored)
 	check := func(list v1.ResourceList, lp *field.Path) {
 		for name, q := range list {
@@ -986,12 +989,30 @@ func validateResources(r *v1.ResourceRequirements, p *field.Path, ignored *[]str
 				}
 				*ignored = append(*ignored, rp.String())
 			default:
-				errs = append(errs, field.NotSupported(rp, name, []string{"cpu", "memory", "ephemeral-storage"}))
+				if !extended || !IsExtendedResourceName(name) {
+					errs = append(errs, field.NotSupported(rp, name, []string{"cpu", "memory", "ephemeral-storage", "<domain>/<name> (an extended resource)"}))
+				} else if q.MilliValue()%1000 != 0 || q.Sign() < 0 {
+					errs = append(errs, field.Invalid(rp, q.String(), "must be a non-negative integer (an extended resource)"))
+				}
 			}
 		}
 	}
 	check(r.Requests, p.Child("requests"))
 	check(r.Limits, p.Child("limits"))
+	// Extended resources are not overcommitted: the API server wants the
+	// request (defaulted from the limit) equal to the limit.
+	for name, req := range r.Requests {
+		if !extended || !IsExtendedResourceName(name) {
+			continue
+		}
+		lim, ok := r.Limits[name]
+		switch {
+		case !ok:
+			errs = append(errs, field.Required(p.Child("limits").Key(string(name)), "Limit must be set for non overcommitable resources"))
+		case req.Cmp(lim) != 0:
+			errs = append(errs, field.Invalid(p.Child("requests").Key(string(name)), req.String(), fmt.Sprintf("must be equal to %s limit of %s", name, lim.String())))
+		}
+	}
 	if m, ok := r.Limits[v1.ResourceMemory]; ok && m.Cmp(*resource.NewQuantity(MinMemoryLimit, resource.BinarySI)) < 0 {
 		errs = append(errs, field.Invalid(p.Child("limits").Key("memory"), m.String(), "must be at least 6Mi (Docker's minimum)"))
 	}
@@ -1009,7 +1030,7 @@ func validateResources(r *v1.ResourceRequirements, p *field.Path, ignored *[]str
 // cpu and memory only; no container's limit above the pod's; the pod's
 // request (its limit when unset) at least what its containers request.
 func validatePodResources(spec *v1.PodSpec, p *field.Path, ignored *[]string) field.ErrorList {
-	errs := validateResources(spec.Resources, p, ignored)
+	errs := validateResources(spec.Resources, p, ignored, false)
 	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
 		podLim, hasLim := spec.Resources.Limits[name]
 		podReq, hasReq := spec.Resources.Requests[name]

@@ -346,7 +346,24 @@ func TestValidate(t *testing.T) {
 			p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: "h", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/tmp/a:b"}}})
 		}, "hostPath.path: Invalid value: \"/tmp/a:b\": must be an absolute path without ':'"},
 		{"request above limit", func(p *v1.Pod) { c0(p).Resources.Requests["cpu"] = resourceMust("1") }, "requests[cpu]: Invalid"},
-		{"gpu resource", func(p *v1.Pod) { c0(p).Resources.Limits["nvidia.com/gpu"] = resourceMust("1") }, "limits[nvidia.com/gpu]: Unsupported"},
+		{"extended resource limit", func(p *v1.Pod) { c0(p).Resources.Limits["nvidia.com/gpu"] = resourceMust("1") }, ""},
+		{"extended resource request equal to its limit", func(p *v1.Pod) {
+			c0(p).Resources.Limits["example.com/dev"] = resourceMust("2")
+			c0(p).Resources.Requests["example.com/dev"] = resourceMust("2")
+		}, ""},
+		{"extended resource request below its limit", func(p *v1.Pod) {
+			c0(p).Resources.Limits["example.com/dev"] = resourceMust("2")
+			c0(p).Resources.Requests["example.com/dev"] = resourceMust("1")
+		}, "spec.containers[0].resources.requests[example.com/dev]: Invalid value: \"1\": must be equal to example.com/dev limit of 2"},
+		{"extended resource request without a limit", func(p *v1.Pod) { c0(p).Resources.Requests["example.com/dev"] = resourceMust("1") },
+			"spec.containers[0].resources.limits[example.com/dev]: Required value: Limit must be set for non overcommitable resources"},
+		{"extended resource fraction", func(p *v1.Pod) { c0(p).Resources.Limits["example.com/dev"] = resourceMust("500m") },
+			"limits[example.com/dev]: Invalid value: \"500m\": must be a non-negative integer"},
+		{"kubernetes.io resource refused", func(p *v1.Pod) { c0(p).Resources.Limits["kubernetes.io/dev"] = resourceMust("1") }, "limits[kubernetes.io/dev]: Unsupported"},
+		{"unknown native resource refused", func(p *v1.Pod) { c0(p).Resources.Limits["hugepages-2Mi"] = resourceMust("2Mi") }, "limits[hugepages-2Mi]: Unsupported"},
+		{"extended resource at pod level refused", func(p *v1.Pod) {
+			p.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{"example.com/dev": resourceMust("1")}}
+		}, "spec.resources.limits[example.com/dev]: Unsupported"},
 		{"imagePullSecrets accepted", func(p *v1.Pod) { p.Spec.ImagePullSecrets = []v1.LocalObjectReference{{Name: "s"}} }, ""},
 		{"hostname", func(p *v1.Pod) { p.Spec.Hostname = "h"; p.Spec.Subdomain = "sub" }, ""},
 		{"bad hostname", func(p *v1.Pod) { p.Spec.Hostname = "H_1" }, "spec.hostname: Invalid"},

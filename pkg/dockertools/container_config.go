@@ -6,12 +6,17 @@ package dockertools
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 
 	docker "github.com/fsouza/go-dockerclient"
 
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
+
+// annotationLabelPrefix is cri-dockerd's label prefix of a container's
+// annotations.
+const annotationLabelPrefix = "annotation."
 
 // dockerOptions translates a create spec into Docker's create options.
 func dockerOptions(s *kubecontainer.CreateSpec) docker.CreateContainerOptions {
@@ -78,6 +83,26 @@ func dockerOptions(s *kubecontainer.CreateSpec) docker.CreateContainerOptions {
 	}
 	for _, m := range s.Mounts {
 		hc.Mounts = append(hc.Mounts, docker.HostMount{Type: "bind", Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+	}
+	for _, d := range s.Devices {
+		hc.Devices = append(hc.Devices, docker.Device{PathOnHost: d.PathOnHost, PathInContainer: d.PathInContainer, CgroupPermissions: d.Permissions})
+	}
+	if len(s.CDIDevices) > 0 {
+		hc.DeviceRequests = append(hc.DeviceRequests, docker.DeviceRequest{Driver: "cdi", DeviceIDs: s.CDIDevices})
+	}
+	if len(s.Annotations) > 0 {
+		// Docker before API 1.43 has no container annotations: they are
+		// kept as labels too, under cri-dockerd's prefix, as a kubelet
+		// on cri-dockerd shows them.
+		hc.Annotations = s.Annotations
+		labels := make(map[string]string, len(s.Labels)+len(s.Annotations))
+		maps.Copy(labels, s.Labels)
+		cfg.Labels = labels
+		for k, v := range s.Annotations {
+			if _, taken := cfg.Labels[annotationLabelPrefix+k]; !taken {
+				cfg.Labels[annotationLabelPrefix+k] = v
+			}
+		}
 	}
 	if s.Resources.Memory > 0 {
 		// No swap beyond the limit, as Kubernetes.

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/clock"
 
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/devices"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/eviction"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/gc"
@@ -82,13 +83,32 @@ type Deps struct {
 	// records of pods refused under pressure); the rest it reads comes with
 	// the function.
 	NewEvictor func(eviction.Pods) *eviction.Evictor
+	// Devices are the device plugins' assignments (devices.Manager),
+	// released once a pod terminated; nil: no device plugins.
+	Devices Devices
 }
+
+// Devices holds the devices assigned to pods (devices.Manager): a pod's are
+// released once it terminated, and those of pods gone while the agent was
+// down once nothing of them is left.
+type Devices interface {
+	Release(uid types.UID)
+	Prune(keep func(uid types.UID) bool)
+}
+
+var _ Devices = (*devices.Manager)(nil)
+
+// noDevices is Devices without device plugins.
+type noDevices struct{}
+
+func (noDevices) Release(types.UID)              {}
+func (noDevices) Prune(func(uid types.UID) bool) {}
 
 // PodRuntime is what the Kubelet asks of the runtime manager
 // (kuberuntime.Manager): admit, sync, stop and remove pods, collect dead
 // containers, and keep the pod and QoS cgroups.
 type PodRuntime interface {
-	Admit(pod *v1.Pod) *lifecycle.Rejection
+	Admit(ctx context.Context, pod *v1.Pod) *lifecycle.Rejection
 	NewPodRecord() *kuberuntime.PodRecord
 	SyncPod(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, rec *kuberuntime.PodRecord) (kuberuntime.Result, error)
 	StopPod(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, grace time.Duration) (bool, error)

@@ -85,6 +85,8 @@ type Kubelet struct {
 	eviction *eviction.Evictor
 	// evictions are the evicted pods remembered across restarts.
 	evictions Evictions
+	// devices are the device plugins' assignments to pods.
+	devices Devices
 }
 
 // New returns a Kubelet driving the parts of d; Run starts it. It makes the
@@ -101,17 +103,20 @@ func New(cfg Config, d Deps) *Kubelet {
 	if d.Evictions == nil {
 		d.Evictions = noEvictions{}
 	}
+	if d.Devices == nil {
+		d.Devices = noDevices{}
+	}
 	k := &Kubelet{
 		cfg: cfg, sources: d.Sources, cache: d.Cache, relist: d.Relist, dirty: d.Dirty, retries: d.Retries,
 		probes: d.Probes, status: d.Statuses, metrics: d.Metrics, events: d.Events, images: d.Images,
-		volumes: d.Volumes, logLinks: d.LogLinks, gc: d.GC, runtime: d.Runtime, evictions: d.Evictions,
+		volumes: d.Volumes, logLinks: d.LogLinks, gc: d.GC, runtime: d.Runtime, evictions: d.Evictions, devices: d.Devices,
 		desired: newDesiredSet(),
 	}
 	k.workers = newPodWorkers(k, func() *podRecord { return newPodRecord(cfg.Clock.Now(), k.runtime.NewPodRecord()) }, k.rememberedEviction)
 	k.metrics.TrackPodState(k.podStateSizes)
 	k.metrics.TrackWorkingPods(k.workers.WorkingPods)
 	k.forgetters = []func(types.UID){k.retries.Forget, k.images.ForgetPod, k.status.Forget, k.volumes.Forget, k.probes.RemovePod,
-		k.evictions.Forget}
+		k.evictions.Forget, k.devices.Release}
 	k.producer = d.NewStatusProducer(statusRecords{k.workers})
 	k.eviction = d.NewEvictor(evictionPods{k})
 	return k
@@ -201,10 +206,19 @@ func (k *Kubelet) syncLoopIteration(ctx context.Context, updates <-chan api.PodU
 		k.evictions.Prune(func(uid types.UID, source string) bool {
 			return k.desired.get(uid) != nil || k.workers.Known(uid) || !k.sources.Seen(source)
 		})
-		for uid := range k.cache.All() {
+		all := k.cache.All()
+		for uid := range all {
 			if k.desired.get(uid) == nil && !k.workers.Known(uid) {
 				k.dispatch(uid)
 			}
+		}
+		// Devices of pods gone while the agent was down (neither desired,
+		// nor known, nor with a container left), once the relist has
+		// seen the node.
+		if !k.cache.LastUpdate().IsZero() {
+			k.devices.Prune(func(uid types.UID) bool {
+				return k.desired.get(uid) != nil || k.workers.Known(uid) || all[uid] != nil
+			})
 		}
 	}
 	return true
@@ -312,6 +326,18 @@ const (
 	// stream is down, 25 s while it flows and the relist is stretched).
 	relistHealthMin = 5 * time.Second
 )
+
+// ActivePods are the desired pods that are not terminating nor terminated
+// (the pod-resources API lists them, as the kubelet's active pods).
+func (k *Kubelet) ActivePods() []*v1.Pod {
+	var out []*v1.Pod
+	for _, pod := range k.desired.all() {
+		if phase, ok := k.workers.Phase(pod.UID); !ok || phase == lifecycle.Syncing {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
 
 // DesiredPods are the pods the config wants here (the API's pod view lists
 // them).

@@ -86,7 +86,7 @@ func (k *Kubelet) syncDesired(ctx context.Context, pod *v1.Pod, state *kubeconta
 	if t := k.activeDeadline(pod, state); t != nil {
 		return t, false, nil
 	}
-	if rej := k.runtime.Admit(pod); rej != nil {
+	if rej := k.runtime.Admit(ctx, pod); rej != nil {
 		glog.Errorf("Pod %s rejected: %s: %s", api.Key(pod), rej.Reason, rej.Message)
 		k.events.Event(events.PodRef(pod, ""), true, rej.Reason, "%s", rej.Message)
 		return &lifecycle.Termination{Cause: lifecycle.Rejected, Grace: kuberuntime.GracePeriod(pod), Reason: rej.Reason, Message: rej.Message}, false, nil
@@ -203,8 +203,8 @@ func (k *Kubelet) syncTerminatingPod(ctx context.Context, w podWork) error {
 }
 
 // syncTerminatedPod tears down what a stopped pod still holds of the node,
-// once: its volumes (emptyDirs on disk or tmpfs, API volumes) and its pod
-// cgroup, as the kubelet does for a terminated pod; its dead containers
+// once: its volumes (emptyDirs on disk or tmpfs, API volumes), its pod
+// cgroup and its devices, as the kubelet does for a terminated pod; its dead containers
 // stay for their logs (until the GC, or the pod's removal). Later calls
 // only refresh its status, which is final.
 func (k *Kubelet) syncTerminatedPod(ctx context.Context, w podWork) error {
@@ -227,6 +227,9 @@ func (k *Kubelet) syncTerminatedPod(ctx context.Context, w podWork) error {
 		if err := k.runtime.RemovePodCgroup(w.UID); err != nil {
 			glog.V(2).Infof("Pod %s terminated: %v (removed with the pod)", k.podName(w, state), err)
 		}
+		// Its devices are free for other pods, as the kubelet frees
+		// those of pods no longer active.
+		k.devices.Release(w.UID)
 		w.Record.mu.Lock()
 		w.Record.cleaned = true
 		w.Record.mu.Unlock()

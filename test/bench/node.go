@@ -140,7 +140,13 @@ func (h *Harness) nodeMode() []Result {
 	if err := scaleTo(ctx, client, ns, "idle", int32(h.cfg.NodeIdle), a.node); err != nil {
 		return append([]Result{burst}, Result{Scenario: "node mode: idle", Note: err.Error()})
 	}
-	time.Sleep(15 * time.Second) // let the start-up writes end
+	// Let the start-up writes end (a smoke run, which asserts no figure,
+	// waits only SettleFor).
+	quiet := 15 * time.Second
+	if h.cfg.SettleFor > 0 {
+		quiet = min(quiet, h.cfg.SettleFor)
+	}
+	time.Sleep(quiet)
 	before := auditCount(auditLog, user)
 	time.Sleep(h.cfg.IdleWindow)
 	perMin := float64(auditCount(auditLog, user)-before) / h.cfg.IdleWindow.Minutes()

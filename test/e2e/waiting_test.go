@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,9 +27,12 @@ const unpullable = "127.0.0.1:9/e2e/unpullable:1"
 // is its agent's CPU beyond that of an idle agent measured over the same
 // window on the same busy machine: an agent's own housekeeping (cAdvisor,
 // relists, disk usage) is no pod's cost, and it varies with the load of the
-// agents around it.
+// agents around it. One idle agent serves every reason: its CPU is read over
+// each one's window.
 func TestWaitingPodsCostNothing(t *testing.T) {
 	const window = 10 * time.Second
+	backoff := []string{"--backoff-initial", "30s", "--backoff-max", "30s"}
+	idle := startAgent(t, backoff...)
 	pod := func(name, body string) string { return lifecyclePod(name, "Always", body) }
 	app := func(image, policy, extra string) string {
 		return `  containers:
@@ -73,8 +77,7 @@ func TestWaitingPodsCostNothing(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			args := append([]string{"--backoff-initial", "30s", "--backoff-max", "30s"}, tc.args...)
-			a, idle := startAgent(t, args...), startAgent(t, args...)
+			a := startAgent(t, slices.Concat(backoff, tc.args)...)
 			n := max(tc.pods, 1)
 			waiting := tc.reason // the reason that shows the wait has begun
 			if tc.sandbox {

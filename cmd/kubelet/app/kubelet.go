@@ -19,6 +19,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/cgroups"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/devices"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/diskusage"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/eviction"
@@ -67,6 +68,7 @@ type agent struct {
 	logs    *kuberuntime.LogSettings // a SIGHUP changes them
 	gc      *gc.Settings             // a SIGHUP changes it
 	node    *nodestatus.Builder
+	devices *devices.Manager
 }
 
 // newAgent builds the agent's parts in dependency order: the node's own
@@ -114,7 +116,7 @@ func newAgent(o *Options) (*agent, error) {
 			info, err := a.docker.DaemonInfo()
 			return info.Version, err
 		},
-		Runtimes: a.dockerRuntimes, MaxImages: o.NodeStatusMaxImages,
+		Runtimes: a.dockerRuntimes, MaxImages: o.NodeStatusMaxImages, Extended: a.devices.Capacity,
 		Images: func() ([]kubecontainer.Image, error) { return a.docker.ListImages(context.Background()) }}
 	return a, nil
 }
@@ -189,6 +191,9 @@ func newKubelet(o *Options, a *agent, rt kubecontainer.Runtime) error {
 		return err
 	}
 	sysctls, _ := kuberuntime.NewSysctlAllowlist(o.AllowedUnsafeSysctls) // validated
+	// The device plugins' devices, their assignments read back from the
+	// checkpoint before any pod is admitted.
+	devs := devices.New(filepath.Join(o.RootDir, "device-plugins"), clk)
 	rtm := kuberuntime.NewManager(kuberuntime.Config{
 		NodeName: node, NodeIP: a.nodeIP, NodeMemory: memory, RootDir: o.RootDir, InfraImage: o.PodInfraContainerImage,
 		PauseBinary: pauseBinary(o.PodInfraContainerImage), ClusterDomain: o.ClusterDomain, ResolvConf: o.ResolvConf,
@@ -196,7 +201,7 @@ func newKubelet(o *Options, a *agent, rt kubecontainer.Runtime) error {
 		Cgroups: cg.runtime, PodMaxPids: cg.podMaxPids, PodsLimits: cg.podsLimits, Events: a.recorder, Metrics: a.metrics,
 		BackoffInitial: o.BackoffInitial, BackoffMax: o.BackoffMax, Clock: clk,
 	}, kuberuntime.Deps{Runtime: rt, Volumes: vols, Images: imgs, Probes: probes, Relist: relist, Network: a.network,
-		Downward: downward, Logs: logs, LogLinks: links, RuntimeClasses: runtimeclass.NewResolver(classes, a.dockerRuntimes)})
+		Downward: downward, Logs: logs, LogLinks: links, RuntimeClasses: runtimeclass.NewResolver(classes, a.dockerRuntimes), Devices: devs})
 	statuses := status.NewManager(filepath.Join(o.RootDir, "checkpoints", "conditions.json"), clk)
 	gcSettings := gc.NewSettings(gcPolicy(o))
 	meter := &diskusage.Meter{Runtime: rt, Pods: cache, Node: node, PodDir: vols.PodDir, Period: o.DiskUsagePeriod}
@@ -205,7 +210,7 @@ func newKubelet(o *Options, a *agent, rt kubecontainer.Runtime) error {
 		Allocatable: nodestatus.Allocatable(nodestatus.Capacity(o.MaxPods), a.alloc.reserved())}, kubelet.Deps{
 		Runtime: rtm, Cache: cache, Relist: relist, Dirty: dirty, Retries: retries, Statuses: statuses, Probes: probes,
 		Images: imgs, Volumes: vols, LogLinks: links, GC: gcSettings, Sources: a.merger, Events: a.recorder, Metrics: a.metrics,
-		Evictions: eviction.LoadRemembered(filepath.Join(o.RootDir, "checkpoints", "evictions.json")),
+		Evictions: eviction.LoadRemembered(filepath.Join(o.RootDir, "checkpoints", "evictions.json")), Devices: devs,
 		NewStatusProducer: func(records podstatus.Records) *podstatus.Producer {
 			return podstatus.New(podstatus.Config{HostIP: a.nodeIP, PodDir: vols.PodDir, Records: records, Statuses: statuses,
 				Probes: probes, Logs: rtm, Metrics: a.metrics, Clock: clk})
@@ -220,7 +225,7 @@ func newKubelet(o *Options, a *agent, rt kubecontainer.Runtime) error {
 	// spot for one not synced yet), the statuses, the relist's cache.
 	view := server.NewPodView(server.PodSources{Desired: desiredPods{k}, Statuses: statuses, Cache: cache, Relist: relist,
 		Fallback: k.FallbackStatus})
-	a.kubelet, a.runtime, a.meter, a.logs, a.gc = k, rtm, meter, logs, gcSettings
+	a.kubelet, a.runtime, a.meter, a.logs, a.gc, a.devices = k, rtm, meter, logs, gcSettings, devs
 	a.pods = localPods{PodView: view, statuses: statuses}
 	return nil
 }

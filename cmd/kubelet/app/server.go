@@ -25,6 +25,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/cadvisor"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/podresources"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/server"
 	"github.com/classic-kubelet/kubelet/pkg/systemd"
 )
@@ -68,6 +69,9 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 	// The etcd lease of the node name, once the sources made one.
 	var lease atomic.Pointer[etcdnode.Lease]
 	if err := a.serve(ctx, o, stats, &lease, wg.Go); err != nil {
+		return err
+	}
+	if err := a.serveSockets(ctx, o, wg.Go); err != nil {
 		return err
 	}
 	if a.nm != nil {
@@ -172,6 +176,25 @@ func (a *agent) serve(ctx context.Context, o *Options, stats *cadvisor.Client, l
 			}
 		})
 	}
+	return nil
+}
+
+// serveSockets serves the kubelet's node-local gRPC sockets until ctx
+// ends: the device-plugin registration (<root-dir>/device-plugins/
+// kubelet.sock) and the pod-resources API (<root-dir>/pod-resources/
+// kubelet.sock).
+func (a *agent) serveSockets(ctx context.Context, o *Options, goRun func(func())) error {
+	dl, err := a.devices.Listen()
+	if err != nil {
+		return err
+	}
+	pl, err := podresources.Listen(filepath.Join(o.RootDir, "pod-resources"))
+	if err != nil {
+		_ = dl.Close()
+		return err
+	}
+	goRun(func() { a.devices.Run(ctx, dl) })
+	goRun(func() { podresources.Serve(ctx, pl, podresources.NewServer(a.kubelet, a.devices)) })
 	return nil
 }
 

@@ -127,6 +127,21 @@ type CreateSpec struct {
 	// Mounts are bind mounts given as structured sources and targets (a
 	// path may hold any character, ':' included).
 	Mounts []Mount
+	// Devices are host devices given to the container (a device plugin's).
+	Devices []Device
+	// CDIDevices are fully qualified CDI device names (vendor/class=name)
+	// the runtime injects (a device plugin's).
+	CDIDevices []string
+	// Annotations are the container's annotations (a device plugin's),
+	// kept by the runtime beside its labels.
+	Annotations map[string]string
+}
+
+// Device is a host device node given to a container.
+type Device struct {
+	PathOnHost, PathInContainer string
+	// Permissions are the cgroup permissions: any of r, w, m.
+	Permissions string
 }
 
 // Seccomp profile kinds, as the pod spec names them.

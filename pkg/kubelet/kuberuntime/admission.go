@@ -1,6 +1,8 @@
 package kuberuntime
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"strings"
 
@@ -61,9 +63,15 @@ func dockerAppArmor(p *v1.AppArmorProfile) string {
 	}
 }
 
+// ReasonUnexpectedAdmissionError is the kubelet's reason for a pod whose
+// devices could not be allocated (more asked than are free, say).
+const ReasonUnexpectedAdmissionError = "UnexpectedAdmissionError"
+
 // Admit says whether the pod can run on this node (nil: it can); what
-// cannot be enforced is refused rather than silently dropped.
-func (m *Manager) Admit(pod *v1.Pod) *lifecycle.Rejection {
+// cannot be enforced is refused rather than silently dropped. Last, the
+// pod's containers are assigned their devices (kept across calls: a pod
+// admitted before is admitted again at once).
+func (m *Manager) Admit(ctx context.Context, pod *v1.Pod) *lifecycle.Rejection {
 	// A pod for another OS, or selecting nodes of another OS, is refused
 	// with the kubelet's reasons: this node runs Linux containers.
 	if pod.Spec.OS != nil && pod.Spec.OS.Name != v1.Linux {
@@ -89,6 +97,14 @@ func (m *Manager) Admit(pod *v1.Pod) *lifecycle.Rejection {
 			if p := appArmorProfile(pod, &cs[i]); p != nil && p.Type != v1.AppArmorProfileTypeUnconfined && !m.appArmor() {
 				return &lifecycle.Rejection{Reason: "AppArmor", Message: "Cannot enforce AppArmor: AppArmor is not enabled on the host"}
 			}
+		}
+	}
+	if m.devices != nil {
+		// The kubelet allocates devices before it checks the node's
+		// resources: a pod asking more devices than are free is
+		// refused by the allocation, with its message.
+		if err := m.devices.Allocate(ctx, pod); err != nil {
+			return &lifecycle.Rejection{Reason: ReasonUnexpectedAdmissionError, Message: fmt.Sprintf("Allocate failed due to %v, which is unexpected", err)}
 		}
 	}
 	return nil

@@ -1,11 +1,17 @@
 package kuberuntime
 
 import (
+	"context"
+	"errors"
+	"reflect"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/container/containertest"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/devices"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 )
 
 func TestAppArmor(t *testing.T) {
@@ -47,11 +53,11 @@ func TestAppArmor(t *testing.T) {
 			}
 			m := newTestManager(t, Config{NodeName: "n"}, nil)
 			m.appArmor = func() bool { return true }
-			if rej := m.Admit(pod); rej != nil {
+			if rej := m.Admit(context.Background(), pod); rej != nil {
 				t.Errorf("rejected on a host with AppArmor: %+v", rej)
 			}
 			m.appArmor = func() bool { return false }
-			rej := m.Admit(pod)
+			rej := m.Admit(context.Background(), pod)
 			if (rej != nil) != tc.rejectedWithoutHost || (rej != nil && (rej.Reason != "AppArmor" || rej.Message != "Cannot enforce AppArmor: AppArmor is not enabled on the host")) {
 				t.Errorf("without AppArmor on the host: rejection %+v, want rejected=%v", rej, tc.rejectedWithoutHost)
 			}
@@ -71,7 +77,7 @@ func TestSupplementalGroupsPolicy(t *testing.T) {
 			pod.Spec.SecurityContext = &v1.PodSecurityContext{SupplementalGroupsPolicy: &pol}
 		}
 		got := ""
-		if rej := m.Admit(pod); rej != nil {
+		if rej := m.Admit(context.Background(), pod); rej != nil {
 			got = rej.Reason
 		}
 		if got != tc.reason {
@@ -104,12 +110,56 @@ func TestAdmitPodOS(t *testing.T) {
 			m := newTestManager(t, Config{NodeName: "n"}, nil)
 			m.appArmor = func() bool { return true }
 			got := ""
-			if rej := m.Admit(pod); rej != nil {
+			if rej := m.Admit(context.Background(), pod); rej != nil {
 				got = rej.Reason
 			}
 			if got != tc.reason {
 				t.Errorf("rejection reason %q, want %q", got, tc.reason)
 			}
 		})
+	}
+}
+
+type fakeDevices struct{ err error }
+
+func (f fakeDevices) Allocate(context.Context, *v1.Pod) error { return f.err }
+func (f fakeDevices) ContainerOptions(context.Context, *v1.Pod, *v1.Container) (*devices.ContainerOptions, error) {
+	return &devices.ContainerOptions{Env: []string{"A=plugin", "B=plugin"}, Devices: []kubecontainer.Device{{PathOnHost: "/dev/x", PathInContainer: "/dev/x", Permissions: "rw"}}}, nil
+}
+
+// A pod whose devices cannot be allocated is refused as the kubelet
+// refuses it; the plugin's answer reaches the container's spec, its env
+// before the container's own (which wins a name).
+func TestDevicesAdmissionAndSpec(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want *lifecycle.Rejection
+	}{
+		{"allocated", nil, nil},
+		{"too few free", errors.New("requested number of devices unavailable for example.com/dev. Requested: 3, Available: 1"),
+			&lifecycle.Rejection{Reason: "UnexpectedAdmissionError", Message: "Allocate failed due to requested number of devices unavailable for example.com/dev. Requested: 3, Available: 1, which is unexpected"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newTestManager(t, Config{NodeName: "n"}, nil)
+			m.devices = fakeDevices{err: tc.err}
+			pod := containertest.Pod(v1.RestartPolicyAlways, "a")
+			if got := m.Admit(context.Background(), pod); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("rejection %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	m := newTestManager(t, Config{NodeName: "n"}, nil)
+	m.devices = fakeDevices{}
+	pod := containertest.Pod(v1.RestartPolicyAlways, "a")
+	spec := &kubecontainer.CreateSpec{Env: []string{"A=own"}}
+	if err := m.deviceOptions(context.Background(), pod, &pod.Spec.Containers[0], spec); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"A=plugin", "B=plugin", "A=own"}; !reflect.DeepEqual(spec.Env, want) {
+		t.Errorf("env %v, want %v (Docker takes the last of a name)", spec.Env, want)
+	}
+	if len(spec.Devices) != 1 {
+		t.Errorf("devices %v", spec.Devices)
 	}
 }

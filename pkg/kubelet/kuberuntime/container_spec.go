@@ -209,7 +209,33 @@ func (m *Manager) appSpec(ctx context.Context, pod *v1.Pod, c *v1.Container, sb 
 	if err := m.securityOptions(ctx, pod, c, spec); err != nil {
 		return nil, err
 	}
+	if err := m.deviceOptions(ctx, pod, c, spec); err != nil {
+		return nil, err
+	}
 	return spec, nil
+}
+
+// deviceOptions gives the container what the device plugins' Allocate
+// answered for it: device nodes, mounts, annotations, and environment
+// variables set before the container's own (which win a name, as the
+// kubelet's order has them).
+func (m *Manager) deviceOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, spec *kubecontainer.CreateSpec) error {
+	if m.devices == nil {
+		return nil
+	}
+	opts, err := m.devices.ContainerOptions(ctx, pod, c)
+	if err != nil {
+		return &kubecontainer.StartError{Reason: reasonConfigError, Message: fmt.Sprintf("device plugin: %v", err)}
+	}
+	if opts == nil {
+		return nil
+	}
+	spec.Env = append(append([]string(nil), opts.Env...), spec.Env...)
+	spec.Mounts = append(spec.Mounts, opts.Mounts...)
+	spec.Devices = opts.Devices
+	spec.CDIDevices = opts.CDIDevices
+	spec.Annotations = opts.Annotations
+	return nil
 }
 
 // runningID is the ID of the running instance of the pod's container name

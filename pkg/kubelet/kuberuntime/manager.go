@@ -39,6 +39,7 @@ import (
 
 	"github.com/classic-kubelet/kubelet/pkg/credentialprovider"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/devices"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/network"
@@ -126,7 +127,22 @@ type Deps struct {
 	// RuntimeClasses resolve a pod's runtime handler; nil: a pod naming a
 	// RuntimeClass fails to start, its handler not supported.
 	RuntimeClasses RuntimeClasses
+	// Devices assigns the device plugins' devices to containers; nil: no
+	// device plugins (a pod asking for an extended resource runs without
+	// a device, as the kubelet runs one asking for a resource no plugin
+	// serves).
+	Devices Devices
 }
+
+// Devices assigns the device plugins' devices (pkg/kubelet/devices): to
+// every container of a pod at admission, and to the container's creation
+// what the plugins answered for it.
+type Devices interface {
+	Allocate(ctx context.Context, pod *v1.Pod) error
+	ContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Container) (*devices.ContainerOptions, error)
+}
+
+var _ Devices = (*devices.Manager)(nil)
 
 // RuntimeClasses resolve the runtime handler of a pod's containers from
 // its runtimeClassName ("": the runtime's default); an error fails the
@@ -220,6 +236,7 @@ type Manager struct {
 	relist  Relister
 	network Network
 	classes RuntimeClasses
+	devices Devices // nil: none
 
 	downward *Downward
 	logs     *LogSettings
@@ -305,7 +322,7 @@ func NewManager(cfg Config, deps Deps) *Manager {
 		glog.Warningf("This host does not let processes lower their oom_score_adj (no CAP_SYS_RESOURCE): %s; Guaranteed, node-critical and infra containers get %d instead of the kubelet's -997/-998", self, oomFloor)
 	}
 	return &Manager{cfg: cfg, runtime: deps.Runtime, volumes: deps.Volumes, images: deps.Images, probes: deps.Probes, relist: deps.Relist,
-		network: deps.Network, classes: deps.RuntimeClasses, downward: deps.Downward, logs: deps.Logs, logLinks: deps.LogLinks, starts: newStartSlots(maxParallelStarts),
+		network: deps.Network, classes: deps.RuntimeClasses, devices: deps.Devices, downward: deps.Downward, logs: deps.Logs, logLinks: deps.LogLinks, starts: newStartSlots(maxParallelStarts),
 		hookHTTP: probehttp.New(), oomFloor: oomFloor, appArmor: appArmorEnabled}
 }
 

@@ -50,6 +50,9 @@ type Builder struct {
 	// bounds how many are reported, the largest (-1: all).
 	Images    func() ([]kubecontainer.Image, error)
 	MaxImages int
+	// Extended reports the device plugins' resources (capacity: every
+	// device; allocatable: the healthy ones); nil: none.
+	Extended func() (capacity, allocatable v1.ResourceList)
 	// Clock times the refreshes of the runtime's handlers and images (nil:
 	// the real clock).
 	Clock clock.PassiveClock
@@ -78,6 +81,14 @@ func (b *Builder) Build() *v1.Node {
 	if size := fsSize(b.RootDir); size > 0 {
 		capacity[v1.ResourceEphemeralStorage] = *resource.NewQuantity(size, resource.BinarySI)
 	}
+	allocatable := Allocatable(capacity, b.Reserved)
+	if b.Extended != nil {
+		c, a := b.Extended()
+		for name, q := range c {
+			capacity[name] = q
+			allocatable[name] = a[name]
+		}
+	}
 	n := &v1.Node{
 		TypeMeta: metav1.TypeMeta{Kind: "Node", APIVersion: "v1"},
 		ObjectMeta: metav1.ObjectMeta{Name: b.Name, Labels: map[string]string{
@@ -85,7 +96,7 @@ func (b *Builder) Build() *v1.Node {
 		}},
 		Status: v1.NodeStatus{
 			Capacity:    capacity,
-			Allocatable: Allocatable(capacity, b.Reserved),
+			Allocatable: allocatable,
 			Addresses:   b.Addresses(),
 			NodeInfo: v1.NodeSystemInfo{
 				MachineID:               readTrim("/etc/machine-id"),

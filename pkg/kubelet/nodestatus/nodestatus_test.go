@@ -160,3 +160,21 @@ func TestAllocatable(t *testing.T) {
 		t.Errorf("Build: cpu capacity %s, allocatable %s; want 100m less", c.String(), a.String())
 	}
 }
+
+// The device plugins' resources join the capacity and allocatable: every
+// device counted, only the healthy ones allocatable.
+func TestBuildExtendedResources(t *testing.T) {
+	b := &Builder{Name: "n1", RootDir: t.TempDir(), MaxPods: 7, Health: func() (error, error) { return nil, nil },
+		RuntimeVersion: func() (string, error) { return "20.10", nil },
+		Extended: func() (v1.ResourceList, v1.ResourceList) {
+			return v1.ResourceList{"example.com/dev": resource.MustParse("3")}, v1.ResourceList{"example.com/dev": resource.MustParse("2")}
+		}}
+	n := b.Build()
+	c, a := n.Status.Capacity["example.com/dev"], n.Status.Allocatable["example.com/dev"]
+	if c.String() != "3" || a.String() != "2" {
+		t.Errorf("example.com/dev capacity %s allocatable %s, want 3 and 2", c.String(), a.String())
+	}
+	if cpu := n.Status.Allocatable[v1.ResourceCPU]; cpu.IsZero() {
+		t.Errorf("cpu allocatable lost: %v", n.Status.Allocatable)
+	}
+}

@@ -41,7 +41,7 @@ func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request, p map[str
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	ref, err := s.View.FindContainer(p["namespace"], p["pod"], "", p["container"], previous)
+	ref, err := s.View.FindLoggedContainer(r.Context(), p["namespace"], p["pod"], p["container"], previous)
 	if err != nil {
 		writeLookupError(w, err)
 		return

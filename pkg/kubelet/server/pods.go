@@ -168,7 +168,7 @@ func (v *PodView) FindContainer(namespace, pod, uid, container string, previous 
 	}
 	if len(instances) <= i {
 		if previous {
-			return ContainerRef{}, fmt.Errorf("%w: no previous instance of container %q in pod %s/%s", ErrNotFound, container, namespace, pod)
+			return ContainerRef{}, fmt.Errorf("%w: %w: no previous instance of container %q in pod %s/%s", ErrNotFound, errNoInstance, container, namespace, pod)
 		}
 		return ContainerRef{}, fmt.Errorf("%w: %w of container %q in pod %s/%s", ErrNotFound, errNoInstance, container, namespace, pod)
 	}
@@ -189,14 +189,34 @@ func (v *PodView) FindRunningContainer(ctx context.Context, namespace, pod, uid,
 	if (err == nil && ref.Running) || (err != nil && !errors.Is(err, errNoInstance)) {
 		return ref, err
 	}
+	if !v.relistNow(ctx) {
+		return ref, err
+	}
+	return v.FindContainer(namespace, pod, uid, container, false)
+}
+
+// FindLoggedContainer is FindContainer for a container's logs. When the
+// last relist lacks the instance asked for it relists at once and looks
+// again: the status a client read (say restartCount 1, then kubectl logs
+// --previous) comes from the pod's worker, which may have started the new
+// instance since the periodic relist.
+func (v *PodView) FindLoggedContainer(ctx context.Context, namespace, pod, container string, previous bool) (ContainerRef, error) {
+	ref, err := v.FindContainer(namespace, pod, "", container, previous)
+	if err == nil || !errors.Is(err, errNoInstance) || !v.relistNow(ctx) {
+		return ref, err
+	}
+	return v.FindContainer(namespace, pod, "", container, previous)
+}
+
+// relistNow asks for a relist and waits (at most freshLookupTimeout) for
+// the cache it produces; false when none came.
+func (v *PodView) relistNow(ctx context.Context) bool {
 	since := time.Now()
 	v.src.Relist.RelistNow()
 	ctx, cancel := context.WithTimeout(ctx, freshLookupTimeout)
 	defer cancel()
-	if _, werr := v.src.Cache.GetNewerThan(ctx, "", since); werr != nil {
-		return ref, err
-	}
-	return v.FindContainer(namespace, pod, uid, container, false)
+	_, err := v.src.Cache.GetNewerThan(ctx, "", since)
+	return err == nil
 }
 
 // IsContainerLogFile reports whether path is the log file of a container of

@@ -49,7 +49,7 @@ func TestPodViewFindContainer(t *testing.T) {
 		{name: "unknown pod", ns: "default", pod: "nope", cname: "server"},
 		{name: "unknown container", ns: "default", pod: "web", cname: "nope"},
 		{name: "no name with two containers", ns: "default", pod: "web"},
-		{name: "no previous instance", ns: "default", pod: "web", cname: "init", previous: true},
+		{name: "no previous instance", ns: "default", pod: "web", cname: "init", previous: true, wantNoInstance: true},
 		{name: "no instance", ns: "default", pod: "web", cname: "side", wantNoInstance: true},
 	}
 	v := lookupPods().view()
@@ -104,6 +104,43 @@ func TestPodViewFindRunningContainer(t *testing.T) {
 			}
 			if c.wantID == "" && !errors.Is(err, ErrNotFound) {
 				t.Errorf("FindRunningContainer = %+v, %v; want not found", ref, err)
+			}
+			if pods.relists != c.wantRelists {
+				t.Errorf("%d relists, want %d", pods.relists, c.wantRelists)
+			}
+		})
+	}
+}
+
+// A log request whose instance the last relist lacks (a restart the
+// worker made and reported before the periodic relist saw it) relists once;
+// a present instance or a container the pod lacks is not waited for.
+func TestPodViewFindLoggedContainer(t *testing.T) {
+	restarted := map[types.UID]*kubecontainer.PodState{"u1": {UID: "u1", Containers: []*kubecontainer.ContainerState{
+		{ID: "in2", Name: "init"}, {ID: "in1", Name: "init"}}}}
+	cases := []struct {
+		name        string
+		cname       string
+		previous    bool
+		fresh       map[types.UID]*kubecontainer.PodState
+		wantID      string
+		wantRelists int
+	}{
+		{name: "present", cname: "server", previous: true, wantID: "old"},
+		{name: "previous made since the last relist", cname: "init", previous: true, fresh: restarted, wantID: "in1", wantRelists: 1},
+		{name: "no previous yet", cname: "init", previous: true, wantRelists: 1},
+		{name: "not in the pod", cname: "nope", previous: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pods := lookupPods()
+			pods.fresh = c.fresh
+			ref, err := pods.view().FindLoggedContainer(context.Background(), "default", "web", c.cname, c.previous)
+			if c.wantID != "" && (err != nil || ref.ID != c.wantID) {
+				t.Errorf("FindLoggedContainer = %+v, %v; want %s", ref, err, c.wantID)
+			}
+			if c.wantID == "" && !errors.Is(err, ErrNotFound) {
+				t.Errorf("FindLoggedContainer = %+v, %v; want not found", ref, err)
 			}
 			if pods.relists != c.wantRelists {
 				t.Errorf("%d relists, want %d", pods.relists, c.wantRelists)
