@@ -108,7 +108,7 @@ func (noDevices) Prune(func(uid types.UID) bool) {}
 // (kuberuntime.Manager): admit, sync, stop and remove pods, collect dead
 // containers, and keep the pod and QoS cgroups.
 type PodRuntime interface {
-	Admit(ctx context.Context, pod *v1.Pod) *lifecycle.Rejection
+	Admit(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState) *lifecycle.Rejection
 	NewPodRecord() *kuberuntime.PodRecord
 	SyncPod(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, rec *kuberuntime.PodRecord) (kuberuntime.Result, error)
 	StopPod(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, grace time.Duration) (bool, error)

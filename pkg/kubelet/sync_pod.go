@@ -86,7 +86,7 @@ func (k *Kubelet) syncDesired(ctx context.Context, pod *v1.Pod, state *kubeconta
 	if t := k.activeDeadline(pod, state); t != nil {
 		return t, false, nil
 	}
-	if rej := k.runtime.Admit(ctx, pod); rej != nil {
+	if rej := k.runtime.Admit(ctx, pod, state); rej != nil {
 		glog.Errorf("Pod %s rejected: %s: %s", api.Key(pod), rej.Reason, rej.Message)
 		k.events.Event(events.PodRef(pod, ""), true, rej.Reason, "%s", rej.Message)
 		return &lifecycle.Termination{Cause: lifecycle.Rejected, Grace: kuberuntime.GracePeriod(pod), Reason: rej.Reason, Message: rej.Message}, false, nil

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 )
 
@@ -68,10 +69,11 @@ func dockerAppArmor(p *v1.AppArmorProfile) string {
 const ReasonUnexpectedAdmissionError = "UnexpectedAdmissionError"
 
 // Admit says whether the pod can run on this node (nil: it can); what
-// cannot be enforced is refused rather than silently dropped. Last, the
-// pod's containers are assigned their devices (kept across calls: a pod
-// admitted before is admitted again at once).
-func (m *Manager) Admit(ctx context.Context, pod *v1.Pod) *lifecycle.Rejection {
+// cannot be enforced is refused rather than silently dropped. Last, a pod
+// nothing of which has run yet (state: the relist's) is assigned its
+// devices (kept across calls: a pod admitted before is admitted again at
+// once).
+func (m *Manager) Admit(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState) *lifecycle.Rejection {
 	// A pod for another OS, or selecting nodes of another OS, is refused
 	// with the kubelet's reasons: this node runs Linux containers.
 	if pod.Spec.OS != nil && pod.Spec.OS.Name != v1.Linux {
@@ -99,7 +101,13 @@ func (m *Manager) Admit(ctx context.Context, pod *v1.Pod) *lifecycle.Rejection {
 			}
 		}
 	}
-	if m.devices != nil {
+	// A pod with containers was admitted before, by this agent or the one
+	// before a restart, and is not refused for its devices now: its plugin
+	// may not have registered again yet, or its assignments may not have
+	// been checkpointed (the kubelet skips the containers it finds
+	// running). A container of it without devices is assigned them when it
+	// is created (ContainerOptions), a failure there its start's back-off.
+	if m.devices != nil && len(state.All()) == 0 {
 		// The kubelet allocates devices before it checks the node's
 		// resources: a pod asking more devices than are free is
 		// refused by the allocation, with its message.

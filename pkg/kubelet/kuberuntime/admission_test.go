@@ -53,11 +53,11 @@ func TestAppArmor(t *testing.T) {
 			}
 			m := newTestManager(t, Config{NodeName: "n"}, nil)
 			m.appArmor = func() bool { return true }
-			if rej := m.Admit(context.Background(), pod); rej != nil {
+			if rej := m.Admit(context.Background(), pod, nil); rej != nil {
 				t.Errorf("rejected on a host with AppArmor: %+v", rej)
 			}
 			m.appArmor = func() bool { return false }
-			rej := m.Admit(context.Background(), pod)
+			rej := m.Admit(context.Background(), pod, nil)
 			if (rej != nil) != tc.rejectedWithoutHost || (rej != nil && (rej.Reason != "AppArmor" || rej.Message != "Cannot enforce AppArmor: AppArmor is not enabled on the host")) {
 				t.Errorf("without AppArmor on the host: rejection %+v, want rejected=%v", rej, tc.rejectedWithoutHost)
 			}
@@ -77,7 +77,7 @@ func TestSupplementalGroupsPolicy(t *testing.T) {
 			pod.Spec.SecurityContext = &v1.PodSecurityContext{SupplementalGroupsPolicy: &pol}
 		}
 		got := ""
-		if rej := m.Admit(context.Background(), pod); rej != nil {
+		if rej := m.Admit(context.Background(), pod, nil); rej != nil {
 			got = rej.Reason
 		}
 		if got != tc.reason {
@@ -110,7 +110,7 @@ func TestAdmitPodOS(t *testing.T) {
 			m := newTestManager(t, Config{NodeName: "n"}, nil)
 			m.appArmor = func() bool { return true }
 			got := ""
-			if rej := m.Admit(context.Background(), pod); rej != nil {
+			if rej := m.Admit(context.Background(), pod, nil); rej != nil {
 				got = rej.Reason
 			}
 			if got != tc.reason {
@@ -144,8 +144,15 @@ func TestDevicesAdmissionAndSpec(t *testing.T) {
 			m := newTestManager(t, Config{NodeName: "n"}, nil)
 			m.devices = fakeDevices{err: tc.err}
 			pod := containertest.Pod(v1.RestartPolicyAlways, "a")
-			if got := m.Admit(context.Background(), pod); !reflect.DeepEqual(got, tc.want) {
+			if got := m.Admit(context.Background(), pod, nil); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("rejection %+v, want %+v", got, tc.want)
+			}
+			// A pod with containers was admitted before (the agent
+			// restarted, its plugin not registered again): it is not
+			// refused, whatever the allocation says.
+			started := &kubecontainer.PodState{UID: pod.UID, Containers: []*kubecontainer.ContainerState{{ID: "c1", Name: "a", Running: true}}}
+			if got := m.Admit(context.Background(), pod, started); got != nil {
+				t.Errorf("a started pod: rejection %+v, want none", got)
 			}
 		})
 	}
