@@ -363,3 +363,59 @@ func TestPluginReRegisters(t *testing.T) {
 		t.Errorf("checkpoint: %v", err)
 	}
 }
+
+// A pod asking for no device, or holding its devices, is admitted without
+// waiting behind another pod's allocation (whose plugin calls may take
+// their timeouts); one whose request changed still reaches the refusal.
+func TestAllocateWaitsOnlyToAllocate(t *testing.T) {
+	m := New(t.TempDir(), clocktesting.NewFakePassiveClock(time.Now()))
+	m.resources["example.com/dev"] = &resourceState{devices: map[string]*pluginapi.Device{}}
+	assign(m.assigned, "u1", "app", "example.com/dev", &assignment{IDs: []string{"d1"}})
+	m.allocMu.Lock() // another pod's admission, in its plugin calls
+	for _, tc := range []struct {
+		name string
+		pod  *v1.Pod
+	}{{"no devices", devPod("u0", 0, 0)}, {"holding its devices", devPod("u1", 0, 1)}} {
+		done := make(chan error, 1)
+		go func() { done <- m.Allocate(context.Background(), tc.pod) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+		case <-time.After(5 * time.Second):
+			m.allocMu.Unlock()
+			<-done
+			t.Fatalf("%s: waited behind another admission", tc.name)
+		}
+	}
+	m.allocMu.Unlock()
+	if err := m.Allocate(context.Background(), devPod("u1", 0, 2)); err == nil || !strings.Contains(err.Error(), "changed request") {
+		t.Errorf("a changed request: %v, want the refusal", err)
+	}
+}
+
+// A resource removed once its grace period ended leaves the checkpoint: a
+// restarted agent does not report it again for another grace period.
+func TestRemovedResourceLeavesTheCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	data, err := encodeCheckpoint(map[types.UID]podAssignments{}, map[string][]string{"example.com/dev": {"d1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeCheckpoint(filepath.Join(dir, CheckpointName), data); err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	m := New(dir, clk)
+	if c, _ := m.Capacity(); len(c) != 1 {
+		t.Fatalf("capacity %v, want the checkpoint's resource at zero", c)
+	}
+	clk.SetTime(clk.Now().Add(StopGracePeriod + time.Second))
+	if c, a := quantities(m, "example.com/dev"); c != "0" || a != "0" {
+		t.Errorf("after the grace period capacity %s allocatable %s, want 0", c, a)
+	}
+	if c, _ := New(dir, clk).Capacity(); len(c) != 0 {
+		t.Errorf("after a restart capacity %v, want the removed resource gone", c)
+	}
+}

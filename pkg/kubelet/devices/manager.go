@@ -121,19 +121,25 @@ func (m *Manager) SocketPath() string { return filepath.Join(m.dir, SocketName) 
 // Capacity is the node's extended resources of the plugins: capacity counts
 // every device, allocatable the healthy ones. A resource whose plugin went
 // keeps its capacity with nothing allocatable for StopGracePeriod, then
-// reports zero.
+// reports zero, and leaves the checkpoint (a restart does not bring it
+// back for another grace period, as the kubelet's).
 func (m *Manager) Capacity() (capacity, allocatable v1.ResourceList) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	capacity, allocatable = v1.ResourceList{}, v1.ResourceList{}
 	now := m.clock.Now()
+	removed := false
 	for name, r := range m.resources {
 		if r.plugin == nil && !r.stoppedAt.IsZero() && now.Sub(r.stoppedAt) > StopGracePeriod && !r.removed {
 			r.removed, r.devices = true, map[string]*pluginapi.Device{}
+			removed = true
 			glog.Infof("Device manager: resource %s removed: its plugin went %v ago", name, now.Sub(r.stoppedAt).Round(time.Second))
 		}
 		capacity[v1.ResourceName(name)] = *resource.NewQuantity(int64(len(r.devices)), resource.DecimalSI)
 		allocatable[v1.ResourceName(name)] = *resource.NewQuantity(int64(len(r.healthy())), resource.DecimalSI)
+	}
+	m.mu.Unlock()
+	if removed {
+		m.checkpoint()
 	}
 	return capacity, allocatable
 }
@@ -191,6 +197,11 @@ func (m *Manager) deviceRequests(c *v1.Container) []string {
 // is the admission's refusal; what was assigned before it stays until the
 // pod is released.
 func (m *Manager) Allocate(ctx context.Context, pod *v1.Pod) error {
+	// Most pods ask for no device, or hold theirs: they do not wait
+	// behind another pod's plugin calls.
+	if !m.toAllocate(pod) {
+		return nil
+	}
 	m.allocMu.Lock()
 	defer m.allocMu.Unlock()
 	reusable := map[string]set{}
@@ -227,6 +238,26 @@ func (m *Manager) Allocate(ctx context.Context, pod *v1.Pod) error {
 		}
 	}
 	return nil
+}
+
+// toAllocate reports whether a container of pod asks for a plugin's
+// resource and holds none of its devices, or holds another number of them
+// (which allocateResource refuses).
+func (m *Manager) toAllocate(pod *v1.Pod) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			c := &cs[i]
+			for _, res := range m.deviceRequests(c) {
+				held := m.assigned[pod.UID][c.Name][res]
+				if q := c.Resources.Limits[v1.ResourceName(res)]; held == nil || int64(len(held.IDs)) != q.Value() {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // allocateContainer assigns c its devices, one resource after another,
