@@ -163,6 +163,13 @@ func (c *Client) Inspect(ctx context.Context, id string) (*kubecontainer.Contain
 	}
 	if hc := ct.HostConfig; hc != nil {
 		d.CPUShares, d.CPUQuota, d.CPUPeriod, d.Memory = hc.CPUShares, hc.CPUQuota, hc.CPUPeriod, hc.Memory
+		// A CPU limit lifted in place (Update's -1) stays Docker's -1;
+		// unlimited is 0 to the agent, as a container created without
+		// one reads: else the lifted limit would differ from the spec at
+		// every sync, and be updated again.
+		if d.CPUQuota < 0 {
+			d.CPUQuota = 0
+		}
 	}
 	return d, nil
 }

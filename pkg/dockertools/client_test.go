@@ -100,3 +100,39 @@ func TestEventsOneSubscriptionOfContainersAndImages(t *testing.T) {
 		}
 	}
 }
+
+// A CPU limit lifted in place reads as Docker keeps it (-1) but is
+// reported unlimited (0), as for a container created without one: the
+// resize is then seen done, not due again at every sync.
+func TestInspectLiftedCPUQuotaIsUnlimited(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		quota, want int64
+	}{{"lifted", -1, 0}, {"never set", 0, 0}, {"set", 40000, 40000}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if !strings.HasSuffix(r.URL.Path, "/containers/abc/json") {
+					http.NotFound(w, r)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				_ = json.NewEncoder(w).Encode(map[string]any{"Id": "abc", "Name": "/x", "Config": map[string]any{"Image": "i"},
+					"State":      map[string]any{"Status": "running", "Running": true},
+					"HostConfig": map[string]any{"CpuShares": 204, "CpuQuota": tc.quota, "CpuPeriod": 100000, "Memory": 64 << 20}})
+			}))
+			defer srv.Close()
+			c, err := NewClient("tcp://" + strings.TrimPrefix(srv.URL, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := c.Inspect(context.Background(), "abc")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.CPUQuota != tc.want || d.CPUShares != 204 || d.CPUPeriod != 100000 || d.Memory != 64<<20 {
+				t.Errorf("quota %d shares %d period %d memory %d, want quota %d", d.CPUQuota, d.CPUShares, d.CPUPeriod, d.Memory, tc.want)
+			}
+			c.c.HTTPClient.CloseIdleConnections()
+		})
+	}
+}
