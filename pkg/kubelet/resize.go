@@ -13,6 +13,7 @@ import (
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/allocation"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/podstatus"
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
@@ -109,11 +110,16 @@ func (k *Kubelet) checkpointAllocation(pod *v1.Pod, rec *podRecord, alloc alloca
 	rec.mu.Unlock()
 }
 
-// allocatedOthers are the desired pods other than uid, as allocated.
+// allocatedOthers are the desired pods other than uid that hold the
+// node's resources, as allocated: a terminated pod (finished, rejected,
+// evicted) holds none, as the kubelet counts only its active pods.
 func (k *Kubelet) allocatedOthers(uid types.UID) []*v1.Pod {
 	var out []*v1.Pod
 	for _, p := range k.desired.all() {
 		if p.UID == uid {
+			continue
+		}
+		if phase, ok := k.workers.Phase(p.UID); ok && phase == lifecycle.Terminated {
 			continue
 		}
 		if r := k.workers.Record(p.UID); r != nil {

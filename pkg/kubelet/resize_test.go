@@ -13,6 +13,7 @@ import (
 
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/allocation"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/container/containertest"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 )
 
 // A pod's worker syncs its allocated pod: the spec's resources at first,
@@ -68,5 +69,30 @@ func TestAllocateResize(t *testing.T) {
 				t.Errorf("checkpoint kept %v, want it while a resize is pending", checkpointed)
 			}
 		})
+	}
+}
+
+// A terminated pod (finished, rejected, evicted) holds none of the node's
+// resources: a resize beside it is not deferred for what it once asked.
+func TestAllocateResizeBesideATerminatedPod(t *testing.T) {
+	k, _ := newKubelet(t, containertest.NewFakeClient(), testOptions{})
+	k.cfg.Allocatable = v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}
+	pod := func(uid, cpu string) *v1.Pod {
+		p := containertest.Pod(v1.RestartPolicyAlways, "a")
+		p.UID, p.Name = types.UID(uid), uid
+		p.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}
+		return p
+	}
+	done := pod("done", "1500m")
+	k.desired.set(done)
+	k.workers.pods[done.UID] = &podState{phase: lifecycle.Terminated, pod: done, desired: true, record: k.workers.newRecord()}
+	rec := newPodRecord(time.Now(), nil)
+	for _, cpu := range []string{"100m", "1"} {
+		desired := pod("p", cpu)
+		k.desired.set(desired)
+		got := k.allocate(desired, rec)
+		if req := got.Spec.Containers[0].Resources.Requests.Cpu(); req.Cmp(resource.MustParse(cpu)) != 0 || rec.resizePending.Reason != "" {
+			t.Errorf("cpu %s: synced %s, pending %+v; want it allocated", cpu, req, rec.resizePending)
+		}
 	}
 }
