@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"path"
@@ -556,12 +557,51 @@ func validateResizePolicy(policies []v1.ContainerResizePolicy, p *field.Path) fi
 
 // ValidateResize checks an update of a running pod (old, as admitted) to
 // pod, as the API server's resize validation: a change of its resources
-// may not change its QoS class, which places its cgroup.
+// may not change its QoS class, which places its cgroup; nor may a
+// container's extended resources change, whose devices were assigned once,
+// at the pod's admission (the API server lets only cpu and memory change).
 func ValidateResize(old, pod *v1.Pod, qos func(*v1.Pod) v1.PodQOSClass) field.ErrorList {
-	if old == nil || old.UID != pod.UID || qos(old) == qos(pod) {
+	if old == nil || old.UID != pod.UID {
 		return nil
 	}
-	return field.ErrorList{field.Forbidden(field.NewPath("spec"), "Pod QOS Class may not change as a result of resizing")}
+	var errs field.ErrorList
+	if qos(old) != qos(pod) {
+		errs = append(errs, field.Forbidden(field.NewPath("spec"), "Pod QOS Class may not change as a result of resizing"))
+	}
+	before := map[string]*v1.Container{}
+	for _, cs := range [][]v1.Container{old.Spec.InitContainers, old.Spec.Containers} {
+		for i := range cs {
+			before[cs[i].Name] = &cs[i]
+		}
+	}
+	check := func(cs []v1.Container, p *field.Path) {
+		for i := range cs {
+			if was := before[cs[i].Name]; was != nil && !sameExtended(was.Resources, cs[i].Resources) {
+				errs = append(errs, field.Forbidden(p.Index(i).Child("resources"), "extended resources may not change on a running pod: its devices were assigned at its admission"))
+			}
+		}
+	}
+	check(pod.Spec.InitContainers, field.NewPath("spec", "initContainers"))
+	check(pod.Spec.Containers, field.NewPath("spec", "containers"))
+	return errs
+}
+
+// sameExtended reports whether a and b ask the same extended resources.
+func sameExtended(a, b v1.ResourceRequirements) bool {
+	extended := func(r v1.ResourceRequirements) map[string]int64 {
+		out := map[string]int64{}
+		add := func(kind string, list v1.ResourceList) {
+			for name, q := range list {
+				if IsExtendedResourceName(name) {
+					out[kind+string(name)] = q.MilliValue()
+				}
+			}
+		}
+		add("requests/", r.Requests)
+		add("limits/", r.Limits)
+		return out
+	}
+	return maps.Equal(extended(a), extended(b))
 }
 
 // validateEnv checks the container's env and envFrom. Names (and

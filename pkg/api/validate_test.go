@@ -455,7 +455,8 @@ func TestValidateResizePolicy(t *testing.T) {
 	}
 }
 
-// A resize may not change the pod's QoS class.
+// A resize may not change the pod's QoS class, nor a container's extended
+// resources (its devices are assigned once, at admission).
 func TestValidateResize(t *testing.T) {
 	qos := func(p *v1.Pod) v1.PodQOSClass { return v1.PodQOSClass(p.Labels["qos"]) }
 	pod := func(uid, class string) *v1.Pod {
@@ -463,23 +464,35 @@ func TestValidateResize(t *testing.T) {
 		p.UID, p.Labels = types.UID(uid), map[string]string{"qos": class}
 		return p
 	}
+	withDevices := func(uid, cpu string, devs int64) *v1.Pod {
+		p := pod(uid, "Burstable")
+		lim := v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}
+		if devs > 0 {
+			lim["example.com/dev"] = *resource.NewQuantity(devs, resource.DecimalSI)
+		}
+		p.Spec.Containers = []v1.Container{{Name: "app", Resources: v1.ResourceRequirements{Limits: lim}}}
+		return p
+	}
 	for _, tc := range []struct {
 		name     string
 		old, new *v1.Pod
-		refused  bool
+		want     string // the refusal's substring; "": taken
 	}{
-		{"new pod", nil, pod("u", "Burstable"), false},
-		{"same class", pod("u", "Burstable"), pod("u", "Burstable"), false},
-		{"class changes", pod("u", "Guaranteed"), pod("u", "Burstable"), true},
-		{"another pod", pod("u", "Guaranteed"), pod("v", "Burstable"), false},
+		{"new pod", nil, pod("u", "Burstable"), ""},
+		{"same class", pod("u", "Burstable"), pod("u", "Burstable"), ""},
+		{"class changes", pod("u", "Guaranteed"), pod("u", "Burstable"), "Pod QOS Class may not change as a result of resizing"},
+		{"another pod", pod("u", "Guaranteed"), pod("v", "Burstable"), ""},
+		{"cpu changes beside devices", withDevices("u", "1", 1), withDevices("u", "2", 1), ""},
+		{"devices change", withDevices("u", "1", 1), withDevices("u", "1", 2), "spec.containers[0].resources: Forbidden: extended resources may not change"},
+		{"devices added", withDevices("u", "1", 0), withDevices("u", "1", 1), "extended resources may not change"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := ValidateResize(tc.old, tc.new, qos)
-			if (len(errs) > 0) != tc.refused {
-				t.Fatalf("errors %v, refused want %v", errs, tc.refused)
+			if (len(errs) > 0) != (tc.want != "") {
+				t.Fatalf("errors %v, want %q", errs, tc.want)
 			}
-			if tc.refused && !strings.Contains(errs.ToAggregate().Error(), "Pod QOS Class may not change as a result of resizing") {
-				t.Fatalf("message %v", errs)
+			if tc.want != "" && !strings.Contains(errs.ToAggregate().Error(), tc.want) {
+				t.Fatalf("message %v, want %q", errs, tc.want)
 			}
 		})
 	}

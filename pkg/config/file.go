@@ -331,9 +331,9 @@ func (s *FileSource) readFile(name string) bool {
 }
 
 // resizeErrors refuses an edit of a file's pods that would change a pod's
-// QoS class (the same pod: its UID) by changing its resources, as the API
-// server refuses such a resize: the file is invalid, and its last good
-// pods stay.
+// QoS class (the same pod: its UID) by changing its resources, or a
+// container's extended resources, as the API server refuses such a
+// resize: the file is invalid, and its last good pods stay.
 func resizeErrors(old, pods []*v1.Pod) error {
 	byUID := map[types.UID]*v1.Pod{}
 	for _, p := range old {
