@@ -172,10 +172,16 @@ func (p *Producer) Status(ctx context.Context, pod *v1.Pod, state *kubecontainer
 		{Type: v1.PodScheduled, Status: v1.ConditionTrue},
 	}
 	if evicted != nil {
-		st.Phase, st.Reason, st.Message = v1.PodFailed, evicted.Reason, evicted.Message
+		st.Reason, st.Message = evicted.Reason, evicted.Message
+		// A pod the node's shutdown stopped after it succeeded stays
+		// Succeeded, as the kubelet's shutdown manager leaves it.
+		if evicted.Cause != lifecycle.Shutdown || st.Phase != v1.PodSucceeded {
+			st.Phase = v1.PodFailed
+		}
 	}
-	if evicted != nil && evicted.Cause == lifecycle.Evicted {
-		// As the kubelet reports a pod its eviction manager stopped.
+	if evicted != nil && (evicted.Cause == lifecycle.Evicted || evicted.Cause == lifecycle.Shutdown) {
+		// As the kubelet reports a pod its eviction manager, or its
+		// shutdown manager, stopped.
 		conds = append(conds, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
 			Reason: v1.PodReasonTerminationByKubelet, Message: evicted.Message})
 	}
