@@ -1,6 +1,7 @@
 package nodeshutdown
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -36,7 +37,7 @@ type Group struct {
 func Table(period, criticalPods time.Duration, byPriority []Group) []Group {
 	if len(byPriority) > 0 {
 		out := slices.Clone(byPriority)
-		slices.SortStableFunc(out, func(a, b Group) int { return int(int64(a.Priority) - int64(b.Priority)) })
+		slices.SortStableFunc(out, func(a, b Group) int { return cmp.Compare(a.Priority, b.Priority) })
 		return out
 	}
 	if period <= 0 || criticalPods < 0 || criticalPods > period {
