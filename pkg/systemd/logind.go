@@ -35,7 +35,8 @@ const logindDropIn = "99-kubelet.conf"
 // (DBUS_SYSTEM_BUS_ADDRESS, else the well-known socket): the delay
 // inhibitor of shutdowns and the PrepareForShutdown signal, what a node
 // agent needs to stop its pods before the machine goes down. A Logind is
-// used by one goroutine at a time.
+// used by one goroutine at a time; each call ends with its context (a
+// logind that does not answer holds it until D-Bus's own timeout).
 type Logind struct {
 	conn *dbus.Conn
 	// ConfDir is where OverrideInhibitDelayMax writes its drop-in
@@ -59,8 +60,10 @@ func (l *Logind) Close() error { return l.conn.Close() }
 
 // InhibitDelayMax is logind's InhibitDelayMaxUSec: the longest a delay
 // inhibitor may hold a shutdown back.
-func (l *Logind) InhibitDelayMax() (time.Duration, error) {
-	v, err := l.conn.Object(logindService, logindPath).GetProperty(logindManager + ".InhibitDelayMaxUSec")
+func (l *Logind) InhibitDelayMax(ctx context.Context) (time.Duration, error) {
+	var v dbus.Variant
+	err := l.conn.Object(logindService, logindPath).CallWithContext(ctx, "org.freedesktop.DBus.Properties.Get", 0,
+		logindManager, "InhibitDelayMaxUSec").Store(&v)
 	if err != nil {
 		return 0, fmt.Errorf("read logind's InhibitDelayMaxUSec: %w", err)
 	}
@@ -74,9 +77,9 @@ func (l *Logind) InhibitDelayMax() (time.Duration, error) {
 // InhibitShutdown takes a delay inhibitor of shutdowns: logind waits (up to
 // InhibitDelayMax) after announcing a shutdown until the returned lock is
 // closed.
-func (l *Logind) InhibitShutdown(who, why string) (*os.File, error) {
+func (l *Logind) InhibitShutdown(ctx context.Context, who, why string) (*os.File, error) {
 	var fd dbus.UnixFD
-	err := l.conn.Object(logindService, logindPath).Call(logindManager+".Inhibit", 0, "shutdown", who, why, "delay").Store(&fd)
+	err := l.conn.Object(logindService, logindPath).CallWithContext(ctx, logindManager+".Inhibit", 0, "shutdown", who, why, "delay").Store(&fd)
 	if err != nil {
 		return nil, fmt.Errorf("take logind's shutdown delay inhibitor: %w", err)
 	}
@@ -87,7 +90,7 @@ func (l *Logind) InhibitShutdown(who, why string) (*os.File, error) {
 // InhibitDelayMaxSec to d and has systemd send logind SIGHUP, which
 // rereads its configuration (asynchronously: read InhibitDelayMax again to
 // see it applied).
-func (l *Logind) OverrideInhibitDelayMax(d time.Duration) error {
+func (l *Logind) OverrideInhibitDelayMax(ctx context.Context, d time.Duration) error {
 	if err := os.MkdirAll(l.ConfDir, 0o755); err != nil {
 		return fmt.Errorf("logind drop-in: %w", err)
 	}
@@ -97,7 +100,7 @@ func (l *Logind) OverrideInhibitDelayMax(d time.Duration) error {
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		return fmt.Errorf("logind drop-in: %w", err)
 	}
-	call := l.conn.Object(systemdService, systemdPath).Call(systemdManager+".KillUnit", 0, logindUnit, "all", int32(syscall.SIGHUP))
+	call := l.conn.Object(systemdService, systemdPath).CallWithContext(ctx, systemdManager+".KillUnit", 0, logindUnit, "all", int32(syscall.SIGHUP))
 	if call.Err != nil {
 		return fmt.Errorf("have systemd reload logind: %w", call.Err)
 	}

@@ -1,6 +1,7 @@
 package nodeshutdown
 
 import (
+	"context"
 	"io"
 
 	"github.com/classic-kubelet/kubelet/pkg/systemd"
@@ -21,8 +22,8 @@ type logind struct{ *systemd.Logind }
 
 var _ Logind = logind{}
 
-func (l logind) InhibitShutdown(who, why string) (io.Closer, error) {
-	f, err := l.Logind.InhibitShutdown(who, why)
+func (l logind) InhibitShutdown(ctx context.Context, who, why string) (io.Closer, error) {
+	f, err := l.Logind.InhibitShutdown(ctx, who, why)
 	if err != nil {
 		return nil, err
 	}

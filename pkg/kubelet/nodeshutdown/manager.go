@@ -63,10 +63,10 @@ const (
 // Logind is the part of systemd-logind the manager uses (systemd.Logind
 // on the system bus; a fake in tests).
 type Logind interface {
-	InhibitDelayMax() (time.Duration, error)
-	OverrideInhibitDelayMax(d time.Duration) error
+	InhibitDelayMax(ctx context.Context) (time.Duration, error)
+	OverrideInhibitDelayMax(ctx context.Context, d time.Duration) error
 	// InhibitShutdown takes a delay inhibitor; closing the lock releases it.
-	InhibitShutdown(who, why string) (io.Closer, error)
+	InhibitShutdown(ctx context.Context, who, why string) (io.Closer, error)
 	WatchShutdown(ctx context.Context) (<-chan bool, error)
 	Close() error
 }
@@ -222,13 +222,13 @@ func (m *Manager) connect(ctx context.Context) (Logind, <-chan bool, error) {
 var overrideWait = []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond, 1600 * time.Millisecond}
 
 func (m *Manager) prepare(ctx context.Context, bus Logind) (<-chan bool, error) {
-	delay, err := bus.InhibitDelayMax()
+	delay, err := bus.InhibitDelayMax(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if want := Requested(m.cfg.Table); want > delay {
 		glog.Infof("Graceful node shutdown: logind's InhibitDelayMaxSec is %v, less than the %v the shutdown table needs: raising it", delay, want)
-		if err := bus.OverrideInhibitDelayMax(want); err != nil {
+		if err := bus.OverrideInhibitDelayMax(ctx, want); err != nil {
 			return nil, fmt.Errorf("raise logind's InhibitDelayMaxSec to %v: %w", want, err)
 		}
 		for _, wait := range overrideWait {
@@ -237,7 +237,7 @@ func (m *Manager) prepare(ctx context.Context, bus Logind) (<-chan bool, error) 
 				return nil, ctx.Err()
 			case <-m.cfg.Clock.After(wait):
 			}
-			if delay, err = bus.InhibitDelayMax(); err != nil {
+			if delay, err = bus.InhibitDelayMax(ctx); err != nil {
 				return nil, err
 			}
 			if delay >= want {
@@ -248,7 +248,7 @@ func (m *Manager) prepare(ctx context.Context, bus Logind) (<-chan bool, error) 
 			return nil, fmt.Errorf("logind's InhibitDelayMaxSec is still %v after raising it to %v (the shutdown table's total)", delay, want)
 		}
 	}
-	if err := m.inhibit(bus); err != nil {
+	if err := m.inhibit(ctx, bus); err != nil {
 		return nil, err
 	}
 	signals, err := bus.WatchShutdown(ctx)
@@ -282,7 +282,7 @@ func (m *Manager) handle(ctx context.Context, active bool) {
 		glog.Infof("Graceful node shutdown: the shutdown was cancelled; the node is Ready again")
 		m.deps.Events.Event(events.NodeRef(m.cfg.Node), false, eventReason, "Shutdown manager detected shutdown cancellation")
 		m.shuttingDown.Store(false)
-		if err := m.inhibit(m.bus); err != nil {
+		if err := m.inhibit(ctx, m.bus); err != nil {
 			glog.Errorf("Graceful node shutdown: %v", err)
 		}
 		return
@@ -333,11 +333,11 @@ func (m *Manager) stopPods(ctx context.Context) {
 }
 
 // inhibit takes logind's delay inhibitor, unless one is held.
-func (m *Manager) inhibit(bus Logind) error {
+func (m *Manager) inhibit(ctx context.Context, bus Logind) error {
 	if m.lock != nil {
 		return nil
 	}
-	lock, err := bus.InhibitShutdown(inhibitWho, inhibitWhy)
+	lock, err := bus.InhibitShutdown(ctx, inhibitWho, inhibitWhy)
 	if err != nil {
 		return err
 	}

@@ -40,13 +40,13 @@ func (f fakeLock) Close() error {
 	return nil
 }
 
-func (l *fakeLogind) InhibitDelayMax() (time.Duration, error) {
+func (l *fakeLogind) InhibitDelayMax(context.Context) (time.Duration, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.delay, nil
 }
 
-func (l *fakeLogind) OverrideInhibitDelayMax(d time.Duration) error {
+func (l *fakeLogind) OverrideInhibitDelayMax(_ context.Context, d time.Duration) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.overridden = d
@@ -56,7 +56,7 @@ func (l *fakeLogind) OverrideInhibitDelayMax(d time.Duration) error {
 	return nil
 }
 
-func (l *fakeLogind) InhibitShutdown(who, why string) (io.Closer, error) {
+func (l *fakeLogind) InhibitShutdown(_ context.Context, who, why string) (io.Closer, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.held++
