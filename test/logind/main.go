@@ -68,8 +68,9 @@ func (m *manager) Inhibit(what, who, why, mode string) (dbus.UnixFD, *dbus.Error
 	}()
 	// The reply carries a copy of w once this returns; the stand-in's own
 	// copy goes a moment later, so that only the caller's holds the lock.
+	fd := dbus.UnixFD(w.Fd())
 	time.AfterFunc(time.Second, func() { w.Close() })
-	return dbus.UnixFD(w.Fd()), nil
+	return fd, nil
 }
 
 func main() {
