@@ -194,8 +194,9 @@ func etcdNodeReady(t *testing.T, cl *clientv3.Client, node string) (v1.NodeCondi
 // (within 4 s); both end Failed with reason Terminated and the kubelet's
 // message; then the inhibitor is released, with nothing of either pod
 // running; a pod given meanwhile is rejected (NodeShutdown), as the
-// kubelet's admission rejects it. The shutdown cancelled (PrepareForShutdown(false)), the node is
-// Ready again and the inhibitor is taken again.
+// kubelet's admission rejects it. The shutdown cancelled
+// (PrepareForShutdown(false)), the node is Ready again and the inhibitor
+// is taken again.
 func TestGracefulNodeShutdownStopsPodsByPriority(t *testing.T) {
 	t.Parallel()
 	bus := startPrivateBus(t)
