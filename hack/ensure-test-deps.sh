@@ -3,7 +3,8 @@
 # Debian's docker-registry (a real registry the image tests push to, on
 # loopback), systemd-analyze (to verify the service unit; systemd need not
 # run), and the peers the benchmark measures the agent against: podman (with
-# catatonit, from which it builds its pause image) and docker-compose; gcc
+# catatonit, from which it builds its pause image) and docker-compose;
+# dbus-daemon (a private bus for the graceful node shutdown test); gcc
 # for the -race build; Prometheus; etcd's server and etcdctl. Last, the real
 # Kubernetes control plane of the node-mode tests: built once per machine
 # (about 10 minutes cold), at once when cached; the reference CNI plugins of
@@ -30,6 +31,9 @@ command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 # The two-node clusters' machines: network namespaces, bridges, routes and
 # kube-proxy's rules.
 command -v iptables >/dev/null 2>&1 || missing+=(iptables)
+# The graceful node shutdown test runs a private D-Bus bus (the reference
+# dbus-daemon) with a logind stand-in on it.
+command -v dbus-daemon >/dev/null 2>&1 || missing+=(dbus-daemon)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "ensure-test-deps: installing ${missing[*]}" >&2
   apt-get update -qq

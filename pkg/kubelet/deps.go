@@ -16,6 +16,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/nodeshutdown"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/podstatus"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/prober"
 )
@@ -78,6 +79,9 @@ type Deps struct {
 	// Evictions remembers the pods evicted across restarts
 	// (eviction.Remembered); nil: none are.
 	Evictions Evictions
+	// NewShutdownManager makes the graceful node shutdown over the
+	// Kubelet's pods (nil: none; pods die with the machine).
+	NewShutdownManager func(nodeshutdown.Pods) *nodeshutdown.Manager
 	// NewEvictor makes the eviction manager's runner over the Kubelet's
 	// pods (the desired set, the workers it asks to terminate a pod, the
 	// records of pods refused under pressure); the rest it reads comes with

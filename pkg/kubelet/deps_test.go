@@ -19,6 +19,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/images"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/nodeshutdown"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/pleg"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/podqueue"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/podstatus"
@@ -40,6 +41,8 @@ type testOptions struct {
 	Events                     *events.Recorder // nil: none recorded
 	Eviction                   eviction.Config
 	Evictions                  Evictions // nil: none remembered
+	// Shutdown makes the graceful node shutdown (nil: none).
+	Shutdown func(nodeshutdown.Pods) *nodeshutdown.Manager
 }
 
 // testParts are the parts of a test's Kubelet as they are, for the test to
@@ -98,7 +101,7 @@ func newKubelet(t *testing.T, rt kubecontainer.Runtime, o testOptions) (*Kubelet
 	k := New(Config{RootDir: root, SyncFrequency: o.SyncFrequency, Clock: clk}, Deps{
 		Runtime: p.runtime, Cache: p.cache, Relist: p.relist, Dirty: dirty, Retries: p.retries, Statuses: p.status,
 		Probes: probes, Images: imgs, Volumes: vols, LogLinks: links, GC: policy, Sources: o.Sources, Events: o.Events, Metrics: m,
-		Evictions: o.Evictions,
+		Evictions: o.Evictions, NewShutdownManager: o.Shutdown,
 		NewStatusProducer: func(r podstatus.Records) *podstatus.Producer {
 			return podstatus.New(podstatus.Config{PodDir: vols.PodDir, Records: r, Statuses: p.status, Probes: probes,
 				Logs: p.runtime, Metrics: m, Clock: clk})

@@ -24,6 +24,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/nodeshutdown"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/podstatus"
 )
 
@@ -83,6 +84,8 @@ type Kubelet struct {
 	forgetters []func(types.UID)
 
 	eviction *eviction.Evictor
+	// shutdown stops the pods when the machine shuts down (nil: never).
+	shutdown *nodeshutdown.Manager
 	// evictions are the evicted pods remembered across restarts.
 	evictions Evictions
 	// devices are the device plugins' assignments to pods.
@@ -119,6 +122,9 @@ func New(cfg Config, d Deps) *Kubelet {
 		k.evictions.Forget, k.devices.Release}
 	k.producer = d.NewStatusProducer(statusRecords{k.workers})
 	k.eviction = d.NewEvictor(evictionPods{k})
+	if d.NewShutdownManager != nil {
+		k.shutdown = d.NewShutdownManager(shutdownPods{k})
+	}
 	return k
 }
 
@@ -152,6 +158,7 @@ func (k *Kubelet) Run(ctx context.Context, updates <-chan api.PodUpdate) {
 	defer housekeeping.Stop()
 	wg.Go(func() { k.runGC(ctx) })
 	wg.Go(func() { k.eviction.Run(ctx) })
+	wg.Go(func() { k.shutdown.Run(ctx) })
 	for k.syncLoopIteration(ctx, updates, k.dirty.Ready(), syncTicker.C(), housekeeping.C()) {
 	}
 }

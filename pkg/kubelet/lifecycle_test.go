@@ -53,6 +53,20 @@ func TestTerminateCauses(t *testing.T) {
 		{name: "evicted", end: func(k *Kubelet, _ chan<- api.PodUpdate, _ *containertest.FakeClient, p *v1.Pod) {
 			evictionPods{k}.Evict(p.UID, "The node was low on resource: memory. ", 0)
 		}, phase: v1.PodFailed, reason: "Evicted", hook: true},
+		{name: "stopped by the node's shutdown", end: func(k *Kubelet, _ chan<- api.PodUpdate, fake *containertest.FakeClient, p *v1.Pod) {
+			// The graceful node shutdown's way: the request, then the
+			// wait until nothing of the pod runs.
+			stopped := shutdownPods{k}.TerminatePod(p.UID, lifecycle.Termination{Cause: lifecycle.Shutdown, Grace: 6 * time.Second,
+				Reason: "Terminated", Message: "Pod was terminated in response to imminent node shutdown."})
+			select {
+			case <-stopped:
+			case <-time.After(30 * time.Second):
+				t.Error("the shutdown's wait never ended")
+			}
+			if n := len(fake.RunningNames()); n != 0 {
+				t.Errorf("the shutdown's wait ended with %d containers running", n)
+			}
+		}, phase: v1.PodFailed, reason: "Terminated", hook: true},
 		{name: "past its active deadline", pod: func(p *v1.Pod) {
 			secs := int64(1)
 			p.Spec.ActiveDeadlineSeconds = &secs

@@ -96,6 +96,10 @@ type podState struct {
 	restart *v1.Pod
 	record  *podRecord
 
+	// stopped, once asked for (Stopped), closes when the pod leaves
+	// terminating: nothing of it runs.
+	stopped chan struct{}
+
 	pending bool               // a step is due
 	working bool               // a step is in hand
 	cancel  context.CancelFunc // of the step in hand, if a termination may cancel it
@@ -206,6 +210,39 @@ func (p *podWorkers) Terminate(uid types.UID, t lifecycle.Termination) {
 	}
 	p.terminate(st, t)
 	p.poke(st)
+}
+
+// Stopped returns a channel closed once nothing of the pod runs: it is
+// terminated (or forgotten, or has no worker). A pod that is still syncing
+// closes it only after a termination.
+func (p *podWorkers) Stopped(uid types.UID) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.pods[uid]
+	if st == nil || st.phase == lifecycle.Terminated {
+		return closedChan
+	}
+	if st.stopped == nil {
+		st.stopped = make(chan struct{})
+	}
+	return st.stopped
+}
+
+// closedChan is a closed channel: what Stopped returns for a pod that is
+// already stopped.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// markStopped closes the pod's stopped channel, if one was asked for; p.mu
+// is held.
+func markStopped(st *podState) {
+	if st.stopped != nil {
+		close(st.stopped)
+		st.stopped = nil
+	}
 }
 
 // Sync pokes the pod's worker to take its step again (its containers
@@ -354,6 +391,9 @@ func (p *podWorkers) setPhase(st *podState, phase lifecycle.Phase) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st.phase = phase
+	if phase == lifecycle.Terminated {
+		markStopped(st)
+	}
 	p.poke(st)
 }
 
@@ -364,6 +404,7 @@ func (p *podWorkers) forget(uid types.UID, st *podState) *podState {
 	last := st.record.lastSyncTime()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	markStopped(st)
 	delete(p.pods, uid)
 	p.forgotten[uid] = last
 	if st.restart == nil || p.stopped() {

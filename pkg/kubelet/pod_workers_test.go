@@ -448,3 +448,40 @@ func TestPodWorkersEvictedPodWithANewManifest(t *testing.T) {
 		t.Errorf("the new pod has the termination %+v", tm)
 	}
 }
+
+// Stopped closes once the pod's worker has stopped it (what the graceful
+// node shutdown waits for), at once for a pod without a worker or already
+// terminated; a second caller gets the same signal.
+func TestStoppedClosesWhenTerminated(t *testing.T) {
+	f := newFakeSyncer()
+	f.block["terminating a"] = make(chan struct{})
+	w := startWorkers(t, f)
+	select {
+	case <-w.Stopped("nobody"):
+	default:
+		t.Fatal("Stopped of a pod without a worker is open")
+	}
+	w.UpdatePod(namedPod("u", "a"))
+	f.expect(t, "sync a")
+	w.Terminate("u", lifecycle.Termination{Cause: lifecycle.Shutdown, Grace: 6 * time.Second})
+	first, second := w.Stopped("u"), w.Stopped("u")
+	f.expect(t, "terminating a 6s")
+	select {
+	case <-first:
+		t.Fatal("Stopped closed while the pod terminates")
+	default:
+	}
+	close(f.block["terminating a"])
+	for _, ch := range []<-chan struct{}{first, second} {
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Stopped did not close once the pod was terminated")
+		}
+	}
+	select {
+	case <-w.Stopped("u"):
+	default:
+		t.Fatal("Stopped of a terminated pod is open")
+	}
+}

@@ -92,6 +92,13 @@ func (k *Kubelet) syncDesired(ctx context.Context, pod *v1.Pod, state *kubeconta
 		return &lifecycle.Termination{Cause: lifecycle.Rejected, Grace: kuberuntime.GracePeriod(pod), Reason: rej.Reason, Message: rej.Message}, false, nil
 	}
 	if state == nil || len(state.Containers) == 0 {
+		// While the node shuts down, no pod starts: it is rejected, as
+		// the kubelet's shutdown manager rejects it at admission.
+		if rej := k.shutdown.Admit(pod); rej != nil {
+			glog.Errorf("Pod %s rejected: %s: %s", api.Key(pod), rej.Reason, rej.Message)
+			k.events.Event(events.PodRef(pod, ""), true, rej.Reason, "%s", rej.Message)
+			return &lifecycle.Termination{Cause: lifecycle.Rejected, Grace: kuberuntime.GracePeriod(pod), Reason: rej.Reason, Message: rej.Message}, false, nil
+		}
 		// Under pressure, only pods that have not started yet are refused
 		// (a pod with containers was admitted before, by this agent or
 		// the one before a restart); they are admitted once it is gone.

@@ -1,4 +1,5 @@
-// Package systemd speaks the service manager's notify protocol (sd_notify):
+// Package systemd speaks to systemd: the service manager's notify protocol
+// (sd_notify), and logind's shutdown inhibitors over D-Bus (logind.go). Notify:
 // READY once the agent serves, WATCHDOG pings while it is healthy, STOPPING
 // on the way out. Without NOTIFY_SOCKET every call is a no-op.
 package systemd

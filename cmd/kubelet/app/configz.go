@@ -2,6 +2,7 @@ package app
 
 import (
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
@@ -87,7 +88,8 @@ func (o *Options) configzNode(kc *kubeletv1beta1.KubeletConfiguration) {
 	kc.SeccompDefault = ptr.To(o.SeccompDefault)
 }
 
-// configzResources fills pods' resources, cgroups and eviction.
+// configzResources fills pods' resources, cgroups, eviction and the
+// graceful node shutdown.
 func (o *Options) configzResources(kc *kubeletv1beta1.KubeletConfiguration) {
 	kc.MaxPods, kc.PodPidsLimit = int32(o.MaxPods), ptr.To(o.PodMaxPids)
 	kc.CgroupsPerQOS, kc.CgroupDriver = ptr.To(o.CgroupsPerQOS), o.CgroupDriver
@@ -99,6 +101,12 @@ func (o *Options) configzResources(kc *kubeletv1beta1.KubeletConfiguration) {
 	kc.EvictionMinimumReclaim = unpairs(o.EvictionMinimumReclaim, "=")
 	kc.EvictionPressureTransitionPeriod = configDuration(o.EvictionPressureTransitionPeriod)
 	kc.EvictionMaxPodGracePeriod = int32(o.EvictionMaxPodGracePeriod)
+	kc.ShutdownGracePeriod = configDuration(o.ShutdownGracePeriod)
+	kc.ShutdownGracePeriodCriticalPods = configDuration(o.ShutdownGracePeriodCriticalPods)
+	for _, g := range o.ShutdownTable {
+		kc.ShutdownGracePeriodByPodPriority = append(kc.ShutdownGracePeriodByPodPriority,
+			kubeletv1beta1.ShutdownGracePeriodByPodPriority{Priority: g.Priority, ShutdownGracePeriodSeconds: int64(g.Grace / time.Second)})
+	}
 }
 
 // unpairs reads a flag's key<op>value list back into the map the

@@ -29,6 +29,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/metrics"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/network"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/network/dns"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/nodeshutdown"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/nodestatus"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/pleg"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/podqueue"
@@ -112,6 +113,7 @@ func newAgent(o *Options) (*agent, error) {
 	}
 	a.node = &nodestatus.Builder{Name: o.HostnameOverride, RootDir: o.RootDir, MaxPods: o.MaxPods, HostIP: a.nodeIP,
 		Reserved: a.alloc.reserved(), Version: Version, Health: a.kubelet.Health, Pressure: a.kubelet.Pressure, Network: a.network.Ready,
+		Shutdown: a.kubelet.ShutdownErr,
 		RuntimeVersion: func() (string, error) {
 			info, err := a.docker.DaemonInfo()
 			return info.Version, err
@@ -218,6 +220,12 @@ func newKubelet(o *Options, a *agent, rt kubecontainer.Runtime) error {
 		NewEvictor: func(pods eviction.Pods) *eviction.Evictor {
 			return eviction.NewEvictor(evictor, eviction.Deps{Pods: pods, States: cache, Runtime: rtm, Images: imgs, Volumes: vols,
 				Disk: meter, Cgroups: cg.usage, Events: a.recorder, GC: gcSettings.Policy, Clock: clk})
+		},
+		NewShutdownManager: func(pods nodeshutdown.Pods) *nodeshutdown.Manager {
+			return nodeshutdown.New(nodeshutdown.Config{
+				Table: nodeshutdown.Table(o.ShutdownGracePeriod, o.ShutdownGracePeriodCriticalPods, o.ShutdownTable),
+				Node:  node, StateFile: filepath.Join(o.RootDir, "graceful_node_shutdown_state"), Clock: clk,
+			}, nodeshutdown.Deps{Dial: nodeshutdown.DialLogind, Pods: pods, Events: a.recorder, Gauges: a.metrics})
 		},
 	})
 	// One view of the pods for the API and the status writers, composed of

@@ -9,6 +9,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/nodeshutdown"
 )
 
 // configField maps a KubeletConfiguration field to the flag that holds the
@@ -184,14 +186,16 @@ func taints(kc *kubeletv1beta1.KubeletConfiguration) []string {
 
 // honouredElsewhere are the fields the agent acts on without a flag of its
 // own (applySpecialFields).
-var honouredElsewhere = map[string]bool{"featureGates": true, "cgroupDriver": true, "cgroupRoot": true, "imageServiceEndpoint": true}
+var honouredElsewhere = map[string]bool{"featureGates": true, "cgroupDriver": true, "cgroupRoot": true, "imageServiceEndpoint": true,
+	"shutdownGracePeriod": true, "shutdownGracePeriodCriticalPods": true, "shutdownGracePeriodByPodPriority": true}
 
 // applySpecialFields takes the fields without a flag: feature gates are
 // merged under the command line's (a gate the command line names wins, the
 // others are kept, as the kubelet merges them); cgroupDriver must be one
 // (pod cgroups follow Docker's driver, and a mismatch is logged once it is
 // known); cgroupRoot must be the root, where the agent puts kubepods; the
-// image service is the runtime's.
+// image service is the runtime's; the graceful node shutdown's periods (no
+// flags, as the kubelet has none) are checked as the kubelet checks them.
 func applySpecialFields(o *Options, c *kubeletConfig) error {
 	if len(c.kc.FeatureGates) > 0 && o.FeatureGates == nil {
 		o.FeatureGates = map[string]bool{}
@@ -214,6 +218,51 @@ func applySpecialFields(o *Options, c *kubeletConfig) error {
 		if err := checkRuntimeEndpoint(ep, o.DockerEndpoint); err != nil {
 			return fmt.Errorf("KubeletConfiguration %s: imageServiceEndpoint: %w", c.sources, err)
 		}
+	}
+	if err := applyShutdownFields(o, &c.kc); err != nil {
+		return fmt.Errorf("KubeletConfiguration %s: %w", c.sources, err)
+	}
+	return nil
+}
+
+// applyShutdownFields takes shutdownGracePeriod,
+// shutdownGracePeriodCriticalPods and shutdownGracePeriodByPodPriority,
+// refused where the kubelet's validation refuses them (in its words).
+func applyShutdownFields(o *Options, kc *kubeletv1beta1.KubeletConfiguration) error {
+	period, critical := kc.ShutdownGracePeriod.Duration, kc.ShutdownGracePeriodCriticalPods.Duration
+	gate := func(name string) bool {
+		on, given := o.FeatureGates[name]
+		return on || !given // both gates are on by default
+	}
+	if gate("GracefulNodeShutdown") {
+		if critical > period {
+			return fmt.Errorf("invalid configuration: shutdownGracePeriodCriticalPods %v must be <= shutdownGracePeriod %v", critical, period)
+		}
+		if period < 0 || period > 0 && period < time.Second {
+			return fmt.Errorf("invalid configuration: shutdownGracePeriod %v must be either zero or otherwise >= 1 sec", period)
+		}
+		if critical < 0 || critical > 0 && critical < time.Second {
+			return fmt.Errorf("invalid configuration: shutdownGracePeriodCriticalPods %v must be either zero or otherwise >= 1 sec", critical)
+		}
+	} else if period > 0 || critical > 0 {
+		return fmt.Errorf("invalid configuration: specifying shutdownGracePeriod or shutdownGracePeriodCriticalPods requires feature gate GracefulNodeShutdown")
+	}
+	byPriority := kc.ShutdownGracePeriodByPodPriority
+	if len(byPriority) > 0 {
+		if !gate("GracefulNodeShutdownBasedOnPodPriority") {
+			return fmt.Errorf("invalid configuration: Specifying shutdownGracePeriodByPodPriority requires feature gate GracefulNodeShutdownBasedOnPodPriority")
+		}
+		if period > 0 || critical > 0 {
+			return fmt.Errorf("invalid configuration: Cannot specify both shutdownGracePeriodByPodPriority and shutdownGracePeriod at the same time")
+		}
+	}
+	o.ShutdownGracePeriod, o.ShutdownGracePeriodCriticalPods, o.ShutdownTable = period, critical, nil
+	for _, row := range byPriority {
+		if row.ShutdownGracePeriodSeconds < 0 {
+			return fmt.Errorf("invalid configuration: shutdownGracePeriodByPodPriority: priority %d: shutdownGracePeriodSeconds %d must be >= 0",
+				row.Priority, row.ShutdownGracePeriodSeconds)
+		}
+		o.ShutdownTable = append(o.ShutdownTable, nodeshutdown.Group{Priority: row.Priority, Grace: time.Duration(row.ShutdownGracePeriodSeconds) * time.Second})
 	}
 	return nil
 }

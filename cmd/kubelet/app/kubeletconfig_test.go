@@ -134,6 +134,26 @@ resolvConf: ""
 				return len(o.Warnings) == 2 && strings.Contains(o.Warnings[0], "failSwapOn is not implemented") &&
 					strings.Contains(o.Warnings[1], "hairpinMode is not implemented")
 			}, ""},
+		{"graceful node shutdown periods", []string{"--config", file("gs.yaml", "shutdownGracePeriod: 10s\nshutdownGracePeriodCriticalPods: 4s\n")},
+			func(o *Options) bool {
+				return o.ShutdownGracePeriod == 10*time.Second && o.ShutdownGracePeriodCriticalPods == 4*time.Second &&
+					o.ShutdownTable == nil && len(o.Warnings) == 0
+			}, ""},
+		{"graceful node shutdown by priority", []string{"--config", file("gp.yaml", `shutdownGracePeriodByPodPriority:
+- {priority: 100000, shutdownGracePeriodSeconds: 120}
+- {priority: 0, shutdownGracePeriodSeconds: 30}
+`)}, func(o *Options) bool {
+			return len(o.ShutdownTable) == 2 && o.ShutdownTable[0].Priority == 100000 && o.ShutdownTable[0].Grace == 2*time.Minute &&
+				o.ShutdownTable[1].Grace == 30*time.Second && o.ShutdownGracePeriod == 0 && len(o.Warnings) == 0
+		}, ""},
+		{"critical pods longer than the period", []string{"--config", file("gc.yaml", "shutdownGracePeriod: 10s\nshutdownGracePeriodCriticalPods: 20s\n")},
+			nil, "shutdownGracePeriodCriticalPods 20s must be <= shutdownGracePeriod 10s"},
+		{"a period under a second", []string{"--config", file("gm.yaml", "shutdownGracePeriod: 500ms\n")},
+			nil, "shutdownGracePeriod 500ms must be either zero or otherwise >= 1 sec"},
+		{"both the periods and the table", []string{"--config", file("gb.yaml", "shutdownGracePeriod: 10s\nshutdownGracePeriodByPodPriority: [{priority: 0, shutdownGracePeriodSeconds: 5}]\n")},
+			nil, "Cannot specify both shutdownGracePeriodByPodPriority and shutdownGracePeriod at the same time"},
+		{"a period with its gate off", []string{"--config", file("gg.yaml", "shutdownGracePeriod: 10s\n"), "--feature-gates=GracefulNodeShutdown=false"},
+			nil, "requires feature gate GracefulNodeShutdown"},
 		{"cgroupRoot the agent cannot honour", []string{"--config", file("cr.yaml", "cgroupRoot: /custom\n")}, nil, `cgroupRoot "/custom"`},
 		{"a cgroup driver that is none", []string{"--config", file("cd.yaml", "cgroupDriver: lxc\n")}, nil, `cgroupDriver "lxc"`},
 		{"the kubelet's defaults need an API server", []string{"--config", writeFile(t, filepath.Join(dir, "k.yaml"),

@@ -29,6 +29,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/eviction"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/network"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/nodeshutdown"
 )
 
 // DefaultInfraImage is the pause image `make images` builds.
@@ -175,6 +176,14 @@ type Options struct {
 	// ContainerRuntimeEndpoint is the kubelet's runtime socket: only
 	// Docker's is accepted, and then it is the Docker endpoint.
 	ContainerRuntimeEndpoint string `yaml:"container-runtime-endpoint"`
+	// ShutdownGracePeriod, ShutdownGracePeriodCriticalPods and
+	// ShutdownTable are a KubeletConfiguration's shutdownGracePeriod,
+	// shutdownGracePeriodCriticalPods and shutdownGracePeriodByPodPriority
+	// (config only: the kubelet has no flags for them). A period above
+	// zero, or a table, turns the graceful node shutdown on.
+	ShutdownGracePeriod             time.Duration        `yaml:"-"`
+	ShutdownGracePeriodCriticalPods time.Duration        `yaml:"-"`
+	ShutdownTable                   []nodeshutdown.Group `yaml:"-"`
 	// CgroupDriver is a KubeletConfiguration's cgroupDriver: pod cgroups
 	// follow Docker's driver, and a different one is logged.
 	CgroupDriver string `yaml:"-"`

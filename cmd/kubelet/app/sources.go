@@ -197,6 +197,12 @@ func reload(ctx context.Context, o *Options, reparse func() (*Options, error), a
 			needRestart = append(needRestart, "--"+name)
 		}
 	}
+	// The graceful node shutdown's fields have no flag (nor key) to be
+	// named by; they too need a restart.
+	if o.ShutdownGracePeriod != n.ShutdownGracePeriod || o.ShutdownGracePeriodCriticalPods != n.ShutdownGracePeriodCriticalPods ||
+		!reflect.DeepEqual(o.ShutdownTable, n.ShutdownTable) {
+		needRestart = append(needRestart, "KubeletConfiguration shutdownGracePeriod*")
+	}
 	a.gc.Set(gcPolicy(n))
 	a.logs.Set(containerLogs(n))
 	if restartSources {

@@ -32,15 +32,20 @@ type Metrics struct {
 	ProbeRegistry *prometheus.Registry
 
 	// The kubelet's.
-	NodeName                  *prometheus.GaugeVec     // node
-	PodWorkerDuration         *prometheus.HistogramVec // operation_type: create, update, sync, kill
-	PodWorkerStartDuration    prometheus.Histogram
-	PodStartDuration          prometheus.Histogram
-	PodStartSLIDuration       *prometheus.HistogramVec // first_with_network
-	PLEGRelistDuration        prometheus.Histogram
-	PLEGRelistInterval        prometheus.Histogram
-	PLEGLastSeen              prometheus.Gauge
-	RunningPods               prometheus.Gauge
+	NodeName               *prometheus.GaugeVec     // node
+	PodWorkerDuration      *prometheus.HistogramVec // operation_type: create, update, sync, kill
+	PodWorkerStartDuration prometheus.Histogram
+	PodStartDuration       prometheus.Histogram
+	PodStartSLIDuration    *prometheus.HistogramVec // first_with_network
+	PLEGRelistDuration     prometheus.Histogram
+	PLEGRelistInterval     prometheus.Histogram
+	PLEGLastSeen           prometheus.Gauge
+	RunningPods            prometheus.Gauge
+	// GracefulShutdownStart and GracefulShutdownEnd are the last graceful
+	// node shutdown's start and end (unix seconds; the end 0 while it
+	// runs).
+	GracefulShutdownStart     prometheus.Gauge
+	GracefulShutdownEnd       prometheus.Gauge
 	RunningContainers         *prometheus.GaugeVec // container_state: created, running, exited
 	RuntimeOperations         *prometheus.CounterVec
 	RuntimeOperationsErrors   *prometheus.CounterVec
@@ -99,6 +104,8 @@ func New(nodeName string) *Metrics {
 		PLEGRelistInterval:     histogram1("pleg_relist_interval_seconds", "Interval in seconds between relisting in PLEG.", def),
 		PLEGLastSeen:           gauge1("pleg_last_seen_seconds", "Timestamp in seconds when PLEG was last seen active."),
 		RunningPods:            gauge1("running_pods", "Number of pods that have a running pod sandbox"),
+		GracefulShutdownStart:  gauge1("graceful_shutdown_start_time_seconds", "Last graceful shutdown start time since unix epoch in seconds"),
+		GracefulShutdownEnd:    gauge1("graceful_shutdown_end_time_seconds", "Last graceful shutdown end time since unix epoch in seconds"),
 		RunningContainers:      gauge("running_containers", "Number of containers currently running", "container_state"),
 		RuntimeOperations:      counter("runtime_operations_total", "Cumulative number of runtime operations by operation type.", "operation_type"),
 		RuntimeOperationsErrors: counter("runtime_operations_errors_total",
@@ -132,12 +139,27 @@ func New(nodeName string) *Metrics {
 	}
 	m.Registry.MustRegister(m.NodeName, m.PodWorkerDuration, m.PodWorkerStartDuration, m.PodStartDuration, m.PodStartSLIDuration,
 		m.PLEGRelistDuration, m.PLEGRelistInterval, m.PLEGLastSeen, m.RunningPods, m.RunningContainers,
+		m.GracefulShutdownStart, m.GracefulShutdownEnd,
 		m.RuntimeOperations, m.RuntimeOperationsErrors, m.RuntimeOperationsDuration, m.RestartedPods,
 		m.StartedContainers, m.StartedContainerErrors, m.StartedPods, m.StartedPodErrors,
 		m.SyncLoopDuration, m.SourceErrors, m.ContainerRestarts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.ProbeRegistry.MustRegister(m.ProbeResults, m.ProbeDuration)
 	return m
+}
+
+// SetShutdownTimes sets the graceful-shutdown gauges: start and end as unix
+// seconds, a zero time as 0.
+func (m *Metrics) SetShutdownTimes(start, end time.Time) {
+	m.GracefulShutdownStart.Set(unixSeconds(start))
+	m.GracefulShutdownEnd.Set(unixSeconds(end))
+}
+
+func unixSeconds(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return float64(t.UnixNano()) / 1e9
 }
 
 // ObserveProbe records one probe of a container (probeType Liveness,

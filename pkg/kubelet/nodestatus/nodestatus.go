@@ -35,6 +35,9 @@ type Builder struct {
 	// Network, if set, reports why pods cannot get a network (the network
 	// plugin is not ready): the node is then not Ready either.
 	Network func() error
+	// Shutdown, if set, reports that the machine is shutting down (the
+	// graceful node shutdown): the node is then not Ready.
+	Shutdown func() error
 	// RuntimeVersion is the container runtime's version (Docker's).
 	RuntimeVersion func() (string, error)
 	// Reserved is kept from pods: Allocatable is Capacity less it.
@@ -115,7 +118,11 @@ func (b *Builder) Build() *v1.Node {
 	ready := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"}
 	syncLoop, relist := b.Health()
 	var problems []string
-	for _, err := range []error{syncLoop, relist, b.networkError()} {
+	var shutdown error
+	if b.Shutdown != nil {
+		shutdown = b.Shutdown()
+	}
+	for _, err := range []error{syncLoop, relist, b.networkError(), shutdown} {
 		if err != nil {
 			problems = append(problems, err.Error())
 		}

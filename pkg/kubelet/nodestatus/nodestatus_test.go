@@ -21,21 +21,25 @@ func TestBuild(t *testing.T) {
 	for _, tc := range []struct {
 		name                      string
 		syncLoop, relist, network error
+		shutdown                  error
 		wantReady                 v1.ConditionStatus
 		wantReason, wantM         string
 	}{
-		{"healthy", nil, nil, nil, v1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"},
-		{"sync loop stuck", errors.New("sync loop stuck"), nil, nil, v1.ConditionFalse, "KubeletNotReady", "sync loop stuck"},
-		{"both", errors.New("a"), errors.New("b"), nil, v1.ConditionFalse, "KubeletNotReady", "a; b"},
-		{"relist failing", nil, errors.New("docker down"), nil, v1.ConditionFalse, "KubeletNotReady", "docker down"},
+		{"healthy", nil, nil, nil, nil, v1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"},
+		{"sync loop stuck", errors.New("sync loop stuck"), nil, nil, nil, v1.ConditionFalse, "KubeletNotReady", "sync loop stuck"},
+		{"both", errors.New("a"), errors.New("b"), nil, nil, v1.ConditionFalse, "KubeletNotReady", "a; b"},
+		{"relist failing", nil, errors.New("docker down"), nil, nil, v1.ConditionFalse, "KubeletNotReady", "docker down"},
 		// The kubelet's words for the runtime's NetworkReady condition,
 		// the message cri-dockerd's.
-		{"network not ready", nil, nil, errors.New("cni config uninitialized: no networks found in /etc/cni/net.d"), v1.ConditionFalse, "KubeletNotReady",
+		{"network not ready", nil, nil, errors.New("cni config uninitialized: no networks found in /etc/cni/net.d"), nil, v1.ConditionFalse, "KubeletNotReady",
 			"container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:docker: network plugin is not ready: cni config uninitialized: no networks found in /etc/cni/net.d"},
+		// The kubelet's words while its shutdown manager stops the pods.
+		{"shutting down", nil, nil, nil, errors.New("node is shutting down"), v1.ConditionFalse, "KubeletNotReady", "node is shutting down"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &Builder{Name: "n1", RootDir: t.TempDir(), MaxPods: 7, HostIP: "10.0.0.1", Version: "v9",
 				Network:        func() error { return tc.network },
+				Shutdown:       func() error { return tc.shutdown },
 				Health:         func() (error, error) { return tc.syncLoop, tc.relist },
 				RuntimeVersion: func() (string, error) { return "20.10", nil }}
 			n := b.Build()

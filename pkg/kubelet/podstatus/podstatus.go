@@ -172,10 +172,15 @@ func (p *Producer) Status(ctx context.Context, pod *v1.Pod, state *kubecontainer
 		{Type: v1.PodScheduled, Status: v1.ConditionTrue},
 	}
 	if evicted != nil {
+		// Failed even where its containers exited 0 when told to stop:
+		// the kubelet sets the phase of a pod it ends so as the stop
+		// begins, while it still runs (its shutdown manager leaves only a
+		// pod already Succeeded, which here is no longer active).
 		st.Phase, st.Reason, st.Message = v1.PodFailed, evicted.Reason, evicted.Message
 	}
-	if evicted != nil && evicted.Cause == lifecycle.Evicted {
-		// As the kubelet reports a pod its eviction manager stopped.
+	if evicted != nil && (evicted.Cause == lifecycle.Evicted || evicted.Cause == lifecycle.Shutdown) {
+		// As the kubelet reports a pod its eviction manager, or its
+		// shutdown manager, stopped.
 		conds = append(conds, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
 			Reason: v1.PodReasonTerminationByKubelet, Message: evicted.Message})
 	}

@@ -175,11 +175,12 @@ func TestPodStatusPhases(t *testing.T) {
 // message the kubelet gives: a rejected one without container statuses; an
 // evicted one (or one past its active deadline) with its containers
 // terminated, not waiting to restart whatever the restart policy, and only
-// an eviction with a DisruptionTarget condition.
+// an eviction (or the node's shutdown) with a DisruptionTarget condition.
 func TestStatusOfAPodTheAgentStopped(t *testing.T) {
 	apparmor := &lifecycle.Rejection{Reason: "AppArmor", Message: "Cannot enforce AppArmor: AppArmor is not enabled on the host"}
 	pressure := "The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi. "
 	deadline := "Pod was active on the node longer than the specified deadline"
+	shutdown := "Pod was terminated in response to imminent node shutdown."
 	for _, tc := range []struct {
 		name       string
 		rejected   *lifecycle.Rejection
@@ -192,6 +193,7 @@ func TestStatusOfAPodTheAgentStopped(t *testing.T) {
 		{"rejected", apparmor, nil, "AppArmor", "Pod was rejected: " + apparmor.Message, 0, false},
 		{"evicted", nil, &lifecycle.Termination{Cause: lifecycle.Evicted, Reason: "Evicted", Message: pressure}, "Evicted", pressure, 1, true},
 		{"past its active deadline", nil, &lifecycle.Termination{Cause: lifecycle.DeadlineExceeded, Reason: kubecontainer.ReasonDeadlineExceeded, Message: deadline}, kubecontainer.ReasonDeadlineExceeded, deadline, 1, false},
+		{"stopped by the node's shutdown", nil, &lifecycle.Termination{Cause: lifecycle.Shutdown, Reason: "Terminated", Message: shutdown}, "Terminated", shutdown, 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, "")
