@@ -689,9 +689,9 @@ func (m *Merger) refusal(c candidate, key string, held *claimed) (reason, msg st
 // requests of cpu or memory (a limit standing for a request not written,
 // as the API server defaults it) pass the node's allocatable. The
 // kubelet's admission refuses it with these reasons (OutOfmemory for a
-// memory limit of 8Ei, say); it also refuses a pod that does not fit
-// beside those running, which the agent does not: it does not sum its
-// pods' requests, so it never refuses a pod the kubelet would run.
+// memory limit of 8Ei, say). A pod that fits the node alone but not
+// beside the pods admitted before it is refused by the Kubelet's own
+// admission (pkg/kubelet/admission.go), which knows which pods still run.
 func (m *Merger) tooLarge(pod *v1.Pod, key, source string) (reason, msg string) {
 	if m.opts.Allocatable == nil {
 		return "", ""

@@ -34,9 +34,14 @@ type Config struct {
 	// Clock times the sync loop, the housekeeping, the GC and the pods'
 	// records; nil: the real clock (tests move a fake one).
 	Clock clock.WithTicker
-	// Allocatable is the node's allocatable cpu and memory, which an
-	// in-place resize must fit (nil: any resize fits).
+	// Allocatable is the node's allocatable cpu and memory, which the
+	// admitted pods' requests, and an in-place resize, must fit (nil:
+	// every pod and resize fits).
 	Allocatable v1.ResourceList
+	// StaticPodsCritical makes every static pod critical, as the
+	// kubelet's: it preempts the API server's pods to be admitted. Set
+	// where an API server gives pods (in standalone, every pod is static).
+	StaticPodsCritical bool
 }
 
 // Deps are the parts the Kubelet drives, each built and wired before it

@@ -43,6 +43,8 @@ type testOptions struct {
 	Evictions                  Evictions // nil: none remembered
 	// Shutdown makes the graceful node shutdown (nil: none).
 	Shutdown func(nodeshutdown.Pods) *nodeshutdown.Manager
+	Allocatable                v1.ResourceList
+	StaticPodsCritical         bool
 }
 
 // testParts are the parts of a test's Kubelet as they are, for the test to
@@ -98,7 +100,8 @@ func newKubelet(t *testing.T, rt kubecontainer.Runtime, o testOptions) (*Kubelet
 			Downward: downward, Logs: logs, LogLinks: links})
 	policy := gc.NewSettings(gc.Policy{})
 	meter := &diskusage.Meter{Runtime: rt, Pods: p.cache, Node: node, PodDir: vols.PodDir}
-	k := New(Config{RootDir: root, SyncFrequency: o.SyncFrequency, Clock: clk}, Deps{
+	k := New(Config{RootDir: root, SyncFrequency: o.SyncFrequency, Clock: clk, Allocatable: o.Allocatable,
+		StaticPodsCritical: o.StaticPodsCritical}, Deps{
 		Runtime: p.runtime, Cache: p.cache, Relist: p.relist, Dirty: dirty, Retries: p.retries, Statuses: p.status,
 		Probes: probes, Images: imgs, Volumes: vols, LogLinks: links, GC: policy, Sources: o.Sources, Events: o.Events, Metrics: m,
 		Evictions: o.Evictions, NewShutdownManager: o.Shutdown,

@@ -77,6 +77,9 @@ type Kubelet struct {
 	lastSyncLoop atomic.Int64 // unix nanoseconds of the last sync loop iteration
 
 	desired *desiredSet // what the config wants here
+	// admitMu serializes the resource-fit admissions (admission.go): each
+	// decision sees the ones made before it.
+	admitMu sync.Mutex
 	// workers walk each pod through its life; each owns its pod's record.
 	workers *podWorkers
 	// forgetters drop what a cache keeps of a pod, called once when the
@@ -231,7 +234,16 @@ func (k *Kubelet) syncLoopIteration(ctx context.Context, updates <-chan api.PodU
 	return true
 }
 
+// handleUpdate hands a change of the desired pods to their workers. The
+// pods added are all desired before any worker is told: the first to be
+// admitted sees the others that run already (after a restart), whatever
+// their order.
 func (k *Kubelet) handleUpdate(u api.PodUpdate) {
+	if u.Op != api.REMOVE {
+		for _, pod := range u.Pods {
+			k.desired.set(pod)
+		}
+	}
 	for _, pod := range u.Pods {
 		glog.Infof("%s pod %s (uid %s)", u.Op, api.Key(pod), pod.UID)
 		if u.Op == api.REMOVE {
@@ -239,7 +251,6 @@ func (k *Kubelet) handleUpdate(u api.PodUpdate) {
 			k.workers.RemovePod(pod.UID)
 			continue
 		}
-		k.desired.set(pod)
 		if k.workers.UpdatePod(pod) {
 			k.metrics.RestartedPods.WithLabelValues("true").Inc() // every pod here is static: none comes from an API server
 		}

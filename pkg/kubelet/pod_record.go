@@ -28,6 +28,12 @@ type podRecord struct {
 	messages map[string]string                    // termination messages of dead containers, by ID
 	refused  *lifecycle.Rejection                 // refused under node pressure, until admitted
 	cleaned  bool                                 // its terminated step tore down volumes and cgroup
+	// fit is the resource-fit admission's decision (kubelet/admission.go);
+	// preempted are the pods its admission preempted, which it waits to
+	// see stopped (until preemptWait) before it starts.
+	fit         fitDecision
+	preempted   []types.UID
+	preemptWait time.Time
 	// allocated are the resources the node accepted for its containers
 	// (nil: none yet); resizePending is why a resize is not allocated,
 	// resizeErr why the last resize in place failed (kubelet/resize.go).

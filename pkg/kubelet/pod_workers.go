@@ -154,7 +154,8 @@ func (p *podWorkers) UpdatePod(pod *v1.Pod) (recreated bool) {
 		// An evicted pod given with another manifest is a new pod, as a
 		// kubelet's static pod is (its UID hashes its manifest; ours
 		// stays with its name): the evicted one is forgotten, then this
-		// one starts afresh.
+		// one starts afresh. So is a static pod refused at admission or
+		// preempted: its new manifest is admitted afresh.
 		st.desired, st.restart = false, pod
 		p.poke(st)
 		return true
@@ -169,10 +170,22 @@ func (p *podWorkers) UpdatePod(pod *v1.Pod) (recreated bool) {
 }
 
 // evictedManifestChanged reports whether the pod's worker ends it by an
-// eviction and pod is another manifest than the one evicted; p.mu is held.
+// eviction (or, a static pod, by a refusal at admission or a preemption)
+// and pod is another manifest than the one it ends; p.mu is held.
 func evictedManifestChanged(st *podState, pod *v1.Pod) bool {
-	return st.desired && st.termination != nil && st.termination.Cause == lifecycle.Evicted &&
-		st.pod != nil && st.pod != pod && eviction.ManifestHash(st.pod) != eviction.ManifestHash(pod)
+	if !st.desired || st.termination == nil || st.pod == nil || st.pod == pod {
+		return false
+	}
+	switch st.termination.Cause {
+	case lifecycle.Evicted:
+	case lifecycle.Rejected, lifecycle.Preempted:
+		if !isStatic(pod) {
+			return false // an API server's pod that ended stays ended, as the kubelet's
+		}
+	default:
+		return false
+	}
+	return eviction.ManifestHash(st.pod) != eviction.ManifestHash(pod)
 }
 
 // RemovePod says the config no longer wants the pod: it is terminated

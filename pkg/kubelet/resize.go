@@ -13,7 +13,6 @@ import (
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/allocation"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/podstatus"
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
@@ -42,7 +41,8 @@ func (k *Kubelet) allocate(pod *v1.Pod, rec *podRecord) *v1.Pod {
 		return pod
 	}
 	allocated := allocation.Apply(pod, alloc)
-	ok, why := allocation.Decide(pod, allocated, k.allocatedOthers(pod.UID), k.cfg.Allocatable)
+	others, _ := k.admittedPods(pod.UID)
+	ok, why := allocation.Decide(pod, allocated, others, k.cfg.Allocatable)
 	if !ok {
 		if rec.setAllocation(alloc, why) {
 			glog.Infof("Pod %s: resize pending (%s): %s", api.Key(pod), why.Reason, why.Message)
@@ -108,29 +108,6 @@ func (k *Kubelet) checkpointAllocation(pod *v1.Pod, rec *podRecord, alloc alloca
 	rec.mu.Lock()
 	rec.checkpointed = alloc
 	rec.mu.Unlock()
-}
-
-// allocatedOthers are the desired pods other than uid that hold the
-// node's resources, as allocated: a terminated pod (finished, rejected,
-// evicted) holds none, as the kubelet counts only its active pods.
-func (k *Kubelet) allocatedOthers(uid types.UID) []*v1.Pod {
-	var out []*v1.Pod
-	for _, p := range k.desired.all() {
-		if p.UID == uid {
-			continue
-		}
-		if phase, ok := k.workers.Phase(p.UID); ok && phase == lifecycle.Terminated {
-			continue
-		}
-		if r := k.workers.Record(p.UID); r != nil {
-			r.mu.Lock()
-			alloc := r.allocated
-			r.mu.Unlock()
-			p = allocation.Apply(p, alloc)
-		}
-		out = append(out, p)
-	}
-	return out
 }
 
 // setAllocation records the pod's allocation and its pending resize; it

@@ -31,6 +31,7 @@ func TestAllocateResize(t *testing.T) {
 	}
 	other := pod("other", "1")
 	k.desired.set(other)
+	admitted(k, other)
 	if err := os.MkdirAll(k.volumes.PodDir("p"), 0o750); err != nil {
 		t.Fatal(err)
 	}
@@ -95,4 +96,14 @@ func TestAllocateResizeBesideATerminatedPod(t *testing.T) {
 			t.Errorf("cpu %s: synced %s, pending %+v; want it allocated", cpu, req, rec.resizePending)
 		}
 	}
+}
+
+// admitted gives pod a syncing worker state its admission admitted, as
+// its worker would leave it (without a goroutine).
+func admitted(k *Kubelet, pod *v1.Pod) {
+	rec := k.workers.newRecord()
+	rec.setFit(fitDecision{decided: true}, nil)
+	k.workers.mu.Lock()
+	defer k.workers.mu.Unlock()
+	k.workers.pods[pod.UID] = &podState{pod: pod, desired: true, record: rec}
 }

@@ -79,7 +79,8 @@ func (k *Kubelet) syncPod(ctx context.Context, w podWork) (*lifecycle.Terminatio
 }
 
 // syncDesired decides a desired pod's fate, in the kubelet's order: past
-// its deadline, refused by admission, refused under pressure (not yet
+// its deadline, refused by admission (the runtime's, then the node's
+// resources: kubelet/admission.go), refused under pressure (not yet
 // admitted), finished; otherwise the runtime manager syncs it, and its
 // Result is recorded here. It reports whether it acted on the runtime.
 func (k *Kubelet) syncDesired(ctx context.Context, pod *v1.Pod, state *kubecontainer.PodState, rec *podRecord) (*lifecycle.Termination, bool, error) {
@@ -87,17 +88,19 @@ func (k *Kubelet) syncDesired(ctx context.Context, pod *v1.Pod, state *kubeconta
 		return t, false, nil
 	}
 	if rej := k.runtime.Admit(ctx, pod, state); rej != nil {
-		glog.Errorf("Pod %s rejected: %s: %s", api.Key(pod), rej.Reason, rej.Message)
-		k.events.Event(events.PodRef(pod, ""), true, rej.Reason, "%s", rej.Message)
-		return &lifecycle.Termination{Cause: lifecycle.Rejected, Grace: kuberuntime.GracePeriod(pod), Reason: rej.Reason, Message: rej.Message}, false, nil
+		return k.reject(pod, rej), false, nil
+	}
+	if rej, wait := k.admitFit(pod, rec); rej != nil {
+		k.devices.Release(pod.UID) // what the runtime's admission gave it, before this one refused it
+		return k.reject(pod, rej), false, nil
+	} else if wait {
+		return nil, false, nil // nothing of it runs yet; its status is Pending
 	}
 	if state == nil || len(state.Containers) == 0 {
 		// While the node shuts down, no pod starts: it is rejected, as
 		// the kubelet's shutdown manager rejects it at admission.
 		if rej := k.shutdown.Admit(pod); rej != nil {
-			glog.Errorf("Pod %s rejected: %s: %s", api.Key(pod), rej.Reason, rej.Message)
-			k.events.Event(events.PodRef(pod, ""), true, rej.Reason, "%s", rej.Message)
-			return &lifecycle.Termination{Cause: lifecycle.Rejected, Grace: kuberuntime.GracePeriod(pod), Reason: rej.Reason, Message: rej.Message}, false, nil
+			return k.reject(pod, rej), false, nil
 		}
 		// Under pressure, only pods that have not started yet are refused
 		// (a pod with containers was admitted before, by this agent or
@@ -128,6 +131,15 @@ func (k *Kubelet) syncDesired(ctx context.Context, pod *v1.Pod, state *kubeconta
 	}
 	k.syncProbes(pod, state, res.Stopping)
 	return nil, res.Acted, err
+}
+
+// reject is the termination of a pod refused at admission, logged and
+// told in an event once: its status is Failed with the refusal's reason
+// and message, and it never runs.
+func (k *Kubelet) reject(pod *v1.Pod, rej *lifecycle.Rejection) *lifecycle.Termination {
+	glog.Errorf("Pod %s rejected: %s: %s", api.Key(pod), rej.Reason, rej.Message)
+	k.events.Event(events.PodRef(pod, ""), true, rej.Reason, "%s", rej.Message)
+	return &lifecycle.Termination{Cause: lifecycle.Rejected, Grace: kuberuntime.GracePeriod(pod), Reason: rej.Reason, Message: rej.Message}
 }
 
 // activeDeadline asks for a pod active longer than its

@@ -209,7 +209,8 @@ func newKubelet(o *Options, a *agent, rt kubecontainer.Runtime) error {
 	meter := &diskusage.Meter{Runtime: rt, Pods: cache, Node: node, PodDir: vols.PodDir, Period: o.DiskUsagePeriod}
 	evictor := newEvictorConfig(o)
 	k := kubelet.New(kubelet.Config{RootDir: o.RootDir, SyncFrequency: o.SyncFrequency, GCPeriod: o.GCPeriod, Clock: clk,
-		Allocatable: nodestatus.Allocatable(nodestatus.Capacity(o.MaxPods), a.alloc.reserved())}, kubelet.Deps{
+		Allocatable:        nodestatus.Allocatable(nodestatus.Capacity(o.MaxPods), a.alloc.reserved()),
+		StaticPodsCritical: o.Kubeconfig != ""}, kubelet.Deps{
 		Runtime: rtm, Cache: cache, Relist: relist, Dirty: dirty, Retries: retries, Statuses: statuses, Probes: probes,
 		Images: imgs, Volumes: vols, LogLinks: links, GC: gcSettings, Sources: a.merger, Events: a.recorder, Metrics: a.metrics,
 		Evictions: eviction.LoadRemembered(filepath.Join(o.RootDir, "checkpoints", "evictions.json")), Devices: devs,

@@ -6,8 +6,16 @@
 // can hold it, and else stays pending (PodResizePending: Infeasible when
 // the node could never hold it, Deferred while other pods hold what it
 // needs). The runtime manager resizes the containers to the allocation,
-// never to a spec it has not accepted. It is pure: the caller keeps the
-// allocations (the pod's record) and supplies the other pods.
+// never to a spec it has not accepted.
+//
+// It also decides whether the node accepts a pod at all (fit.go, the
+// kubelet's resource-fit admission: OutOfcpu, OutOfmemory), and which pods
+// a critical pod that does not fit preempts (preempt.go, the kubelet's
+// critical-pod admission handler). Both count what the admitted pods
+// request the same way as a resize does (Sum).
+//
+// It is pure: the caller keeps the allocations and admissions (the pods'
+// records) and supplies the other pods.
 package allocation
 
 import (
@@ -15,8 +23,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-
-	"github.com/classic-kubelet/kubelet/pkg/api"
 )
 
 // Reasons of the PodResizePending condition, as the kubelet's.
@@ -77,34 +83,26 @@ type Pending struct {
 // Decide allocates pod's spec, whose resources differ from allocated (the
 // pod as allocated now), if the node can hold it: the pod's requests
 // within allocatable (else Infeasible), and each request that grows within
-// what the others (the other pods as allocated) leave of it (else
-// Deferred). The messages are the kubelet's. A request that does not grow
-// is never deferred: a node the agent filled beyond its allocatable (it
-// does not sum its pods' requests at admission) still takes a shrink.
+// what the others (the other admitted pods, as allocated) leave of it
+// (else Deferred). The messages are the kubelet's. A request that does not
+// grow is never deferred: a shrink is taken even where the others hold
+// more than the node has (pods admitted by an agent that did not yet sum
+// its pods' requests, or resized while they ran).
 func Decide(pod, allocated *v1.Pod, others []*v1.Pod, allocatable v1.ResourceList) (ok bool, why Pending) {
-	want := api.PodRequests(pod)
-	cpu, mem := want.Cpu().MilliValue(), want.Memory().Value()
-	capCPU, capMem := allocatable.Cpu().MilliValue(), allocatable.Memory().Value()
-	_, hasCPU := allocatable[v1.ResourceCPU]
-	_, hasMem := allocatable[v1.ResourceMemory]
-	switch {
-	case hasMem && mem > capMem:
-		return false, Pending{ReasonInfeasible, fmt.Sprintf("Node didn't have enough capacity: memory, requested: %d, capacity: %d", mem, capMem)}
-	case hasCPU && cpu > capCPU:
-		return false, Pending{ReasonInfeasible, fmt.Sprintf("Node didn't have enough capacity: cpu, requested: %d, capacity: %d", cpu, capCPU)}
+	want := Request(pod)
+	// Memory first: the kubelet's order for an infeasible resize.
+	for _, name := range []v1.ResourceName{v1.ResourceMemory, v1.ResourceCPU} {
+		if c, known := capacity(allocatable, name); known && want.of(name) > c {
+			return false, Pending{ReasonInfeasible, fmt.Sprintf("Node didn't have enough capacity: %s, requested: %d, capacity: %d", name, want.of(name), c)}
+		}
 	}
-	had := api.PodRequests(allocated)
-	var usedCPU, usedMem int64
-	for _, o := range others {
-		r := api.PodRequests(o)
-		usedCPU += r.Cpu().MilliValue()
-		usedMem += r.Memory().Value()
-	}
-	switch {
-	case hasCPU && cpu > had.Cpu().MilliValue() && cpu+usedCPU > capCPU:
-		return false, Pending{ReasonDeferred, fmt.Sprintf("Node didn't have enough resource: cpu, requested: %d, used: %d, capacity: %d", cpu, usedCPU, capCPU)}
-	case hasMem && mem > had.Memory().Value() && mem+usedMem > capMem:
-		return false, Pending{ReasonDeferred, fmt.Sprintf("Node didn't have enough resource: memory, requested: %d, used: %d, capacity: %d", mem, usedMem, capMem)}
+	had, used := Request(allocated), Sum(others)
+	for _, name := range fitResources {
+		c, known := capacity(allocatable, name)
+		if known && want.of(name) > had.of(name) && want.of(name)+used.of(name) > c {
+			short := Shortfall{Resource: name, Requested: want.of(name), Used: used.of(name), Capacity: c}
+			return false, Pending{ReasonDeferred, short.Message()}
+		}
 	}
 	return true, Pending{}
 }

@@ -10,8 +10,9 @@
 //
 // A termination is requested by whoever decides the pod must end: the
 // config's removal of a static pod, its deletion in the API server, the
-// eviction manager, its activeDeadlineSeconds, a refusal at admission, its
-// containers being done as its restart policy says, or the node's shutdown.
+// eviction manager, its activeDeadlineSeconds, a refusal at admission, a
+// critical pod's preemption, its containers being done as its restart
+// policy says, or the node's shutdown.
 // A terminating pod is never started again; a pod given again with the same
 // UID while it terminates waits until it is forgotten.
 package lifecycle
@@ -71,6 +72,9 @@ const (
 	Finished
 	// Shutdown: the node is shutting down.
 	Shutdown
+	// Preempted by a critical pod the node had no room for (status
+	// reason Preempting).
+	Preempted
 )
 
 func (c Cause) String() string {
@@ -91,6 +95,8 @@ func (c Cause) String() string {
 		return "finished"
 	case Shutdown:
 		return "node shutdown"
+	case Preempted:
+		return "preempted"
 	default:
 		return "unknown"
 	}

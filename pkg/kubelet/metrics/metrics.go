@@ -51,6 +51,7 @@ type Metrics struct {
 	RuntimeOperationsErrors   *prometheus.CounterVec
 	RuntimeOperationsDuration *prometheus.HistogramVec // operation_type: the CRI method's name
 	RestartedPods             *prometheus.CounterVec   // static
+	Preemptions               *prometheus.CounterVec   // preemption_signal: the resource a critical pod lacked
 	StartedContainers         *prometheus.CounterVec   // container_type
 	StartedContainerErrors    *prometheus.CounterVec   // container_type, code (the waiting reason)
 	StartedPods               prometheus.Counter
@@ -113,6 +114,7 @@ func New(nodeName string) *Metrics {
 		RuntimeOperationsDuration: histogram("runtime_operations_duration_seconds", "Duration in seconds of runtime operations. Broken down by operation type.",
 			prometheus.ExponentialBuckets(.005, 2.5, 14), "operation_type"),
 		RestartedPods:     counter("restarted_pods_total", "Number of pods that have been restarted because they were deleted and recreated with the same UID while the agent was watching them", "static"),
+		Preemptions:       counter("preemptions", "Cumulative number of pod preemptions by preemption resource", "preemption_signal"),
 		StartedContainers: counter("started_containers_total", "Cumulative number of containers started", "container_type"),
 		StartedContainerErrors: counter("started_containers_errors_total", "Cumulative number of errors when starting containers",
 			"container_type", "code"),
@@ -140,7 +142,7 @@ func New(nodeName string) *Metrics {
 	m.Registry.MustRegister(m.NodeName, m.PodWorkerDuration, m.PodWorkerStartDuration, m.PodStartDuration, m.PodStartSLIDuration,
 		m.PLEGRelistDuration, m.PLEGRelistInterval, m.PLEGLastSeen, m.RunningPods, m.RunningContainers,
 		m.GracefulShutdownStart, m.GracefulShutdownEnd,
-		m.RuntimeOperations, m.RuntimeOperationsErrors, m.RuntimeOperationsDuration, m.RestartedPods,
+		m.RuntimeOperations, m.RuntimeOperationsErrors, m.RuntimeOperationsDuration, m.RestartedPods, m.Preemptions,
 		m.StartedContainers, m.StartedContainerErrors, m.StartedPods, m.StartedPodErrors,
 		m.SyncLoopDuration, m.SourceErrors, m.ContainerRestarts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

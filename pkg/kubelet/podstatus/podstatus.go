@@ -144,11 +144,12 @@ func (p *Producer) Status(ctx context.Context, pod *v1.Pod, state *kubecontainer
 	}
 	infra := state.RunningInfra()
 	p.addresses(pod, infra, &st)
-	// A pod the agent ended (evicted, past its deadline, the node shutting
-	// down) is done: its containers' last exits are final; so is a pod
+	// A pod the agent ended (evicted, preempted, past its deadline, the node
+	// shutting down) is done: its containers' last exits are final; so is a pod
 	// deleted in the API server once nothing of it runs.
 	var evicted *lifecycle.Termination
-	if t := p.cfg.Records.Termination(pod.UID); t != nil && (t.Cause == lifecycle.Evicted || t.Cause == lifecycle.DeadlineExceeded || t.Cause == lifecycle.Shutdown) {
+	if t := p.cfg.Records.Termination(pod.UID); t != nil && (t.Cause == lifecycle.Evicted || t.Cause == lifecycle.DeadlineExceeded ||
+		t.Cause == lifecycle.Shutdown || t.Cause == lifecycle.Preempted) {
 		evicted = t
 	}
 	deleted := pod.DeletionTimestamp != nil && (state == nil || !kubecontainer.AnyRunning(state))
@@ -178,11 +179,16 @@ func (p *Producer) Status(ctx context.Context, pod *v1.Pod, state *kubecontainer
 		// pod already Succeeded, which here is no longer active).
 		st.Phase, st.Reason, st.Message = v1.PodFailed, evicted.Reason, evicted.Message
 	}
-	if evicted != nil && (evicted.Cause == lifecycle.Evicted || evicted.Cause == lifecycle.Shutdown) {
+	switch {
+	case evicted != nil && (evicted.Cause == lifecycle.Evicted || evicted.Cause == lifecycle.Shutdown):
 		// As the kubelet reports a pod its eviction manager, or its
 		// shutdown manager, stopped.
 		conds = append(conds, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
 			Reason: v1.PodReasonTerminationByKubelet, Message: evicted.Message})
+	case evicted != nil && evicted.Cause == lifecycle.Preempted:
+		// As the kubelet reports a pod a critical pod preempted.
+		conds = append(conds, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
+			Reason: v1.PodReasonTerminationByKubelet, Message: allocation.MessagePreemptedDisruption})
 	}
 	if !finished {
 		conds = append(conds, resizeConditions(allocated, state, resize)...)
