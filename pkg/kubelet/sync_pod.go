@@ -177,7 +177,7 @@ func (k *Kubelet) syncProbes(pod *v1.Pod, state *kubecontainer.PodState, killed 
 			continue
 		}
 		targets = append(targets, prober.Target{PodUID: pod.UID, PodKey: api.Key(pod), Container: c,
-			ContainerID: inst[0].ID, StartedAt: inst[0].StartedAt, PodIP: podIP})
+			FieldPath: events.FieldPath(pod, c.Name), ContainerID: inst[0].ID, StartedAt: inst[0].StartedAt, PodIP: podIP})
 	}
 	k.probes.Sync(k.lifetime(), pod.UID, targets)
 }
