@@ -124,6 +124,7 @@ func (f *FakeClient) Exit(id string, code int) {
 	defer f.mu.Unlock()
 	if c, ok := f.containers[id]; ok {
 		c.Running, c.Status, c.ExitCode, c.FinishedAt = false, "exited", code, f.now()
+		c.User = nil // only a running process shows it
 		c.OOMKilled = f.oomed[id]
 		delete(f.oomed, id)
 		f.emit(c, "die")
