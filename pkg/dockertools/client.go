@@ -62,6 +62,7 @@ type Client struct {
 	versionKnown atomic.Bool
 
 	images presentImages
+	refs   imageRefs
 }
 
 // learningVersion runs f, a call that may make go-dockerclient learn the
@@ -146,6 +147,10 @@ func (c *Client) Inspect(ctx context.Context, id string) (*kubecontainer.Contain
 		FinishedAt: ct.State.FinishedAt,
 		Pid:        ct.State.Pid,
 		LogPath:    ct.LogPath,
+		ImageRef:   c.imageRef(ct.Image),
+	}
+	if ct.State.Running {
+		d.User = processUser(ct.ID, ct.State.Pid)
 	}
 	if ct.GraphDriver != nil {
 		d.LayerPath = ct.GraphDriver.Data["UpperDir"]

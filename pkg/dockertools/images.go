@@ -2,6 +2,7 @@ package dockertools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -27,6 +28,7 @@ func (c *Client) PullAuth(ctx context.Context, image string, auth *kubecontainer
 	if err != nil {
 		return fmt.Errorf("pull image %s: %w", image, translate(err))
 	}
+	c.refs.forget() // an image pulled again may have got a repo digest
 	return nil
 }
 
@@ -43,10 +45,80 @@ func (c *Client) ImageID(ctx context.Context, image string) (string, error) {
 	return img.ID, nil
 }
 
+// Prefixes of a container status's imageID, as cri-dockerd reports it.
+const (
+	imageIDPrefix         = "docker://"
+	pullableImageIDPrefix = "docker-pullable://"
+)
+
+// PullableImageID is an image as the kubelet with cri-dockerd reports it in
+// a container status's imageID: docker-pullable://<repo>@sha256:… by the
+// first of its repo digests, the reference it can be pulled again by;
+// docker://<ID> for an image with none (built or loaded here, never pulled
+// or pushed).
+func PullableImageID(id string, repoDigests []string) string {
+	for _, d := range repoDigests {
+		if !strings.HasPrefix(d, "<none>") {
+			return pullableImageIDPrefix + d
+		}
+	}
+	return imageIDPrefix + id
+}
+
+// imageRef is the imageID of a container whose image has ID id. An image
+// is inspected once, then remembered until a pull (which may give it a
+// repo digest) or a removal; one that is gone is named by its ID, one
+// that could not be inspected is asked again next time.
+func (c *Client) imageRef(id string) string {
+	if ref, ok := c.refs.get(id); ok {
+		return ref
+	}
+	img, err := c.c.InspectImage(id)
+	switch {
+	case err == nil:
+		ref := PullableImageID(id, img.RepoDigests)
+		c.refs.put(id, ref)
+		return ref
+	case errors.Is(translate(err), kubecontainer.ErrImageNotFound):
+		c.refs.put(id, imageIDPrefix+id)
+	}
+	return imageIDPrefix + id
+}
+
+// imageRefs remembers the imageID of each image ID seen (a node holds
+// tens of images: never pruned but by forget).
+type imageRefs struct {
+	mu   sync.Mutex
+	byID map[string]string // guarded by mu
+}
+
+func (r *imageRefs) get(id string) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ref, ok := r.byID[id]
+	return ref, ok
+}
+
+func (r *imageRefs) put(id, ref string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byID == nil {
+		r.byID = map[string]string{}
+	}
+	r.byID[id] = ref
+}
+
+func (r *imageRefs) forget() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.byID = nil
+}
+
 // RemoveImage removes an image by ID (not forced: Docker refuses if a
 // container uses it).
 func (c *Client) RemoveImage(ctx context.Context, id string) error {
 	defer c.images.forget()
+	defer c.refs.forget()
 	if err := c.c.RemoveImageExtended(id, docker.RemoveImageOptions{Context: ctx}); err != nil {
 		return fmt.Errorf("remove image %s: %w", kubecontainer.ShortID(strings.TrimPrefix(id, "sha256:")), translate(err))
 	}

@@ -221,3 +221,52 @@ func podEventReasons(rec *events.Recorder, pod string) []string {
 	}
 	return out
 }
+
+// A Job's pod with a sidecar (a restartable init container): once its app
+// container has exited 0, its status shows it terminated and the pod
+// Running while the sidecar stops (never Pending, never the app waiting
+// again), then Succeeded once the sidecar is gone, as the kubelet's
+// getPhase (pkg/kubelet/kubelet_pods.go) over the status produced at the
+// start of the sync that stops the pod.
+func TestSidecarJobPhase(t *testing.T) {
+	for _, policy := range []v1.RestartPolicy{v1.RestartPolicyNever, v1.RestartPolicyOnFailure} {
+		t.Run(string(policy), func(t *testing.T) {
+			fake := containertest.NewFakeClient("pause:1", "img:1")
+			k, updates, stop := newEventKubelet(t, fake, events.New("n"))
+			defer stop()
+			release := fake.HoldStops("s") // the sidecar takes its time to stop
+			defer release()
+			pod := desiredPod("job", "img:1")
+			pod.Spec.RestartPolicy = policy
+			always := v1.ContainerRestartPolicyAlways
+			pod.Spec.InitContainers = []v1.Container{{Name: "s", Image: "img:1", RestartPolicy: &always}}
+			updates <- api.PodUpdate{Op: api.ADD, Pods: []*v1.Pod{pod}}
+			waitUntil(t, func() bool { return len(fake.RunningNames()) == 3 })
+			fake.Exit(containerID(fake, "a"), 0)
+
+			var st v1.PodStatus
+			waitUntil(t, func() bool {
+				st, _ = k.status.Get(pod.UID)
+				return len(st.ContainerStatuses) == 1 && st.ContainerStatuses[0].State.Terminated != nil
+			})
+			if st.Phase != v1.PodRunning {
+				t.Errorf("phase %s while the sidecar stops, want Running", st.Phase)
+			}
+			if len(st.InitContainerStatuses) != 1 || st.InitContainerStatuses[0].State.Running == nil {
+				t.Errorf("sidecar status %+v, want it running until it has stopped", st.InitContainerStatuses)
+			}
+			if code := st.ContainerStatuses[0].State.Terminated.ExitCode; code != 0 {
+				t.Errorf("app container exit %d, want 0", code)
+			}
+
+			release()
+			waitUntil(t, func() bool {
+				st, _ = k.status.Get(pod.UID)
+				return st.Phase == v1.PodSucceeded
+			})
+			if c := st.ContainerStatuses[0]; c.State.Terminated == nil || c.State.Terminated.ExitCode != 0 {
+				t.Errorf("app container %+v, want terminated with 0", c.State)
+			}
+		})
+	}
+}

@@ -71,7 +71,13 @@ func (k *Kubelet) syncPod(ctx context.Context, w podWork) (*lifecycle.Terminatio
 		k.metrics.PodWorkerStartDuration.Observe(start.Sub(seen).Seconds())
 	}
 	t, acted, err := k.syncDesired(ctx, w.Pod, state, w.Record)
-	if t == nil {
+	if t == nil || t.Cause == lifecycle.Finished {
+		// A finished pod's status is produced before it is stopped, as the
+		// kubelet's is at the start of the sync that kills it: its app
+		// containers' exits show (terminated, never waiting again) while
+		// its sidecars stop, the phase Running until they have. A pod
+		// ended for another cause shows it once the termination is
+		// recorded.
 		k.produceStatus(ctx, w, state)
 	}
 	k.stepDone(ctx, w, op, start, state, acted, err)
@@ -196,7 +202,7 @@ func (k *Kubelet) syncProbes(pod *v1.Pod, state *kubecontainer.PodState, killed 
 			continue
 		}
 		targets = append(targets, prober.Target{PodUID: pod.UID, PodKey: api.Key(pod), Container: c,
-			ContainerID: inst[0].ID, StartedAt: inst[0].StartedAt, PodIP: podIP})
+			FieldPath: events.FieldPath(pod, c.Name), ContainerID: inst[0].ID, StartedAt: inst[0].StartedAt, PodIP: podIP})
 	}
 	k.probes.Sync(k.lifetime(), pod.UID, targets)
 }

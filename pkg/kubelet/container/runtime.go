@@ -21,6 +21,7 @@ type ContainerDetail struct {
 	Name       string
 	Image      string // as requested at create time
 	ImageID    string
+	ImageRef   string // the image as a container status's imageID says it ("": none given)
 	Labels     map[string]string
 	Status     string // created, running, exited, ...
 	Running    bool
@@ -32,6 +33,7 @@ type ContainerDetail struct {
 	FinishedAt time.Time
 	IP         string
 	Pid        int
+	User       *ContainerUser // of its running process (nil: not running, or not known)
 	LogPath    string
 	// LayerPath is the directory of the container's writable layer on the
 	// host (overlay2's upper dir), "" where the storage driver names none.

@@ -32,12 +32,24 @@ type ContainerState struct {
 	FinishedAt   time.Time
 	Image        string
 	ImageID      string
+	ImageRef     string // as a container status's imageID says it ("": see StatusImageID)
 	IP           string
 	LogPath      string
 	LayerPath    string // the writable layer's directory, "" if unknown
 	Labels       map[string]string
 	// Resources are what the runtime enforces now (nil: not known).
 	Resources *Resources
+	// User is the identity its process runs with, as seen while it ran
+	// (nil: never seen running).
+	User *ContainerUser
+}
+
+// ContainerUser is the identity of a container's process, as a CRI
+// runtime's container status gives it: its uid, its primary gid, and its
+// groups (the primary one first, as containerd reports them).
+type ContainerUser struct {
+	UID, GID           int64
+	SupplementalGroups []int64
 }
 
 // FailedToStart reports a container the runtime created but could not
@@ -45,6 +57,21 @@ type ContainerState struct {
 // dir).
 func (c *ContainerState) FailedToStart() bool {
 	return !c.Running && c.Status == "created" && (c.ExitCode != 0 || c.Error != "")
+}
+
+// StatusImageID is the container's image as the kubelet's container
+// status says it (imageID): the runtime's reference (with cri-dockerd,
+// docker-pullable://<repo>@sha256:… for an image with a repo digest, else
+// docker://sha256:…), or, when the runtime gave none, the image's ID in
+// the second form.
+func (c *ContainerState) StatusImageID() string {
+	switch {
+	case c.ImageRef != "":
+		return c.ImageRef
+	case c.ImageID != "":
+		return "docker://" + c.ImageID
+	}
+	return ""
 }
 
 // ExitedAt is when the container stopped running: for one that never ran,

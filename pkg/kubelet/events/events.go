@@ -41,7 +41,7 @@ type Ref struct {
 	Kind            string
 	Namespace, Name string
 	UID             types.UID
-	FieldPath       string // spec.containers{name}, when about a container
+	FieldPath       string // spec.containers{name} (or initContainers, ephemeralContainers), when about a container
 }
 
 // kind is the Ref's object kind as the API spells it.
@@ -62,9 +62,28 @@ func NodeRef(name string) Ref {
 func PodRef(pod *v1.Pod, container string) Ref {
 	r := Ref{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
 	if container != "" {
-		r.FieldPath = fmt.Sprintf("spec.containers{%s}", container)
+		r.FieldPath = FieldPath(pod, container)
 	}
 	return r
+}
+
+// FieldPath is how an event names one of a pod's containers, as the
+// kubelet's container references do: by the list of the spec that holds
+// it (spec.initContainers{x} for an init container or a sidecar,
+// spec.ephemeralContainers{x} for an ephemeral one). A name in none of
+// them (the infra container) is named as an app container's.
+func FieldPath(pod *v1.Pod, container string) string {
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == container {
+			return fmt.Sprintf("spec.initContainers{%s}", container)
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == container {
+			return fmt.Sprintf("spec.ephemeralContainers{%s}", container)
+		}
+	}
+	return fmt.Sprintf("spec.containers{%s}", container)
 }
 
 // Recorder keeps and ships events. It is safe for concurrent use; a nil

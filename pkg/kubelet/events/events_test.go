@@ -44,3 +44,32 @@ func TestRecorder(t *testing.T) {
 	var nilRecorder *Recorder
 	nilRecorder.Event(Ref{}, false, "X", "no panic")
 }
+
+// The kubelet's container references name a container by the list that
+// holds it (pkg/kubelet/container/ref.go, fieldPath): an init container's
+// or a sidecar's events point at spec.initContainers{x}, an ephemeral
+// one's at spec.ephemeralContainers{x}.
+func TestPodRefFieldPath(t *testing.T) {
+	always := v1.ContainerRestartPolicyAlways
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "default", UID: "u1"}, Spec: v1.PodSpec{
+		InitContainers:      []v1.Container{{Name: "setup"}, {Name: "proxy", RestartPolicy: &always}},
+		Containers:          []v1.Container{{Name: "main"}},
+		EphemeralContainers: []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debugger"}}},
+	}}
+	for _, tc := range []struct {
+		container, want string
+	}{
+		{"", ""},
+		{"main", "spec.containers{main}"},
+		{"setup", "spec.initContainers{setup}"},
+		{"proxy", "spec.initContainers{proxy}"},
+		{"debugger", "spec.ephemeralContainers{debugger}"},
+		{"POD", "spec.containers{POD}"},
+	} {
+		t.Run(tc.container, func(t *testing.T) {
+			if got := PodRef(pod, tc.container).FieldPath; got != tc.want {
+				t.Errorf("PodRef(pod, %q).FieldPath = %q, want %q", tc.container, got, tc.want)
+			}
+		})
+	}
+}

@@ -217,7 +217,7 @@ func (m *Manager) Ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, podC
 			return 0, err
 		}
 		if policy == v1.PullNever {
-			return 0, &kubecontainer.StartError{Reason: kubecontainer.ReasonErrImageNeverPull, Message: fmt.Sprintf("image %s is not present and imagePullPolicy is Never", c.Image)}
+			return 0, &kubecontainer.StartError{Reason: kubecontainer.ReasonErrImageNeverPull, Message: NeverPullMessage(c.Image)}
 		}
 	}
 	if until, why := m.BackOff(pod, c); why != nil && m.clock.Now().Before(until) {
@@ -255,6 +255,13 @@ func (m *Manager) Ensure(ctx context.Context, pod *v1.Pod, c *v1.Container, podC
 	took := time.Since(start)
 	m.event(pod, c.Name, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v", c.Image, took.Round(time.Millisecond)), false)
 	return took, nil
+}
+
+// NeverPullMessage is the kubelet's message (its ErrImageNeverPull event
+// and waiting message, pkg/kubelet/images/image_manager.go) for an image
+// not present whose pull policy is Never.
+func NeverPullMessage(image string) string {
+	return fmt.Sprintf("Container image %q is not present with pull policy of Never", image)
 }
 
 // invalidImageName is the kubelet's message for an image reference it

@@ -44,6 +44,16 @@ func containerMade(e *kubecontainer.StartError) bool {
 	return e.Reason == reasonRunError || e.Reason == reasonPostStartFailed
 }
 
+// waitsWithReason reports a failure the container's status shows as its
+// waiting reason and message until it next starts: every failure but a
+// start Docker refused, whose dead instance says why. A failed postStart
+// hook's container is dead too, but only the reason says what the hook
+// said (PostStartHookError and the handler's message, as the kubelet's
+// reason cache keeps them).
+func waitsWithReason(e *kubecontainer.StartError) bool {
+	return !containerMade(e) || e.Reason == reasonPostStartFailed
+}
+
 // startInfra creates and starts the pod's infra container and returns its
 // ID and, when a container of the pod needs it (UsesPodIP) or a network
 // plugin attached it, its IP. A network that is not ready fails it before
@@ -150,15 +160,15 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	var ce *kubecontainer.StartError
 	if errors.As(err, &ce) {
 		m.cfg.Metrics.StartedContainerErrors.WithLabelValues(typ, ce.Reason).Inc()
-		if containerMade(ce) {
-			r.Waiting[c.Name] = nil // the dead instance says why
-		} else {
+		if waitsWithReason(ce) {
 			r.Waiting[c.Name] = ce
+		} else {
+			r.Waiting[c.Name] = nil // the dead instance says why
 		}
 		// Pull failures have the image manager's events, a failed hook its
 		// own.
 		if ce.Reason == reasonImageNeverPull {
-			m.cfg.Events.Event(events.PodRef(pod, c.Name), true, reasonImageNeverPull, "Container image %q is not present with pull policy of Never", c.Image)
+			m.cfg.Events.Event(events.PodRef(pod, c.Name), true, reasonImageNeverPull, "%s", ce.Message)
 		}
 		if ce.Reason != reasonImagePull && ce.Reason != reasonImagePullBackOff && ce.Reason != reasonPostStartFailed {
 			m.cfg.Events.Event(events.PodRef(pod, c.Name), true, "Failed", "Error: %s", failedEventDetail(ce))
@@ -176,9 +186,10 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 // failedEventDetail is what the Failed event says after "Error: ", as the
 // kubelet's (pkg/kubelet/kuberuntime/kuberuntime_container.go,
 // startContainer): for an image the image manager refused, its error,
-// which is the reason alone ("InvalidImageName"); else the message.
+// which is the reason alone ("InvalidImageName", "ErrImageNeverPull");
+// else the message.
 func failedEventDetail(ce *kubecontainer.StartError) string {
-	if ce.Reason == kubecontainer.ReasonInvalidImageName {
+	if ce.Reason == kubecontainer.ReasonInvalidImageName || ce.Reason == kubecontainer.ReasonErrImageNeverPull {
 		return ce.Reason
 	}
 	return ce.Message
@@ -256,7 +267,9 @@ func (m *Manager) create(ctx context.Context, pod *v1.Pod, c *v1.Container, sb s
 			// decides what happens next.
 			glog.Errorf("Pod %s: postStart hook of %s failed, killing it: %v", api.Key(pod), c.Name, err)
 			// The kubelet's events, without the hook's output (it may
-			// hold secrets).
+			// hold secrets: pkg/kubelet/kuberuntime/kuberuntime_container.go,
+			// startContainer); the output is in the container's waiting
+			// message.
 			m.cfg.Events.Event(ref, true, "FailedPostStartHook", "PostStartHook failed")
 			m.cfg.Events.Event(ref, false, "Killing", "FailedPostStartHook")
 			if serr := m.runtime.Stop(ctx, id, 0); serr != nil {

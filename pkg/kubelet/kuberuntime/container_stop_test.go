@@ -298,7 +298,7 @@ func TestRunHook(t *testing.T) {
 		wantErr  string // "" for success
 	}{
 		{"exec succeeds", context.Background(), &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"ok"}}}, 0, nil, ""},
-		{"exec exits non-zero", context.Background(), &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"bad"}}}, 3, nil, "exited 3: out"},
+		{"exec exits non-zero", context.Background(), &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"bad"}}}, 3, nil, "command 'bad' exited with 3: out"},
 		{"exec cannot run", context.Background(), &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"x"}}}, 0, errors.New("no such container"), "no such container"},
 		{"http ok", context.Background(), get("/"), 0, nil, ""},
 		{"http 500", context.Background(), get("/bad"), 0, nil, "GET http://"},

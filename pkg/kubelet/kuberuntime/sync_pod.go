@@ -266,7 +266,7 @@ func (m *Manager) prepareSandbox(ctx context.Context, pod *v1.Pod, state *kubeco
 			// failed try (repeats fold into its count).
 			switch {
 			case mountErr != nil:
-				m.cfg.Events.Event(events.PodRef(pod, ""), true, reasonVolumeSetup, "MountVolume.SetUp failed for volume %q : %v", mountErr.Volume, mountErr.Err)
+				m.cfg.Events.Event(events.PodRef(pod, ""), true, reasonVolumeSetup, "%s", mountErr.Event())
 			case ce.Reason == reasonVolumeSetup:
 				m.cfg.Events.Event(events.PodRef(pod, ""), true, reasonVolumeSetup, "%s", ce.Message)
 			default:

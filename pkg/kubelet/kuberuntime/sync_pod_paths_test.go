@@ -169,8 +169,9 @@ func TestSyncPodInfraStartFailureRemovesIt(t *testing.T) {
 }
 
 // A container's own failures: a create that fails waits with its reason
-// and backs off; one that fails to start, or whose postStart hook fails, is
-// left as the record of why (its reason cleared) and is not backed off here.
+// and backs off; one that fails to start is left as the record of why (its
+// reason cleared), one whose postStart hook fails is killed and waits with
+// PostStartHookError (the hook's words); neither is backed off here.
 func TestSyncPodContainerFailures(t *testing.T) {
 	hook := func(p *v1.Pod) {
 		p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PostStart: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"setup"}}}}
@@ -189,7 +190,7 @@ func TestSyncPodContainerFailures(t *testing.T) {
 		{"create fails", nil, "create", 0, reasonCreateError, reasonCreateError, true, false},
 		{"start fails", nil, "start", 0, reasonRunError, "-", false, false},
 		{"postStart ok", hook, "", 0, "", "-", false, false},
-		{"postStart fails: killed", hook, "", 2, reasonPostStartFailed, "-", false, true},
+		{"postStart fails: killed", hook, "", 2, reasonPostStartFailed, reasonPostStartFailed, false, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -748,6 +748,7 @@ func (r *Relister) inspect(ctx context.Context, todo []string) (map[string]*kube
 				if st, perr = containerState(d); perr != nil {
 					glog.V(4).Infof("Relist: skipping container %s: %v", d.Name, perr)
 				}
+				r.keepUser(st)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -759,6 +760,20 @@ func (r *Relister) inspect(ctx context.Context, todo []string) (map[string]*kube
 	}
 	wg.Wait()
 	return out, firstErr
+}
+
+// keepUser keeps the identity a container's process ran with once it has
+// stopped (only a running process shows it), as a CRI runtime's container
+// status keeps it.
+func (r *Relister) keepUser(st *kubecontainer.ContainerState) {
+	if st == nil || st.User != nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if prev := r.known[st.ID]; prev != nil {
+		st.User = prev.User
+	}
 }
 
 // containerState converts an inspected container; one without the agent's
@@ -788,11 +803,13 @@ func containerState(d *kubecontainer.ContainerDetail) (*kubecontainer.ContainerS
 		FinishedAt:   d.FinishedAt,
 		Image:        d.Image,
 		ImageID:      d.ImageID,
+		ImageRef:     d.ImageRef,
 		IP:           d.IP,
 		LogPath:      d.LogPath,
 		LayerPath:    d.LayerPath,
 		Labels:       d.Labels,
 		Resources:    &kubecontainer.Resources{CPUShares: d.CPUShares, CPUQuota: d.CPUQuota, CPUPeriod: d.CPUPeriod, Memory: d.Memory},
+		User:         d.User,
 	}, nil
 }
 

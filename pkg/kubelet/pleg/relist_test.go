@@ -364,3 +364,35 @@ func (f markFunc) Mark(uids []types.UID) { f(uids) }
 type linkFunc func(*kubecontainer.ContainerState)
 
 func (f linkFunc) Link(c *kubecontainer.ContainerState) { f(c) }
+
+// The identity a container's process runs with shows only while it runs
+// (Docker's inspect gives the process, and the agent reads it): once it
+// has exited, the relist keeps what it saw, as a CRI runtime's status does.
+func TestRelistKeepsTheUserOfAnExitedContainer(t *testing.T) {
+	fake := containertest.NewFakeClient()
+	user := &kubecontainer.ContainerUser{UID: 1000, GID: 3000, SupplementalGroups: []int64{3000}}
+	labels := map[string]string{kubecontainer.LabelOwner: "n", kubecontainer.LabelPodUID: "u1"}
+	fake.AddContainer(kubecontainer.ContainerDetail{ID: "c1", Name: "k8s_a.h_p_default_u1_00000001", Labels: labels, Running: true, User: user})
+	fake.AddContainer(kubecontainer.ContainerDetail{ID: "c2", Name: "k8s_b.h_p_default_u1_00000002", Labels: labels, Status: "created"})
+	cache := NewCache()
+	r := NewRelister(Config{Node: "n", Period: time.Second}, Deps{Runtime: fake, Cache: cache,
+		Dirty: markFunc(func([]types.UID) {}), Logs: linkFunc(func(*kubecontainer.ContainerState) {})})
+	for _, step := range []struct {
+		name   string
+		change func()
+		want   map[string]*kubecontainer.ContainerUser
+	}{
+		{"running", func() {}, map[string]*kubecontainer.ContainerUser{"c1": user, "c2": nil}},
+		{"exited", func() { fake.Exit("c1", 0) }, map[string]*kubecontainer.ContainerUser{"c1": user, "c2": nil}},
+	} {
+		step.change()
+		if err := r.relist(context.Background()); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		for _, c := range cache.Get("u1").Containers {
+			if got := c.User; (got == nil) != (step.want[c.ID] == nil) || (got != nil && got.UID != step.want[c.ID].UID) {
+				t.Errorf("%s: %s user %+v, want %+v", step.name, c.ID, got, step.want[c.ID])
+			}
+		}
+	}
+}

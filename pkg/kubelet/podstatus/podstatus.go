@@ -502,7 +502,7 @@ func readinessGates(pod *v1.Pod, containersReady v1.PodCondition) v1.PodConditio
 // fresh is the waiting reason of a container with no instance yet. An init
 // container that exited 0 has completed, whatever the restart policy.
 func (p *Producer) containerStatus(ctx context.Context, pod *v1.Pod, c *v1.Container, instances []*kubecontainer.ContainerState, finished, init bool, fresh string) v1.ContainerStatus {
-	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
+	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image, VolumeMounts: volumeMounts(c)}
 	cs.AllocatedResources = allocatedRequests(c)
 	started := false
 	cs.Started = &started
@@ -521,7 +521,8 @@ func (p *Producer) containerStatus(ctx context.Context, pod *v1.Pod, c *v1.Conta
 	}
 	last := instances[0]
 	cs.ContainerID = "docker://" + last.ID
-	cs.ImageID = last.ImageID
+	cs.ImageID = last.StatusImageID()
+	cs.User = containerUser(last.User)
 	cs.RestartCount = int32(last.RestartCount)
 	if len(instances) > 1 {
 		cs.LastTerminationState = terminated(instances[1])
@@ -550,6 +551,34 @@ func (p *Producer) containerStatus(ctx context.Context, pod *v1.Pod, c *v1.Conta
 		t.Message = p.exitMessage(ctx, pod, c, last)
 	}
 	return cs
+}
+
+// volumeMounts are a container's mounts as the kubelet's status lists them
+// (pkg/kubelet/kubelet_pods.go, convertToAPIContainerStatuses): each of
+// the spec's, a read-only one saying whether it is recursively read-only.
+// The agent mounts none recursively read-only (a manifest asking for it is
+// refused): Disabled.
+func volumeMounts(c *v1.Container) []v1.VolumeMountStatus {
+	var out []v1.VolumeMountStatus
+	for _, m := range c.VolumeMounts {
+		vs := v1.VolumeMountStatus{Name: m.Name, MountPath: m.MountPath, ReadOnly: m.ReadOnly}
+		if m.ReadOnly {
+			rro := v1.RecursiveReadOnlyDisabled
+			vs.RecursiveReadOnly = &rro
+		}
+		out = append(out, vs)
+	}
+	return out
+}
+
+// containerUser is the identity a container's process runs with, as the
+// kubelet reports what its runtime gives (nil: not known).
+func containerUser(u *kubecontainer.ContainerUser) *v1.ContainerUser {
+	if u == nil {
+		return nil
+	}
+	return &v1.ContainerUser{Linux: &v1.LinuxContainerUser{UID: u.UID, GID: u.GID,
+		SupplementalGroups: append([]int64(nil), u.SupplementalGroups...)}}
 }
 
 // allocatedRequests are the requests the node allocated container c (its

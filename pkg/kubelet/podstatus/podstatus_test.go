@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -648,6 +649,57 @@ func TestReadinessGates(t *testing.T) {
 			got := readinessGates(pod, tc.cr)
 			if got.Type != v1.PodReady || got.Status != tc.want || got.Message != tc.msg {
 				t.Errorf("got %+v, want %s %q", got, tc.want, tc.msg)
+			}
+		})
+	}
+}
+
+// The fields of a container's status the kubelet fills from its spec and
+// its runtime: volumeMounts (from the spec, whatever the state; a
+// read-only mount recursiveReadOnly Disabled), imageID (the runtime's
+// reference; docker://<ID> without one) and user (the process's identity,
+// as the runtime saw it; none before it ran).
+func TestContainerStatusFields(t *testing.T) {
+	h := newHarness(t, "")
+	disabled := v1.RecursiveReadOnlyDisabled
+	wantMounts := []v1.VolumeMountStatus{
+		{Name: "data", MountPath: "/data"},
+		{Name: "conf", MountPath: "/etc/conf", ReadOnly: true, RecursiveReadOnly: &disabled},
+	}
+	user := &kubecontainer.ContainerUser{UID: 1000, GID: 3000, SupplementalGroups: []int64{3000, 4000}}
+	for _, tc := range []struct {
+		name      string
+		state     func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState
+		wantImage string
+		wantUser  *v1.ContainerUser
+	}{
+		{"not created", func(*containertest.Builder, *v1.Pod) *kubecontainer.PodState { return nil }, "", nil},
+		{"running, pulled image", func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
+			c := b.C(p, "a", true, 0, "")
+			c.ImageID, c.ImageRef, c.User = "sha256:1a2b", "docker-pullable://img@sha256:9f8e", user
+			return containertest.State(b.C(p, infraName, true, 0, ""), c)
+		}, "docker-pullable://img@sha256:9f8e", &v1.ContainerUser{Linux: &v1.LinuxContainerUser{UID: 1000, GID: 3000, SupplementalGroups: []int64{3000, 4000}}}},
+		{"exited, no reference from the runtime", func(b *containertest.Builder, p *v1.Pod) *kubecontainer.PodState {
+			c := b.C(p, "a", false, 1, "")
+			c.ImageID = "sha256:1a2b"
+			return containertest.State(b.C(p, infraName, true, 0, ""), c)
+		}, "docker://sha256:1a2b", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := containertest.Pod(v1.RestartPolicyNever, "a")
+			pod.UID = types.UID("uid-fields-" + tc.name)
+			pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}, {Name: "conf", MountPath: "/etc/conf", ReadOnly: true}}
+			b := &containertest.Builder{T0: time.Now().Add(-time.Hour)}
+			st := h.Status(context.Background(), pod, tc.state(b, pod))
+			cs := st.ContainerStatuses[0]
+			if !reflect.DeepEqual(cs.VolumeMounts, wantMounts) {
+				t.Errorf("volumeMounts %+v, want %+v", cs.VolumeMounts, wantMounts)
+			}
+			if cs.ImageID != tc.wantImage {
+				t.Errorf("imageID %q, want %q", cs.ImageID, tc.wantImage)
+			}
+			if !reflect.DeepEqual(cs.User, tc.wantUser) {
+				t.Errorf("user %+v, want %+v", cs.User, tc.wantUser)
 			}
 		})
 	}

@@ -59,6 +59,7 @@ type Target struct {
 	PodUID      types.UID
 	PodKey      string // namespace/name, for logs
 	Container   v1.Container
+	FieldPath   string // names the container in events (events.FieldPath); "": spec.containers{name}
 	ContainerID string
 	StartedAt   time.Time
 	PodIP       string

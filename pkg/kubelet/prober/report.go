@@ -28,7 +28,11 @@ func Report(m Metrics, ev Events) Observer {
 	return func(t Target, typ Type, r probe.Result, out string, took time.Duration) {
 		ns, name, _ := strings.Cut(t.PodKey, "/")
 		m.ObserveProbe(typ.Title(), r != probe.Failure, t.Container.Name, name, ns, t.PodUID, took)
-		ref := events.Ref{Namespace: ns, Name: name, UID: t.PodUID, FieldPath: "spec.containers{" + t.Container.Name + "}"}
+		fp := t.FieldPath
+		if fp == "" {
+			fp = "spec.containers{" + t.Container.Name + "}"
+		}
+		ref := events.Ref{Namespace: ns, Name: name, UID: t.PodUID, FieldPath: fp}
 		switch r {
 		case probe.Failure:
 			ev.Event(ref, true, "Unhealthy", "%s probe failed: %s", typ.Title(), probe.Truncate(out))

@@ -116,7 +116,7 @@ func (v *PodView) RunningPods() []*v1.Pod {
 			}
 			pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: c.Name, Image: c.Image})
 			pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, v1.ContainerStatus{Name: c.Name, Image: c.Image,
-				ImageID: c.ImageID, ContainerID: "docker://" + c.ID,
+				ImageID: c.StatusImageID(), ContainerID: "docker://" + c.ID,
 				State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(c.StartedAt)}}})
 		}
 		if len(pod.Spec.Containers) > 0 {

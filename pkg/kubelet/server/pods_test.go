@@ -206,7 +206,7 @@ func TestPodViewRunningPods(t *testing.T) {
 	if len(b.Spec.Containers) != 1 || b.Spec.Containers[0].Name != "app" || b.Spec.Containers[0].Image != "img:2" {
 		t.Errorf("containers %+v, want app alone", b.Spec.Containers)
 	}
-	if cs := b.Status.ContainerStatuses; len(cs) != 1 || cs[0].ContainerID != "docker://c2" || cs[0].ImageID != "sha256:2" || cs[0].State.Running == nil {
+	if cs := b.Status.ContainerStatuses; len(cs) != 1 || cs[0].ContainerID != "docker://c2" || cs[0].ImageID != "docker://sha256:2" || cs[0].State.Running == nil {
 		t.Errorf("statuses %+v", cs)
 	}
 }

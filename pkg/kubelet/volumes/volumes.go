@@ -144,6 +144,13 @@ type SetupError struct {
 func (e *SetupError) Error() string { return fmt.Sprintf("volume %s: %v", e.Volume, e.Err) }
 func (e *SetupError) Unwrap() error { return e.Err }
 
+// Event is the pod's FailedMount event message, as the kubelet's volume
+// manager words a failed setup (pkg/volume/util/operationexecutor,
+// GenerateErrorDetailed of "MountVolume.SetUp failed").
+func (e *SetupError) Event() string {
+	return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", e.Volume, e.Err)
+}
+
 // setupEmptyDir makes the directory; a Memory emptyDir is a tmpfs mounted
 // on it (once), never unbounded: the smallest of its sizeLimit, the pod's
 // memory limit and the node's memory, as Kubernetes sizes it.

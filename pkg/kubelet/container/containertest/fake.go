@@ -39,6 +39,9 @@ type FakeClient struct {
 	pullable                      map[string]bool
 	pullUser                      map[string]string   // image -> the only user it may be pulled as
 	pullUsers                     map[string][]string // image -> the users of its pulls ("" anonymous)
+	// held: stops of the pod containers of these names wait until the
+	// channel closes (a container slow to stop)
+	held map[string]chan struct{}
 }
 
 var _ kubecontainer.Runtime = (*FakeClient)(nil)
@@ -124,6 +127,7 @@ func (f *FakeClient) Exit(id string, code int) {
 	defer f.mu.Unlock()
 	if c, ok := f.containers[id]; ok {
 		c.Running, c.Status, c.ExitCode, c.FinishedAt = false, "exited", code, f.now()
+		c.User = nil // only a running process shows it
 		c.OOMKilled = f.oomed[id]
 		delete(f.oomed, id)
 		f.emit(c, "die")
@@ -252,8 +256,18 @@ func (f *FakeClient) Start(_ context.Context, id string) error {
 }
 
 // Stop implements the runtime's Stop.
-func (f *FakeClient) Stop(_ context.Context, id string, _ time.Duration) error {
+func (f *FakeClient) Stop(ctx context.Context, id string, _ time.Duration) error {
 	f.mu.Lock()
+	if c, ok := f.containers[id]; ok && c.Running {
+		if hold := f.held[c.Labels[kubecontainer.LabelContainerName]]; hold != nil {
+			f.mu.Unlock()
+			select {
+			case <-hold:
+			case <-ctx.Done():
+			}
+			f.mu.Lock()
+		}
+	}
 	defer f.mu.Unlock()
 	if err := f.record("stop", id); err != nil {
 		return err
@@ -263,6 +277,20 @@ func (f *FakeClient) Stop(_ context.Context, id string, _ time.Duration) error {
 		f.emit(c, "die")
 	}
 	return nil
+}
+
+// HoldStops makes stops of the pod container named name wait (as one slow
+// to stop within its grace period) until release is called.
+func (f *FakeClient) HoldStops(name string) (release func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held == nil {
+		f.held = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	f.held[name] = ch
+	var once sync.Once
+	return func() { once.Do(func() { close(ch) }) }
 }
 
 // Update implements the runtime's Update: the container's resources
