@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -95,17 +96,25 @@ func (c *Cluster) StartAgent(o AgentOptions) (*Agent, error) {
 	// A group of its own: Ctrl-C reaches the program that owns the
 	// cluster only, which stops the agent before the control plane. Should
 	// that program be killed, the agent is stopped as by Ctrl-C.
+	// Started and waited for on a locked thread, as startProcess does: the
+	// signal follows the thread that started the agent.
 	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := a.cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start agent %s: %w", o.Node, err)
-	}
+	started := make(chan error, 1)
 	go func() {
-		err := a.cmd.Wait()
-		logf.Close()
-		exited <- err
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		defer logf.Close()
+		if err := a.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		exited <- a.cmd.Wait()
 		close(a.done)
 	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("start agent %s: %w", o.Node, err)
+	}
 	return a, nil
 }
 

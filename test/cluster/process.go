@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -35,19 +36,30 @@ func startProcess(dir, name, bin string, args ...string) (*process, error) {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Pdeathsig: a test binary killed by its timeout (or kill -9) never
 	// runs Stop, and must not leave a control plane behind. The signal is
-	// tied to the OS thread that started the process, which Go ends only
-	// when a goroutine locked to it exits; nothing here locks threads.
+	// tied to the OS thread that started the process, and Go ends a thread
+	// when a goroutine locked to it exits (the e2e tests' setns helpers do
+	// so on purpose): a kube-apiserver was killed that way in its first
+	// seconds. So the process is started, and waited for, by a goroutine
+	// locked to its thread for the process's whole life: no other
+	// goroutine can run there, let alone end it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
 	p := &process{name: name, bin: bin, args: args, logPath: logPath, cmd: cmd, exited: make(chan struct{})}
+	started := make(chan error, 1)
 	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		defer logf.Close()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
 		p.err = cmd.Wait()
-		logf.Close()
 		close(p.exited)
 	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
 	return p, nil
 }
 
