@@ -42,9 +42,9 @@ type testOptions struct {
 	Eviction                   eviction.Config
 	Evictions                  Evictions // nil: none remembered
 	// Shutdown makes the graceful node shutdown (nil: none).
-	Shutdown func(nodeshutdown.Pods) *nodeshutdown.Manager
-	Allocatable                v1.ResourceList
-	StaticPodsCritical         bool
+	Shutdown           func(nodeshutdown.Pods) *nodeshutdown.Manager
+	Allocatable        v1.ResourceList
+	StaticPodsCritical bool
 }
 
 // testParts are the parts of a test's Kubelet as they are, for the test to
