@@ -22,6 +22,7 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/classic-kubelet/kubelet/pkg/await"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
 
@@ -208,17 +209,6 @@ func register(t *testing.T, m *Manager, resource, endpoint string) error {
 	return err
 }
 
-// eventually polls cond (the plugin's stream is asynchronous).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func quantities(m *Manager, name string) (string, string) {
 	c, a := m.Capacity()
 	cq, aq := c[v1.ResourceName(name)], a[v1.ResourceName(name)]
@@ -269,11 +259,11 @@ func TestPluginLifecycle(t *testing.T) {
 	if err := register(t, m, "example.com/dev", "p.sock"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "three devices", func() bool { c, a := quantities(m, "example.com/dev"); return c == "3" && a == "3" })
+	await.True(t, "three devices", func() bool { c, a := quantities(m, "example.com/dev"); return c == "3" && a == "3" })
 	p.setDevices(append(healthy("d1", "d2"), &pluginapi.Device{ID: "d3", Health: pluginapi.Unhealthy})...)
-	eventually(t, "d3 unhealthy", func() bool { c, a := quantities(m, "example.com/dev"); return c == "3" && a == "2" })
+	await.True(t, "d3 unhealthy", func() bool { c, a := quantities(m, "example.com/dev"); return c == "3" && a == "2" })
 	p.setDevices(healthy("d1", "d2", "d3")...)
-	eventually(t, "d3 healthy", func() bool { _, a := quantities(m, "example.com/dev"); return a == "3" })
+	await.True(t, "d3 healthy", func() bool { _, a := quantities(m, "example.com/dev"); return a == "3" })
 
 	ctx := context.Background()
 	first := devPod("u1", 1, 1)
@@ -333,7 +323,7 @@ func TestPluginLifecycle(t *testing.T) {
 	// The plugin goes: its capacity stays, nothing is allocatable, until
 	// the grace period ends.
 	p.srv.Stop()
-	eventually(t, "plugin gone", func() bool { c, a := quantities(m, "example.com/dev"); return c == "3" && a == "0" })
+	await.True(t, "plugin gone", func() bool { c, a := quantities(m, "example.com/dev"); return c == "3" && a == "0" })
 	clk.SetTime(clk.Now().Add(StopGracePeriod + time.Second))
 	if c, a := quantities(m, "example.com/dev"); c != "0" || a != "0" {
 		t.Errorf("after the grace period capacity %s allocatable %s, want 0", c, a)
@@ -349,12 +339,12 @@ func TestPluginReRegisters(t *testing.T) {
 	if err := register(t, m, "example.com/dev", "old.sock"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "one device", func() bool { _, a := quantities(m, "example.com/dev"); return a == "1" })
+	await.True(t, "one device", func() bool { _, a := quantities(m, "example.com/dev"); return a == "1" })
 	newFakePlugin(t, dir, "new.sock", &pluginapi.DevicePluginOptions{}, healthy("d1", "d2")...)
 	if err := register(t, m, "example.com/dev", "new.sock"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "two devices", func() bool { _, a := quantities(m, "example.com/dev"); return a == "2" })
+	await.True(t, "two devices", func() bool { _, a := quantities(m, "example.com/dev"); return a == "2" })
 	old.srv.Stop()
 	if _, a := quantities(m, "example.com/dev"); a != "2" {
 		t.Errorf("allocatable %s after the old plugin stopped, want 2", a)
