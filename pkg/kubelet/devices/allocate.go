@@ -19,16 +19,42 @@ type assignment struct {
 
 // byNUMA lists the assignment's devices by NUMA node, as the checkpoint
 // keeps them.
-func (a *assignment) byNUMA() map[int64][]string {
+func (a *assignment) byNUMA() map[int64][]string { return groupByNUMA(a.IDs, a.NUMA) }
+
+// groupByNUMA lists ids by NUMA node (those without topology under
+// noTopology), each node's in the order of ids.
+func groupByNUMA(ids []string, numa map[string][]int64) map[int64][]string {
 	out := map[int64][]string{}
-	for _, id := range a.IDs {
-		nodes := a.NUMA[id]
+	for _, id := range ids {
+		nodes := numa[id]
 		if len(nodes) == 0 {
 			out[noTopology] = append(out[noTopology], id)
 		}
 		for _, n := range nodes {
 			out[n] = append(out[n], id)
 		}
+	}
+	return out
+}
+
+// numaNodes are the NUMA nodes of devs' devices among ids (all of them
+// when ids is nil), by device ID.
+func numaNodes(devs map[string]*pluginapi.Device, ids []string) map[string][]int64 {
+	out := map[string][]int64{}
+	add := func(id string, d *pluginapi.Device) {
+		if d != nil && d.Topology != nil {
+			for _, n := range d.Topology.Nodes {
+				out[id] = append(out[id], n.ID)
+			}
+		}
+	}
+	if ids == nil {
+		for id, d := range devs {
+			add(id, d)
+		}
+	}
+	for _, id := range ids {
+		add(id, devs[id])
 	}
 	return out
 }

@@ -332,14 +332,7 @@ func (m *Manager) allocateResource(ctx context.Context, pod *v1.Pod, container, 
 	if err != nil {
 		return nil, err
 	}
-	a := &assignment{IDs: ids, NUMA: map[string][]int64{}, Response: resp}
-	for _, id := range ids {
-		if d := devs[id]; d != nil && d.Topology != nil {
-			for _, n := range d.Topology.Nodes {
-				a.NUMA[id] = append(a.NUMA[id], n.ID)
-			}
-		}
-	}
+	a := &assignment{IDs: ids, NUMA: numaNodes(devs, ids), Response: resp}
 	m.mu.Lock()
 	assign(m.assigned, pod.UID, container, res, a)
 	m.mu.Unlock()
@@ -538,15 +531,7 @@ func (m *Manager) Allocatable() []*podresourcesapi.ContainerDevices {
 	var out []*podresourcesapi.ContainerDevices
 	for _, name := range names {
 		r := m.resources[name]
-		numa := map[string][]int64{}
-		for id, d := range r.devices {
-			if d.Topology != nil {
-				for _, n := range d.Topology.Nodes {
-					numa[id] = append(numa[id], n.ID)
-				}
-			}
-		}
-		out = append(out, containerDevices(name, r.healthy().sorted(), numa)...)
+		out = append(out, containerDevices(name, r.healthy().sorted(), numaNodes(r.devices, nil))...)
 	}
 	return out
 }
@@ -554,31 +539,19 @@ func (m *Manager) Allocatable() []*podresourcesapi.ContainerDevices {
 // containerDevices groups ids by NUMA node as the podresources API does:
 // one entry per node, devices without topology in one entry of their own.
 func containerDevices(res string, ids []string, numa map[string][]int64) []*podresourcesapi.ContainerDevices {
-	if len(ids) == 0 {
-		return nil
-	}
-	byNode := map[int64][]string{}
-	var none []string
-	for _, id := range ids {
-		if len(numa[id]) == 0 {
-			none = append(none, id)
-		}
-		for _, n := range numa[id] {
-			byNode[n] = append(byNode[n], id)
-		}
-	}
-	var out []*podresourcesapi.ContainerDevices
-	if len(none) > 0 {
-		out = append(out, &podresourcesapi.ContainerDevices{ResourceName: res, DeviceIds: none})
-	}
+	byNode := groupByNUMA(ids, numa)
 	nodes := make([]int64, 0, len(byNode))
 	for n := range byNode {
 		nodes = append(nodes, n)
 	}
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i] < nodes[j] })
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i] < nodes[j] }) // noTopology (-1) first
+	var out []*podresourcesapi.ContainerDevices
 	for _, n := range nodes {
-		out = append(out, &podresourcesapi.ContainerDevices{ResourceName: res, DeviceIds: byNode[n],
-			Topology: &podresourcesapi.TopologyInfo{Nodes: []*podresourcesapi.NUMANode{{ID: n}}}})
+		cd := &podresourcesapi.ContainerDevices{ResourceName: res, DeviceIds: byNode[n]}
+		if n != noTopology {
+			cd.Topology = &podresourcesapi.TopologyInfo{Nodes: []*podresourcesapi.NUMANode{{ID: n}}}
+		}
+		out = append(out, cd)
 	}
 	return out
 }
