@@ -8,7 +8,6 @@ require (
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/fsouza/go-dockerclient v1.13.3
 	github.com/godbus/dbus/v5 v5.1.0
-	github.com/golang/glog v1.2.5
 	github.com/google/cadvisor v0.57.0
 	github.com/google/uuid v1.6.0
 	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674
@@ -67,6 +66,7 @@ require (
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
+	github.com/go-logr/zapr v1.3.0 // indirect
 	github.com/go-openapi/jsonpointer v1.0.0 // indirect
 	github.com/go-openapi/jsonreference v1.0.0 // indirect
 	github.com/go-openapi/swag v0.27.1 // indirect

@@ -9,8 +9,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/golang/glog"
 	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/cmd/kubelet/app"
 )
@@ -24,6 +24,9 @@ func main() {
 	if errors.Is(err, pflag.ErrHelp) {
 		return // the usage is printed
 	}
+	if err == nil {
+		err = app.ApplyLogging(opts)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "kubelet: %v\n", err)
 		os.Exit(2)
@@ -34,9 +37,9 @@ func main() {
 	signal.Notify(hup, syscall.SIGHUP)
 	reparse := func() (*app.Options, error) { return app.ReparseFlags(os.Args[1:]) }
 	if err := app.Run(ctx, opts, hup, reparse); err != nil {
-		glog.Errorf("%v", err)
-		glog.Flush()
+		klog.Errorf("%v", err)
+		klog.Flush()
 		os.Exit(1)
 	}
-	glog.Flush()
+	klog.Flush()
 }

@@ -8,8 +8,8 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 )
@@ -40,7 +40,7 @@ func NewAPISource(ctx context.Context, node string, m *Merger) *APISource {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.send(ctx, s.pods, true); err != nil {
-		glog.Errorf("API source: %v", err)
+		klog.Errorf("API source: %v", err)
 	}
 	return s
 }

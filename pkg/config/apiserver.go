@@ -7,13 +7,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 )
@@ -66,7 +66,7 @@ func (s *APIServerSource) Run(ctx context.Context) {
 	if _, err := s.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: poke, UpdateFunc: func(_, o any) { poke(o) }, DeleteFunc: poke,
 	}); err != nil {
-		glog.Errorf("API server source: %v", err)
+		klog.Errorf("API server source: %v", err)
 		return
 	}
 	_ = s.inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
@@ -131,7 +131,7 @@ func (s *APIServerSource) send(ctx context.Context) {
 	s.mu.Lock()
 	for uid, msg := range invalid {
 		if s.invalid[uid] != msg {
-			glog.Errorf("API server pod (uid %s) cannot run here: %s", uid, msg)
+			klog.Errorf("API server pod (uid %s) cannot run here: %s", uid, msg)
 		}
 	}
 	s.invalid = invalid

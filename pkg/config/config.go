@@ -15,10 +15,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
@@ -176,7 +176,7 @@ func newMerger(checkpointDir string, opts MergerOptions, clk clock.Clock, write 
 		return nil, fmt.Errorf("read admission checkpoint: %w", err)
 	default:
 		if err := json.Unmarshal(data, &m.admitted); err != nil {
-			glog.Errorf("Ignoring corrupt admission checkpoint %s: %v", m.checkpointPath, err)
+			klog.Errorf("Ignoring corrupt admission checkpoint %s: %v", m.checkpointPath, err)
 			m.admitted = map[string]admission{}
 		}
 		for _, a := range m.admitted {
@@ -322,11 +322,11 @@ func (m *Merger) LoadCheckpoints(ctx context.Context) {
 		case err != nil && state == "":
 			continue // never checkpointed
 		case state == CheckpointLost:
-			glog.Errorf("Source %s: no readable checkpoint (%v); its running pods are left alone until it delivers a complete snapshot", name, err)
+			klog.Errorf("Source %s: no readable checkpoint (%v); its running pods are left alone until it delivers a complete snapshot", name, err)
 		case state == CheckpointDegraded:
-			glog.Errorf("Source %s: newest checkpoint unreadable (%v); %d pods of the previous one are kept where they run, none started", name, err, len(pods))
+			klog.Errorf("Source %s: newest checkpoint unreadable (%v); %d pods of the previous one are kept where they run, none started", name, err, len(pods))
 		default:
-			glog.Infof("Source %s: %d pods restored from its checkpoint", name, len(pods))
+			klog.Infof("Source %s: %d pods restored from its checkpoint", name, len(pods))
 		}
 		s := m.source(name)
 		s.pods, s.restored, s.checkpoint = pods, true, state
@@ -469,7 +469,7 @@ func (m *Merger) commit(ctx context.Context, source string, pods []*v1.Pod, comp
 			// Applied all the same (the source still holds it), and
 			// written as soon as it can be: a restart in between would
 			// put the older checkpoint in force.
-			glog.Errorf("%v (retried)", err)
+			klog.Errorf("%v (retried)", err)
 			s.behind = err.Error()
 			m.scheduleRetry()
 		} else {
@@ -555,11 +555,11 @@ func (m *Merger) retryCheckpoints() {
 		}
 		if err := m.saveSnapshot(name, s.pods); err != nil {
 			m.scheduleRetry() // the first failure of the round doubles the delay
-			glog.Errorf("%v (retried in %v)", err, m.retryBackoff.Get(backoff.One{}))
+			klog.Errorf("%v (retried in %v)", err, m.retryBackoff.Get(backoff.One{}))
 			s.behind = err.Error()
 			continue
 		}
-		glog.Infof("Source %s: checkpoint written after failing", name)
+		klog.Infof("Source %s: checkpoint written after failing", name)
 		s.behind = ""
 	}
 	if m.admissionsBehind {
@@ -730,7 +730,7 @@ func (m *Merger) noteRejections(rejected map[string]Rejection) {
 	for _, id := range sortedIDs(rejections) {
 		if m.rejections[id] != rejections[id] {
 			if fresh < maxLoggedRejections {
-				glog.Errorf("%s", rejections[id])
+				klog.Errorf("%s", rejections[id])
 			}
 			fresh++
 			if m.opts.OnReject != nil {
@@ -739,7 +739,7 @@ func (m *Merger) noteRejections(rejected map[string]Rejection) {
 		}
 	}
 	if fresh > maxLoggedRejections {
-		glog.Errorf("... and %d more pods rejected (see GET /sources)", fresh-maxLoggedRejections)
+		klog.Errorf("... and %d more pods rejected (see GET /sources)", fresh-maxLoggedRejections)
 	}
 	m.rejections, m.rejected = rejections, rejected
 }
@@ -881,7 +881,7 @@ func (m *Merger) saveAdmissions() {
 	}
 	m.admissionsBehind = err != nil
 	if err != nil {
-		glog.Errorf("Checkpoint admission order: %v", err)
+		klog.Errorf("Checkpoint admission order: %v", err)
 		m.scheduleRetry()
 	}
 }

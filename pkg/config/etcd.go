@@ -9,11 +9,11 @@ import (
 	"os"
 	"time"
 
-	"github.com/golang/glog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	grpcbackoff "google.golang.org/grpc/backoff"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
@@ -169,7 +169,7 @@ func (s *EtcdSource) watch(ctx context.Context, rev int64) error {
 				return errors.New("watch closed")
 			}
 			if resp.CompactRevision != 0 {
-				glog.V(2).Infof("etcd source: watch compacted at %d; reading again", resp.CompactRevision)
+				klog.V(2).Infof("etcd source: watch compacted at %d; reading again", resp.CompactRevision)
 				return nil
 			}
 			if err := resp.Err(); err != nil {
@@ -202,7 +202,7 @@ func (s *EtcdSource) apply(ctx context.Context, exists bool, value []byte) {
 		return
 	}
 	for _, f := range ignored {
-		glog.Infof("etcd source: %s is ignored by this agent", f)
+		klog.Infof("etcd source: %s is ignored by this agent", f)
 	}
 	s.ok()
 	s.sink.Set(ctx, api.SourceEtcd, pods)
@@ -216,7 +216,7 @@ func (s *EtcdSource) ok() {
 func (s *EtcdSource) fail(err error) {
 	s.sink.SetError(api.SourceEtcd, err)
 	if err.Error() != s.lastErr {
-		glog.Errorf("etcd source: %v (keeping its last good pods)", err)
+		klog.Errorf("etcd source: %v (keeping its last good pods)", err)
 	}
 	s.lastErr = err.Error()
 }

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
@@ -74,7 +74,7 @@ func (s *FileSource) FirstRead() <-chan struct{} { return s.read1 }
 func (s *FileSource) Run(ctx context.Context) {
 	watcher, err := fsnotify.NewWatcher()
 	if err != nil {
-		glog.Errorf("File source %s: no file notifications, re-reading every %v: %v", s.path, s.period, err)
+		klog.Errorf("File source %s: no file notifications, re-reading every %v: %v", s.path, s.period, err)
 	} else {
 		defer watcher.Close()
 	}
@@ -88,7 +88,7 @@ func (s *FileSource) Run(ctx context.Context) {
 			return
 		}
 		if err := watcher.Add(dir); err != nil {
-			glog.V(2).Infof("File source: watch %s: %v (retrying every %v)", dir, err, s.period)
+			klog.V(2).Infof("File source: watch %s: %v (retrying every %v)", dir, err, s.period)
 			return
 		}
 		watching = dir
@@ -141,7 +141,7 @@ func (s *FileSource) Run(ctx context.Context) {
 				errs = nil
 				continue
 			}
-			glog.Errorf("File source %s: watch: %v", s.path, err)
+			klog.Errorf("File source %s: watch: %v", s.path, err)
 		}
 	}
 }
@@ -189,7 +189,7 @@ func (s *FileSource) read(ctx context.Context) {
 	}
 	for name := range s.files {
 		if !seen[name] {
-			glog.Infof("File source: %s removed", name)
+			klog.Infof("File source: %s removed", name)
 			delete(s.files, name)
 		}
 	}
@@ -219,7 +219,7 @@ func (s *FileSource) read(ctx context.Context) {
 		s.sink.SetError(api.SourceFile, errors.New(msg))
 		if msg != s.lastErr {
 			for _, p := range problems {
-				glog.Errorf("File source: %s", p)
+				klog.Errorf("File source: %s", p)
 			}
 		}
 		s.lastErr = msg
@@ -311,7 +311,7 @@ func (s *FileSource) readFile(name string) bool {
 		// Being written (`cat > file` truncates first), or emptied on
 		// purpose: its pods stay until it says otherwise.
 		st.err = nil
-		glog.V(2).Infof("File source: %s is empty; keeping its last pods (%d)", name, len(st.pods))
+		klog.V(2).Infof("File source: %s is empty; keeping its last pods (%d)", name, len(st.pods))
 		return true
 	}
 	pods, ignored, err := api.Parse(data, s.node, api.SourceFile)
@@ -324,7 +324,7 @@ func (s *FileSource) readFile(name string) bool {
 		return true
 	}
 	for _, f := range ignored {
-		glog.Infof("File source: %s: %s is ignored by this agent", name, f)
+		klog.Infof("File source: %s: %s is ignored by this agent", name, f)
 	}
 	st.pods, st.err = pods, nil
 	return true
@@ -351,9 +351,9 @@ func (s *FileSource) fail(err error) {
 	s.sink.SetError(api.SourceFile, err)
 	if err.Error() != s.lastErr {
 		if len(s.last) > 0 {
-			glog.Errorf("%v (keeping the %s it last produced)", err, plural(len(s.last), "pod"))
+			klog.Errorf("%v (keeping the %s it last produced)", err, plural(len(s.last), "pod"))
 		} else {
-			glog.Errorf("%v", err)
+			klog.Errorf("%v", err)
 		}
 	}
 	s.lastErr = err.Error()

@@ -2,7 +2,6 @@ package config
 
 import (
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,11 +16,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// glog would otherwise write log files into the temp directory.
-	_ = flag.Set("logtostderr", "true")
-	flag.Parse()
 	// Every goroutine a test starts must have stopped when it returns.
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/golang/glog.(*fileSink).flushDaemon"))
+	goleak.VerifyTestMain(m)
 }
 
 // recordingSink keeps every snapshot and error it is sent.

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 )
@@ -68,7 +68,7 @@ func (s *URLSource) poll(ctx context.Context) {
 	if err != nil {
 		s.sink.SetError(api.SourceHTTP, err)
 		if err.Error() != s.lastErr {
-			glog.Errorf("URL source %s: %v (keeping its last good pods)", s.url, err)
+			klog.Errorf("URL source %s: %v (keeping its last good pods)", s.url, err)
 		}
 		s.lastErr = err.Error()
 		return
@@ -123,7 +123,7 @@ func (s *URLSource) fetch(ctx context.Context) (*[]*v1.Pod, error) {
 		return nil, err
 	}
 	for _, f := range ignored {
-		glog.Infof("URL source: %s is ignored by this agent", f)
+		klog.Infof("URL source: %s is ignored by this agent", f)
 	}
 	s.body = string(data)
 	s.etag = resp.Header.Get("ETag")

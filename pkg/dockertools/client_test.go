@@ -47,7 +47,7 @@ func TestEventsCancelLeaksNoGoroutine(t *testing.T) {
 		}
 	}
 	c.c.HTTPClient.CloseIdleConnections()
-	goleak.VerifyNone(t, before, goleak.IgnoreTopFunction("github.com/golang/glog.(*fileSink).flushDaemon"))
+	goleak.VerifyNone(t, before)
 }
 
 // One subscription asks Docker for the container actions that change state

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	docker "github.com/fsouza/go-dockerclient"
-	"github.com/golang/glog"
+	"k8s.io/klog/v2"
 
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
@@ -109,7 +109,7 @@ func (c *Client) killExec(containerID, id, why string) {
 		return
 	}
 	if !inContainerCgroup(insp.Pid, containerID) {
-		glog.Errorf("Exec %s in %s: %s; not killing PID %d: it is not in the container's cgroup", kubecontainer.ShortID(id), kubecontainer.ShortID(containerID), why, insp.Pid)
+		klog.Errorf("Exec %s in %s: %s; not killing PID %d: it is not in the container's cgroup", kubecontainer.ShortID(id), kubecontainer.ShortID(containerID), why, insp.Pid)
 		return
 	}
 	_ = syscall.Kill(insp.Pid, syscall.SIGKILL)

@@ -9,5 +9,5 @@ import (
 // Every call of the client, streaming sessions and event subscriptions
 // included, leaves no goroutine behind once it returns.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/golang/glog.(*fileSink).flushDaemon"))
+	goleak.VerifyTestMain(m)
 }

@@ -25,9 +25,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/golang/glog"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
@@ -194,7 +194,7 @@ func (l *Lease) Run(ctx context.Context) {
 			case err == nil && failing:
 				// Back from an outage: what was written meanwhile by
 				// others is read again.
-				glog.Infof("Node lease %s renewed: etcd answers again", l.key)
+				klog.Infof("Node lease %s renewed: etcd answers again", l.key)
 				l.mu.Lock()
 				l.gen++
 				l.mu.Unlock()
@@ -205,12 +205,12 @@ func (l *Lease) Run(ctx context.Context) {
 			case !errors.Is(err, rpctypes.ErrLeaseNotFound):
 				failing = true
 				if ctx.Err() == nil {
-					glog.V(2).Infof("Node lease %s: renew: %v (retrying)", l.key, err)
+					klog.V(2).Infof("Node lease %s: renew: %v (retrying)", l.key, err)
 				}
 				continue
 			}
 			failing = false
-			glog.Warningf("Node lease %s expired (etcd out of reach longer than %v): claiming the name again", l.key, l.ttl)
+			klog.Warningf("Node lease %s expired (etcd out of reach longer than %v): claiming the name again", l.key, l.ttl)
 			l.mu.Lock()
 			l.id = 0
 			l.mu.Unlock()
@@ -221,11 +221,11 @@ func (l *Lease) Run(ctx context.Context) {
 		var taken *TakenError
 		switch {
 		case errors.As(err, &taken):
-			glog.Errorf("Not writing to etcd: %v", err)
+			klog.Errorf("Not writing to etcd: %v", err)
 		case err != nil && ctx.Err() == nil:
-			glog.V(2).Infof("Node lease %s: %v (retrying)", l.key, err)
+			klog.V(2).Infof("Node lease %s: %v (retrying)", l.key, err)
 		case err == nil:
-			glog.Infof("Node lease %s taken again", l.key)
+			klog.Infof("Node lease %s taken again", l.key)
 		}
 	}
 }
@@ -255,7 +255,7 @@ func (l *Lease) lost(gen int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.gen == gen && l.id != 0 {
-		glog.Warningf("Node lease %s is no longer this agent's: claiming it again", l.key)
+		klog.Warningf("Node lease %s is no longer this agent's: claiming it again", l.key)
 		l.id = 0
 	}
 }

@@ -7,10 +7,10 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/golang/glog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
 
@@ -52,7 +52,7 @@ func (w *NodeWriter) Run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		if err := w.sync(ctx); err != nil && ctx.Err() == nil {
-			glog.V(2).Infof("Node to etcd: %v (retrying)", err)
+			klog.V(2).Infof("Node to etcd: %v (retrying)", err)
 		}
 		select {
 		case <-ctx.Done():

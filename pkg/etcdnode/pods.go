@@ -10,10 +10,10 @@ import (
 	"sort"
 	"time"
 
-	"github.com/golang/glog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
 
@@ -91,7 +91,7 @@ func (w *PodWriter) Run(ctx context.Context) {
 		}
 		last = time.Now()
 		if err := w.sync(ctx); err != nil && ctx.Err() == nil {
-			glog.V(2).Infof("Pod status to etcd: %v (retrying)", err)
+			klog.V(2).Infof("Pod status to etcd: %v (retrying)", err)
 		}
 		t.Reset(w.period)
 	}

@@ -7,11 +7,11 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 )
@@ -116,10 +116,10 @@ func (w *StatusWriter) deleteNow(ctx context.Context, remote *v1.Pod, why string
 	err := w.client.CoreV1().Pods(remote.Namespace).Delete(ctx, remote.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		glog.Errorf("Delete mirror pod %s/%s: %v (retried)", remote.Namespace, remote.Name, err)
+		klog.Errorf("Delete mirror pod %s/%s: %v (retried)", remote.Namespace, remote.Name, err)
 		return
 	}
-	glog.V(2).Infof("Mirror pod %s/%s deleted: %s", remote.Namespace, remote.Name, why)
+	klog.V(2).Infof("Mirror pod %s/%s deleted: %s", remote.Namespace, remote.Name, why)
 	w.deleted[remote.UID] = true
 	delete(w.creating, remote.Namespace+"/"+remote.Name) // made again at once
 }
@@ -134,7 +134,7 @@ func (w *StatusWriter) createMirror(ctx context.Context, static *v1.Pod) {
 	if why := mirrorRefusal(static); why != "" {
 		if !w.refused[static.UID] {
 			w.refused[static.UID] = true
-			glog.Warningf("Static pod %s gets no mirror pod: %s, which NodeRestriction refuses for mirror pods", key, why)
+			klog.Warningf("Static pod %s gets no mirror pod: %s, which NodeRestriction refuses for mirror pods", key, why)
 			w.mirrors.Refused(static, why)
 		}
 		return
@@ -162,7 +162,7 @@ func (w *StatusWriter) createMirror(ctx context.Context, static *v1.Pod) {
 		delete(w.lastErr, static.UID)
 	default:
 		if msg := err.Error(); w.lastErr[static.UID] != msg {
-			glog.Errorf("Create the mirror pod of %s: %v (retried)", key, err)
+			klog.Errorf("Create the mirror pod of %s: %v (retried)", key, err)
 			w.lastErr[static.UID] = msg
 		}
 		w.creating[key] = w.clock.Now() // spaced as a success: no hot loop

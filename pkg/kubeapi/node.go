@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/golang/glog"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-helpers/apimachinery/lease"
 	nodeutil "k8s.io/component-helpers/node/util"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/classic-kubelet/kubelet/pkg/backoff"
@@ -138,7 +138,7 @@ func (r *NodeReporter) Run(ctx context.Context) {
 		} else {
 			retry.Reset(backoff.One{})
 			if r.lastErr != "" {
-				glog.Infof("Node %q: reported to %s again", r.cfg.Name, r.cfg.Server)
+				klog.Infof("Node %q: reported to %s again", r.cfg.Name, r.cfg.Server)
 				r.lastErr = ""
 			}
 		}
@@ -148,7 +148,7 @@ func (r *NodeReporter) Run(ctx context.Context) {
 		case <-r.clock.After(wait):
 		case <-deleted:
 			if r.last != nil {
-				glog.Warningf("Node %q was deleted from %s; registering it again", r.cfg.Name, r.cfg.Server)
+				klog.Warningf("Node %q was deleted from %s; registering it again", r.cfg.Name, r.cfg.Server)
 				r.last = nil
 			}
 		}
@@ -157,7 +157,7 @@ func (r *NodeReporter) Run(ctx context.Context) {
 
 func (r *NodeReporter) logError(err error) {
 	if msg := err.Error(); msg != r.lastErr {
-		glog.Errorf("Node %q: %v", r.cfg.Name, err)
+		klog.Errorf("Node %q: %v", r.cfg.Name, err)
 		r.lastErr = msg
 	}
 }
@@ -215,7 +215,7 @@ func (r *NodeReporter) register(ctx context.Context) error {
 	node.Status = v1.NodeStatus{} // written by the first update, with its times
 	created, err := r.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err == nil {
-		glog.Infof("Node %q registered with %s", r.cfg.Name, r.cfg.Server)
+		klog.Infof("Node %q registered with %s", r.cfg.Name, r.cfg.Server)
 		r.registered(created)
 		return nil
 	}
@@ -238,7 +238,7 @@ func (r *NodeReporter) register(ctx context.Context) error {
 			return fmt.Errorf("reconcile the labels of the existing Node: %w", err)
 		}
 	}
-	glog.Infof("Node %q exists in %s: adopted", r.cfg.Name, r.cfg.Server)
+	klog.Infof("Node %q exists in %s: adopted", r.cfg.Name, r.cfg.Server)
 	r.registered(existing)
 	return nil
 }
@@ -274,7 +274,7 @@ func (r *NodeReporter) update(ctx context.Context) error {
 		// The helper does not wrap the API error: ask whether the Node
 		// is gone (only when a patch failed).
 		if _, gerr := r.client.CoreV1().Nodes().Get(ctx, r.cfg.Name, metav1.GetOptions{}); apierrors.IsNotFound(gerr) {
-			glog.Warningf("Node %q was deleted from %s; registering it again", r.cfg.Name, r.cfg.Server)
+			klog.Warningf("Node %q was deleted from %s; registering it again", r.cfg.Name, r.cfg.Server)
 			r.last = nil
 			return r.sync(ctx)
 		}

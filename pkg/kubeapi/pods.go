@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
@@ -223,15 +223,15 @@ func (w *StatusWriter) write(ctx context.Context, remote *v1.Pod, want v1.PodSta
 	case err == nil:
 		w.written[remote.UID] = writtenStatus{status: next, over: remote.ResourceVersion}
 		if w.lastErr[remote.UID] != "" {
-			glog.Infof("Status of pod %s written to the API server again", key)
+			klog.Infof("Status of pod %s written to the API server again", key)
 		}
 		delete(w.lastErr, remote.UID)
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		// Gone, or recreated under the same name: the watch says next.
-		glog.V(2).Infof("Status of pod %s not written: %v", key, err)
+		klog.V(2).Infof("Status of pod %s not written: %v", key, err)
 	default:
 		if msg := err.Error(); w.lastErr[remote.UID] != msg {
-			glog.Errorf("Status of pod %s: %v (retried)", key, err)
+			klog.Errorf("Status of pod %s: %v (retried)", key, err)
 			w.lastErr[remote.UID] = msg
 		}
 	}
@@ -276,9 +276,9 @@ func (w *StatusWriter) delete(ctx context.Context, remote *v1.Pod) {
 	err := w.client.CoreV1().Pods(remote.Namespace).Delete(ctx, remote.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		glog.Errorf("Delete pod %s/%s: %v (retried)", remote.Namespace, remote.Name, err)
+		klog.Errorf("Delete pod %s/%s: %v (retried)", remote.Namespace, remote.Name, err)
 		return
 	}
-	glog.V(2).Infof("Pod %s/%s stopped and deleted from the API server", remote.Namespace, remote.Name)
+	klog.V(2).Infof("Pod %s/%s stopped and deleted from the API server", remote.Namespace, remote.Name)
 	w.deleted[remote.UID] = true
 }

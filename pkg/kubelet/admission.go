@@ -3,9 +3,9 @@ package kubelet
 import (
 	"time"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/allocation"
@@ -132,7 +132,7 @@ func (k *Kubelet) decide(pod *v1.Pod, rec *podRecord) {
 	var grace time.Duration
 	for _, v := range victims {
 		grace = max(grace, kuberuntime.GracePeriod(v))
-		glog.Infof("Pod %s preempted to admit critical pod %s (%s)", api.Key(v), api.Key(pod), short[0].Message())
+		klog.Infof("Pod %s preempted to admit critical pod %s (%s)", api.Key(v), api.Key(pod), short[0].Message())
 		k.events.Event(events.PodRef(v, ""), true, allocation.ReasonPreempting, "%s", allocation.MessagePreempted)
 		k.metrics.Preemptions.WithLabelValues(string(short[0].Resource)).Inc()
 		k.workers.Terminate(v.UID, lifecycle.Termination{Cause: lifecycle.Preempted, Grace: kuberuntime.GracePeriod(v),

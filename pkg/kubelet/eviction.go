@@ -3,9 +3,9 @@ package kubelet
 import (
 	"time"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/eviction"
@@ -35,7 +35,7 @@ func (p evictionPods) Sync(uids []types.UID)            { p.k.dirty.Mark(uids) }
 func (p evictionPods) Evict(uid types.UID, message string, grace time.Duration) {
 	if pod := p.k.desired.get(uid); pod != nil {
 		if err := p.k.evictions.Remember(pod, message, p.k.cfg.Clock.Now()); err != nil {
-			glog.Errorf("Eviction: pod %s: %v; it runs again if the agent restarts", api.Key(pod), err)
+			klog.Errorf("Eviction: pod %s: %v; it runs again if the agent restarts", api.Key(pod), err)
 		}
 	}
 	p.k.workers.Terminate(uid, evictedBy(message, grace))
@@ -55,7 +55,7 @@ func (k *Kubelet) rememberedEviction(pod *v1.Pod) *lifecycle.Termination {
 	if !ok {
 		return nil
 	}
-	glog.Infof("Pod %s was evicted before the agent restarted: it stays evicted until its manifest changes", api.Key(pod))
+	klog.Infof("Pod %s was evicted before the agent restarted: it stays evicted until its manifest changes", api.Key(pod))
 	t := evictedBy(msg, 0)
 	return &t
 }

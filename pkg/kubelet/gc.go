@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/golang/glog"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/gc"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
@@ -17,9 +17,9 @@ import (
 // symlinks whose container is gone.
 func (k *Kubelet) garbageCollect(ctx context.Context) {
 	for _, c := range gc.DeadContainersToRemove(k.cache.All(), k.desired.get, k.gc.Policy(), time.Now()) {
-		glog.V(2).Infof("GC: removing dead container %s", c.RuntimeName)
+		klog.V(2).Infof("GC: removing dead container %s", c.RuntimeName)
 		if err := k.runtime.RemoveContainer(ctx, c); err != nil {
-			glog.Errorf("GC: remove %s: %v", c.RuntimeName, err)
+			klog.Errorf("GC: remove %s: %v", c.RuntimeName, err)
 		}
 	}
 	k.logLinks.RemoveDangling()
@@ -43,11 +43,11 @@ func (k *Kubelet) removeOrphanPodDirs() {
 			continue
 		}
 		if err := k.runtime.RemovePodCgroup(uid); err != nil {
-			glog.Errorf("GC: orphaned pod cgroup: %v", err)
+			klog.Errorf("GC: orphaned pod cgroup: %v", err)
 			continue
 		}
 		if err := volumes.CleanupPodDir(k.volumes.PodDir(uid)); err != nil {
-			glog.Errorf("GC: orphaned pod directory: %v", err)
+			klog.Errorf("GC: orphaned pod directory: %v", err)
 		}
 	}
 }

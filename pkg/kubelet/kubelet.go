@@ -12,9 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
@@ -191,7 +191,7 @@ func (k *Kubelet) syncLoopIteration(ctx context.Context, updates <-chan api.PodU
 		return false
 	case u, ok := <-updates:
 		if !ok {
-			glog.Errorf("Config updates closed; no more pod changes will be seen")
+			klog.Errorf("Config updates closed; no more pod changes will be seen")
 			return false
 		}
 		start = k.cfg.Clock.Now()
@@ -245,7 +245,7 @@ func (k *Kubelet) handleUpdate(u api.PodUpdate) {
 		}
 	}
 	for _, pod := range u.Pods {
-		glog.Infof("%s pod %s (uid %s)", u.Op, api.Key(pod), pod.UID)
+		klog.Infof("%s pod %s (uid %s)", u.Op, api.Key(pod), pod.UID)
 		if u.Op == api.REMOVE {
 			k.desired.remove(pod.UID)
 			k.workers.RemovePod(pod.UID)

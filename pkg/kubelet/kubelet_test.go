@@ -3,7 +3,6 @@ package kubelet
 import (
 	"context"
 	"errors"
-	"flag"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,10 +26,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	_ = flag.Set("logtostderr", "true")
-	flag.Parse()
 	// Every goroutine a test starts must have stopped when it returns.
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/golang/glog.(*fileSink).flushDaemon"))
+	goleak.VerifyTestMain(m)
 }
 
 type seenAll struct{}

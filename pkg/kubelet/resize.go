@@ -7,9 +7,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/allocation"
@@ -45,12 +45,12 @@ func (k *Kubelet) allocate(pod *v1.Pod, rec *podRecord) *v1.Pod {
 	ok, why := allocation.Decide(pod, allocated, others, k.cfg.Allocatable)
 	if !ok {
 		if rec.setAllocation(alloc, why) {
-			glog.Infof("Pod %s: resize pending (%s): %s", api.Key(pod), why.Reason, why.Message)
+			klog.Infof("Pod %s: resize pending (%s): %s", api.Key(pod), why.Reason, why.Message)
 		}
 		k.checkpointAllocation(pod, rec, alloc)
 		return allocated
 	}
-	glog.Infof("Pod %s: resize allocated", api.Key(pod))
+	klog.Infof("Pod %s: resize allocated", api.Key(pod))
 	rec.setAllocation(want, allocation.Pending{})
 	k.checkpointAllocation(pod, rec, nil)
 	return pod
@@ -70,7 +70,7 @@ func (k *Kubelet) readAllocation(pod *v1.Pod) allocation.Resources {
 	if err := json.Unmarshal(data, &alloc); err != nil {
 		// A checkpoint that cannot be read never kills a pod: the spec is
 		// allocated, as without one.
-		glog.Errorf("Pod %s: allocation checkpoint: %v (allocating the spec)", api.Key(pod), err)
+		klog.Errorf("Pod %s: allocation checkpoint: %v (allocating the spec)", api.Key(pod), err)
 		return nil
 	}
 	return alloc
@@ -102,7 +102,7 @@ func (k *Kubelet) checkpointAllocation(pod *v1.Pod, rec *podRecord, alloc alloca
 		err = safefile.WriteAtomic(path, data)
 	}
 	if err != nil {
-		glog.Errorf("Pod %s: allocation checkpoint: %v", api.Key(pod), err)
+		klog.Errorf("Pod %s: allocation checkpoint: %v", api.Key(pod), err)
 		return
 	}
 	rec.mu.Lock()
@@ -140,7 +140,7 @@ func (k *Kubelet) recordResize(pod *v1.Pod, rec *podRecord, err error) {
 		msg = err.Error()
 	}
 	if rec.setResizeError(msg) && msg != "" {
-		glog.Errorf("Pod %s: resize in place: %s", api.Key(pod), msg)
+		klog.Errorf("Pod %s: resize in place: %s", api.Key(pod), msg)
 	}
 }
 

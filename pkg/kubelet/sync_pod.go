@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
@@ -113,7 +113,7 @@ func (k *Kubelet) syncDesired(ctx context.Context, pod *v1.Pod, state *kubeconta
 		// the one before a restart); they are admitted once it is gone.
 		rej := k.eviction.AdmitPod(pod)
 		if rec.setRefused(rej) && rej != nil {
-			glog.Errorf("Pod %s refused: %s: %s", api.Key(pod), rej.Reason, rej.Message)
+			klog.Errorf("Pod %s refused: %s: %s", api.Key(pod), rej.Reason, rej.Message)
 			k.events.Event(events.PodRef(pod, ""), true, rej.Reason, "%s", rej.Message)
 		}
 		if rej != nil {
@@ -143,7 +143,7 @@ func (k *Kubelet) syncDesired(ctx context.Context, pod *v1.Pod, state *kubeconta
 // told in an event once: its status is Failed with the refusal's reason
 // and message, and it never runs.
 func (k *Kubelet) reject(pod *v1.Pod, rej *lifecycle.Rejection) *lifecycle.Termination {
-	glog.Errorf("Pod %s rejected: %s: %s", api.Key(pod), rej.Reason, rej.Message)
+	klog.Errorf("Pod %s rejected: %s: %s", api.Key(pod), rej.Reason, rej.Message)
 	k.events.Event(events.PodRef(pod, ""), true, rej.Reason, "%s", rej.Message)
 	return &lifecycle.Termination{Cause: lifecycle.Rejected, Grace: kuberuntime.GracePeriod(pod), Reason: rej.Reason, Message: rej.Message}
 }
@@ -173,7 +173,7 @@ func (k *Kubelet) activeDeadline(pod *v1.Pod, state *kubecontainer.PodState) *li
 		k.retries.Add(pod.UID, deadline)
 		return nil
 	}
-	glog.Infof("Pod %s: %s", api.Key(pod), messageDeadlineExceeded)
+	klog.Infof("Pod %s: %s", api.Key(pod), messageDeadlineExceeded)
 	k.events.Event(events.PodRef(pod, ""), true, kubecontainer.ReasonDeadlineExceeded, "%s", messageDeadlineExceeded)
 	return &lifecycle.Termination{Cause: lifecycle.DeadlineExceeded, Grace: kuberuntime.GracePeriod(pod),
 		Reason: kubecontainer.ReasonDeadlineExceeded, Message: messageDeadlineExceeded}
@@ -219,7 +219,7 @@ func (k *Kubelet) syncTerminatingPod(ctx context.Context, w podWork) error {
 	start := k.cfg.Clock.Now()
 	k.probes.RemovePod(w.UID)
 	if state != nil && kubecontainer.AnyRunning(state) {
-		glog.Infof("Pod %s %s: stopping it (grace %v)", k.podName(w, state), w.Termination.Cause, w.Termination.Grace)
+		klog.Infof("Pod %s %s: stopping it (grace %v)", k.podName(w, state), w.Termination.Cause, w.Termination.Grace)
 	}
 	acted, err := k.runtime.StopPod(ctx, w.Pod, state, w.Termination.Grace)
 	k.produceStatus(ctx, w, state)
@@ -250,7 +250,7 @@ func (k *Kubelet) syncTerminatedPod(ctx context.Context, w podWork) error {
 		// The pod cgroup is empty once its containers stopped; should it
 		// not be yet, the pod's removal (or the GC) removes it.
 		if err := k.runtime.RemovePodCgroup(w.UID); err != nil {
-			glog.V(2).Infof("Pod %s terminated: %v (removed with the pod)", k.podName(w, state), err)
+			klog.V(2).Infof("Pod %s terminated: %v (removed with the pod)", k.podName(w, state), err)
 		}
 		// Its devices are free for other pods, as the kubelet frees
 		// those of pods no longer active.
@@ -336,12 +336,12 @@ func (k *Kubelet) logSyncError(w podWork, state *kubecontainer.PodState, acted b
 	switch {
 	case msg == prev:
 		if msg != "" {
-			glog.V(4).Infof("Sync pod %s: %v (as before)", name, err)
+			klog.V(4).Infof("Sync pod %s: %v (as before)", name, err)
 		}
 	case msg == "":
-		glog.Infof("Sync pod %s: no longer failing", name)
+		klog.Infof("Sync pod %s: no longer failing", name)
 	default:
-		glog.Errorf("Sync pod %s: %v", name, err)
+		klog.Errorf("Sync pod %s: %v", name, err)
 	}
 	return msg != prev
 }

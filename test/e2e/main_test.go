@@ -89,6 +89,7 @@ type agent struct {
 	env         []string // added to the test's environment
 	binary      string   // the agent binary; agentBinary unless a test installs its own
 	legacy      bool     // binary is a build from before --eviction-hard (the upgrade test's)
+	fileLogging bool     // -v comes from the agent's configuration file, not the command line
 	exitErr     error    // how the last run ended
 	port        int      // full-access API
 	roPort      int      // read-only API
@@ -149,13 +150,7 @@ func startAgentWith(t *testing.T, configure func(*agent), extraArgs ...string) *
 }
 
 func (a *agent) args() []string {
-	// Flags newer than the upgrade test's legacy build: eviction off, and
-	// a pod log tree of its own (never the machine's /var/log/pods).
-	newer := []string{"--eviction-hard=", "--pod-logs-dir", filepath.Join(a.rootDir, "pods")}
-	if a.legacy {
-		newer = nil
-	}
-	return append(append([]string{
+	args := []string{
 		"--pod-manifest-path", a.manifestDir,
 		"--root-dir", a.rootDir,
 		"--hostname-override", a.node,
@@ -166,12 +161,19 @@ func (a *agent) args() []string {
 		// Image GC effectively off: no test deletes images it did not pull.
 		"--image-gc-high-threshold", "100", "--image-gc-low-threshold", "99",
 		"--container-log-dir", a.logDir,
-		"-v", "2",
-	},
-		// Eviction off (no thresholds): with the kubelet's defaults, a CI
-		// machine whose disk is over 90 % full would evict every test pod.
-		// The eviction tests set their own thresholds (a later flag wins).
-		newer...), a.extraArgs...)
+	}
+	if !a.fileLogging {
+		args = append(args, "-v", "2")
+	}
+	// Flags newer than the upgrade test's legacy build: eviction off (no
+	// thresholds: with the kubelet's defaults, a CI machine whose disk is
+	// over 90 % full would evict every test pod; the eviction tests set
+	// their own, a later flag wins), and a pod log tree of its own (never
+	// the machine's /var/log/pods).
+	if !a.legacy {
+		args = append(args, "--eviction-hard=", "--pod-logs-dir", filepath.Join(a.rootDir, "pods"))
+	}
+	return append(args, a.extraArgs...)
 }
 
 // starting bounds how many agents are in their first seconds at once: a

@@ -31,6 +31,9 @@ func (o *Options) KubeletConfiguration() *kubeletv1beta1.KubeletConfiguration {
 	o.configzServing(kc)
 	o.configzNode(kc)
 	o.configzResources(kc)
+	if o.Logging != nil {
+		kc.Logging = *o.Logging.DeepCopy()
+	}
 	return kc
 }
 

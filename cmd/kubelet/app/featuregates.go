@@ -29,8 +29,8 @@ func newFeatureGate() (featuregate.MutableVersionedFeatureGate, error) {
 
 // checkFeatureGates parses gates as the kubelet does: an unknown gate, or
 // a locked one set against its lock, is an error. The agent's behaviour does
-// not change with a gate, so each gate set away from its default is
-// returned as a warning.
+// not change with a gate but the logging ones, so each other gate set away
+// from its default is returned as a warning.
 func checkFeatureGates(gates map[string]bool) ([]string, error) {
 	if len(gates) == 0 {
 		return nil, nil
@@ -45,13 +45,17 @@ func checkFeatureGates(gates map[string]bool) ([]string, error) {
 	defaults := fg.GetAll()
 	var warnings []string
 	for name, on := range gates {
-		if spec, ok := defaults[featuregate.Feature(name)]; ok && spec.Default != on {
+		if spec, ok := defaults[featuregate.Feature(name)]; ok && spec.Default != on && !loggingGates[name] {
 			warnings = append(warnings, fmt.Sprintf("feature gate %s=%t is accepted, but this agent does not act on it (it behaves as with %t)", name, on, spec.Default))
 		}
 	}
 	sort.Strings(warnings)
 	return warnings, nil
 }
+
+// loggingGates are the gates component-base's logging options follow
+// (ApplyLogging passes them on).
+var loggingGates = map[string]bool{"ContextualLogging": true, "LoggingAlphaOptions": true, "LoggingBetaOptions": true}
 
 // clientGates adds client-go's gates, whose types are client-go's own, to a
 // component-base gate.

@@ -8,9 +8,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/classic-kubelet/kubelet/pkg/config"
@@ -79,7 +79,7 @@ type agent struct {
 func newAgent(o *Options) (*agent, error) {
 	a := &agent{sources: configuredSources(o), metrics: metrics.New(o.HostnameOverride), recorder: events.New(o.HostnameOverride), nodeIP: o.NodeIP}
 	if len(a.sources) == 0 {
-		glog.Warningf("No pod source configured (--pod-manifest-path, --manifest-url, --etcd-servers, --port): no pods will be started")
+		klog.Warningf("No pod source configured (--pod-manifest-path, --manifest-url, --etcd-servers, --port): no pods will be started")
 	}
 	if a.nodeIP == "" {
 		a.nodeIP = nodestatus.DefaultIP()
@@ -286,7 +286,7 @@ func newPodCgroups(o *Options, docker *dockertools.Client, alloc nodeAllocatable
 			return cgroups.Config{}, err
 		}
 		if o.CgroupDriver != "" && o.CgroupDriver != info.CgroupDriver {
-			glog.Warningf("KubeletConfiguration cgroupDriver is %s, but Docker's is %s: pod cgroups follow Docker's", o.CgroupDriver, info.CgroupDriver)
+			klog.Warningf("KubeletConfiguration cgroupDriver is %s, but Docker's is %s: pod cgroups follow Docker's", o.CgroupDriver, info.CgroupDriver)
 		}
 		v2, err := cgroups.IsV2(cgroupMount)
 		return cgroups.Config{Mount: cgroupMount, Driver: info.CgroupDriver, V2: v2}, err
@@ -300,7 +300,7 @@ func newEvictorConfig(o *Options) eviction.EvictorConfig {
 	thresholds, _ := o.evictionThresholds() // validated
 	v2, err := cgroups.IsV2(cgroupMount)
 	if err != nil && len(thresholds) > 0 {
-		glog.Warningf("Eviction: %v; taking cgroup v1", err)
+		klog.Warningf("Eviction: %v; taking cgroup v1", err)
 	}
 	return eviction.EvictorConfig{
 		Eviction: eviction.Config{Thresholds: thresholds, MaxPodGracePeriod: time.Duration(o.EvictionMaxPodGracePeriod) * time.Second,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	logsapi "k8s.io/component-base/logs/api/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/nodeshutdown"
@@ -137,6 +138,25 @@ var kubeletConfigFields = []configField{
 		return one(kc.ContainerRuntimeEndpoint)
 	}, nil},
 	{"logging.verbosity", "v", func(kc *kubeletv1beta1.KubeletConfiguration) []string { return num(uint32(kc.Logging.Verbosity)) }, nil},
+	{"logging.format", "logging-format", func(kc *kubeletv1beta1.KubeletConfiguration) []string { return one(kc.Logging.Format) }, nil},
+	{"logging.flushFrequency", "log-flush-frequency", func(kc *kubeletv1beta1.KubeletConfiguration) []string {
+		return one(kc.Logging.FlushFrequency.Duration.Duration.String())
+	}, nil},
+	{"logging.vmodule", "vmodule", func(kc *kubeletv1beta1.KubeletConfiguration) []string {
+		return one(logsapi.VModuleConfigurationPflag(&kc.Logging.VModule).String())
+	}, nil},
+	{"logging.options.text.splitStream", "log-text-split-stream", func(kc *kubeletv1beta1.KubeletConfiguration) []string {
+		return boolean(kc.Logging.Options.Text.SplitStream)
+	}, nil},
+	{"logging.options.text.infoBufferSize", "log-text-info-buffer-size", func(kc *kubeletv1beta1.KubeletConfiguration) []string {
+		return one(kc.Logging.Options.Text.InfoBufferSize.String())
+	}, nil},
+	{"logging.options.json.splitStream", "log-json-split-stream", func(kc *kubeletv1beta1.KubeletConfiguration) []string {
+		return boolean(kc.Logging.Options.JSON.SplitStream)
+	}, nil},
+	{"logging.options.json.infoBufferSize", "log-json-info-buffer-size", func(kc *kubeletv1beta1.KubeletConfiguration) []string {
+		return one(kc.Logging.Options.JSON.InfoBufferSize.String())
+	}, nil},
 }
 
 func one(s string) []string { return []string{s} }

@@ -101,6 +101,15 @@ resolvConf: ""
 				o.ContainerLogMaxSize == "20Mi" && o.ContainerLogMaxFiles == 3 && o.ResolvConf == "" &&
 				o.PodLogsDir == "/srv/log/pods" && len(o.Warnings) == 0
 		}, ""},
+		{"logging section", []string{"--config", file("lg.yaml", "logging:\n  format: json\n  flushFrequency: 2s\n  verbosity: 4\n"+
+			"  options: {json: {infoBufferSize: \"0\"}, text: {infoBufferSize: \"0\"}}\n")}, func(o *Options) bool {
+			return o.Logging.Format == "json" && o.Logging.FlushFrequency.Duration.Duration == 2*time.Second && o.Logging.Verbosity == 4 &&
+				len(o.Warnings) == 0
+		}, ""},
+		{"logging vmodule", []string{"--config", file("lv.yaml", "logging:\n  vmodule: [{filePattern: sync*, verbosity: 4}]\n")},
+			func(o *Options) bool {
+				return len(o.Logging.VModule) == 1 && o.Logging.VModule[0].FilePattern == "sync*" && o.Logging.VModule[0].Verbosity == 4
+			}, ""},
 		{"podLogsDir must be absolute, as the kubelet's", []string{"--config", file("pl.yaml", "podLogsDir: logs/pods\n")}, nil, `--pod-logs-dir "logs/pods"`},
 		{"relative paths from the file's directory", []string{"--config", file("r.yaml", "staticPodPath: manifests\n")},
 			func(o *Options) bool { return o.PodManifestPath == filepath.Join(dir, "manifests") }, ""},
@@ -182,7 +191,7 @@ resolvConf: ""
 // the kubelet's clients decode, beside the agent's own.
 func TestConfigz(t *testing.T) {
 	o, err := ParseFlags([]string{"--hostname-override=n1", "--max-pods=12", "--eviction-hard=memory.available<1Gi",
-		"--feature-gates=APIServingWithRoutine=true", "--manifest-url=http://h/p", "--manifest-url-header=A: b"})
+		"--feature-gates=APIServingWithRoutine=true", "--manifest-url=http://h/p", "--manifest-url-header=A: b", "--logging-format=json"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,6 +207,7 @@ func TestConfigz(t *testing.T) {
 			FeatureGates       map[string]bool
 			StaticPodURLHeader map[string][]string
 			SyncFrequency      string
+			Logging            struct{ Format string }
 			Authentication     struct{ Anonymous struct{ Enabled bool } }
 		} `json:"kubeletconfig"`
 		Agent map[string]any `json:"classickubelet"`
@@ -208,7 +218,7 @@ func TestConfigz(t *testing.T) {
 	kc := got.KC
 	if kc.Kind != "KubeletConfiguration" || kc.APIVersion != "kubelet.config.k8s.io/v1beta1" || kc.MaxPods != 12 ||
 		kc.EvictionHard["memory.available"] != "1Gi" || !kc.FeatureGates["APIServingWithRoutine"] || kc.SyncFrequency != "10s" ||
-		kc.StaticPodURLHeader["A"][0] != "b" || got.Agent["hostnameOverride"] != "n1" {
+		kc.Logging.Format != "json" || kc.StaticPodURLHeader["A"][0] != "b" || got.Agent["hostnameOverride"] != "n1" {
 		t.Errorf("/configz %s", data)
 	}
 }

@@ -6,13 +6,13 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/golang/glog"
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/config"
@@ -55,7 +55,7 @@ func newNodeMode(o *Options, reg prometheus.Registerer) (*nodeMode, error) {
 		return nil, err
 	}
 	if cfgs.Bootstrapped {
-		glog.Infof("TLS bootstrap (%s): requesting a client certificate with --bootstrap-kubeconfig %s into %s; --kubeconfig %s now uses it",
+		klog.Infof("TLS bootstrap (%s): requesting a client certificate with --bootstrap-kubeconfig %s into %s; --kubeconfig %s now uses it",
 			why, o.BootstrapKubeconfig, o.CertDir, o.Kubeconfig)
 	}
 	certs, err := certificate.NewClient(certificate.ClientConfig{NodeName: o.HostnameOverride, CertDir: o.CertDir, Configs: cfgs,

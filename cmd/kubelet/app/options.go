@@ -15,12 +15,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/golang/glog"
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	cliflag "k8s.io/component-base/cli/flag"
+	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
@@ -171,8 +171,12 @@ type Options struct {
 	// KubeletConfigFile is the KubeletConfiguration the options came from, if any.
 	KubeletConfigFile string `yaml:"-"`
 	// FeatureGates are the kubelet's feature gates as given (checked by
-	// name; the agent acts on none).
+	// name; the agent acts on the logging gates only).
 	FeatureGates map[string]bool `yaml:"feature-gates"`
+	// Logging are component-base's logging options (--logging-format, -v,
+	// ...), the KubeletConfiguration's logging section; ApplyLogging
+	// applies them.
+	Logging *logsapi.LoggingConfiguration `yaml:"-"`
 	// ContainerRuntimeEndpoint is the kubelet's runtime socket: only
 	// Docker's is accepted, and then it is the Docker endpoint.
 	ContainerRuntimeEndpoint string `yaml:"container-runtime-endpoint"`
@@ -199,6 +203,7 @@ type Options struct {
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
+		Logging:                                logsapi.NewLoggingConfiguration(),
 		RootDir:                                "/var/lib/kubelet",
 		DockerEndpoint:                         dockertools.DefaultEndpoint(),
 		PodInfraContainerImage:                 DefaultInfraImage,
@@ -277,7 +282,7 @@ func (o *Options) addNodeFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PodManifestPath, "pod-manifest-path", o.PodManifestPath, "Directory of pod manifests to run (or a single manifest file). Watched; re-read every --file-check-frequency.")
 	fs.StringVar(&o.ConfigPath, "config", o.ConfigPath, "A KubeletConfiguration file (kubelet.config.k8s.io/v1beta1), read as the kubelet reads it, flags winning; any other path is the manifest path (--pod-manifest-path, its 2014 name).")
 	fs.StringVar(&o.ConfigDir, "config-dir", o.ConfigDir, "Directory of KubeletConfiguration drop-ins (*.conf, subdirectories included), merged in lexical order over --config; flags win.")
-	fs.Var(cliflag.NewMapStringBool(&o.FeatureGates), "feature-gates", "The kubelet's feature gates (A=true,B=false): unknown gates are refused; the agent acts on none, and a gate set away from its default is logged.")
+	fs.Var(cliflag.NewMapStringBool(&o.FeatureGates), "feature-gates", "The kubelet's feature gates (A=true,B=false): unknown gates are refused; the agent acts on the logging gates only, and another gate set away from its default is logged.")
 	fs.StringVar(&o.ContainerRuntimeEndpoint, "container-runtime-endpoint", o.ContainerRuntimeEndpoint, "The kubelet's runtime socket: Docker's (unix:///var/run/docker.sock, /run/docker.sock, or the --docker-endpoint) is accepted and used as the Docker endpoint; any other is refused.")
 	fs.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "The node name (default: the lower-cased hostname). Scopes the containers this agent owns.")
 	fs.StringVar(&o.RootDir, "root-dir", o.RootDir, "Directory for the agent's state: pod volumes, checkpoints.")
@@ -408,7 +413,7 @@ func (o *Options) Validate() error {
 		return err
 	}
 	for _, check := range []func() error{o.validateRanges, o.validateSources, o.validateHousekeeping,
-		o.validateKubeletSurface, o.validateAccess, o.validateResources, o.validateNetwork, o.validateNodeMode} {
+		o.validateKubeletSurface, o.validateLogging, o.validateAccess, o.validateResources, o.validateNetwork, o.validateNodeMode} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -536,7 +541,7 @@ func (o *Options) validateAccess() error {
 		if !o.InsecureFullAccess {
 			return fmt.Errorf("refusing to serve the full-access port on %s to unauthenticated clients: set --client-ca-file (with --tls-cert-file and --tls-private-key-file) or --authentication-token-webhook, without --anonymous-auth unless --authorization-mode=Webhook; or bind --address to loopback, or pass --insecure-full-access", o.Address)
 		}
-		glog.Warningf("Serving the full-access port on %s without client certificates (--insecure-full-access): anyone who reaches it can run anything on this node", o.Address)
+		klog.Warningf("Serving the full-access port on %s without client certificates (--insecure-full-access): anyone who reaches it can run anything on this node", o.Address)
 	}
 	return nil
 }
@@ -849,55 +854,28 @@ func resolveConfig(fs *pflag.FlagSet, o *Options) error {
 	return nil
 }
 
-// glogFlags are the logging flags the agent accepts.
-var glogFlags = []string{"v", "logtostderr", "alsologtostderr", "stderrthreshold", "log_dir", "vmodule", "log_backtrace_at"}
-
 // ParseFlags parses the command line into Options. Both "_" and "-" are
-// accepted in flag names. glog's flags (-v, --logtostderr, ...) are
-// included; klog, used by libraries, follows the same -v.
+// accepted in flag names. The logging options configure klog once
+// ApplyLogging applies them; klog's legacy flags (--logtostderr,
+// --log-dir, ...) write its settings as they are parsed.
 func ParseFlags(args []string) (*Options, error) {
-	// glog registers on the standard flag set; logs go to stderr by default.
-	_ = goflag.CommandLine.Set("logtostderr", "true")
-	return parseFlags(args, goflag.CommandLine)
+	return parseFlags(args, klogFlags())
 }
 
-// ReparseFlags parses the command line again (on SIGHUP) without touching
-// glog's flags, which goroutines read as they log: only a changed -v is
-// applied, through glog's own synchronized setter. Other logging flags need
-// a restart.
+// ReparseFlags parses the command line again (on SIGHUP) without writing
+// klog's settings: what may change of them live (-v) is applied by reload.
 func ReparseFlags(args []string) (*Options, error) {
-	shadow := goflag.NewFlagSet("glog", goflag.ContinueOnError)
-	for _, name := range glogFlags {
-		if f := goflag.CommandLine.Lookup(name); f != nil {
-			shadow.String(name, f.Value.String(), f.Usage)
-		}
-	}
-	o, err := parseFlags(args, shadow)
-	if err != nil {
-		return nil, err
-	}
-	if v := shadow.Lookup("v").Value.String(); v != goflag.CommandLine.Lookup("v").Value.String() {
-		_ = goflag.CommandLine.Set("v", v) // glog's Level.Set locks and stores atomically
-		glog.Infof("SIGHUP: log verbosity now %s", v)
-	}
-	return o, nil
+	return parseFlags(args, shadowKlogFlags())
 }
 
-func parseFlags(args []string, logFlags *goflag.FlagSet) (*Options, error) {
+func parseFlags(args []string, klogLegacy *goflag.FlagSet) (*Options, error) {
 	o := NewOptions()
 	fs := pflag.NewFlagSet("kubelet", pflag.ContinueOnError)
 	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		return pflag.NormalizedName(strings.ReplaceAll(name, "_", "-"))
 	})
 	o.AddFlags(fs)
-	// Only glog's flags are taken from the standard set: libraries
-	// (cAdvisor) register dozens more there that are not the agent's to
-	// offer.
-	for _, name := range glogFlags {
-		if f := logFlags.Lookup(name); f != nil {
-			fs.AddGoFlag(f)
-		}
-	}
+	addLoggingFlags(o, fs, klogLegacy)
 	var configFile string
 	var showVersion bool
 	fs.StringVar(&configFile, "kubelet-config", "", "YAML file of settings: keys are the long flag names; flags given on the command line win.")
@@ -920,10 +898,8 @@ func parseFlags(args []string, logFlags *goflag.FlagSet) (*Options, error) {
 	if err := resolveConfig(fs, o); err != nil {
 		return nil, err
 	}
-	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	if v := logFlags.Lookup("v"); v != nil {
-		_ = klogFlags.Set("v", v.Value.String()) // klog's setter locks
+	if err := checkLegacyLogFlags(fs, o); err != nil {
+		return nil, err
 	}
 	if err := o.Validate(); err != nil {
 		return nil, err

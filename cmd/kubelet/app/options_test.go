@@ -53,7 +53,16 @@ func TestParseFlags(t *testing.T) {
 		}, ""},
 		{"bad eviction threshold", []string{"--hostname-override=x", "--eviction-hard=memory.available>1Gi"}, nil, "--eviction-hard"},
 		{"soft threshold without grace", []string{"--hostname-override=x", "--eviction-soft=memory.available<1Gi"}, nil, "grace period must be specified"},
-		{"glog verbosity", []string{"--hostname-override=x", "-v", "3"}, func(o *Options) bool { return true }, ""},
+		{"verbosity", []string{"--hostname-override=x", "-v", "3"}, func(o *Options) bool { return o.Logging.Verbosity == 3 && o.Logging.Format == "text" }, ""},
+		{"JSON log format", []string{"--hostname-override=x", "--logging-format=json", "--v=2", "--log-flush-frequency=1s"}, func(o *Options) bool {
+			return o.Logging.Format == "json" && o.Logging.Verbosity == 2 && o.Logging.FlushFrequency.Duration.Duration == time.Second
+		}, ""},
+		{"unknown log format", []string{"--hostname-override=x", "--logging-format=xml"}, nil, `format: Invalid value: "xml": Unsupported log format`},
+		{"vmodule beside JSON", []string{"--hostname-override=x", "--logging-format=json", "--vmodule=sync*=4"}, nil, "vmodule: Forbidden: Only supported for text log format"},
+		{"legacy klog flag beside JSON", []string{"--hostname-override=x", "--logging-format=json", "--logtostderr=true"}, nil,
+			"--logtostderr: only with --logging-format=text"},
+		{"alpha logging option without its gate", []string{"--hostname-override=x", "--logging-format=json", "--log-json-split-stream"}, nil,
+			"LoggingAlphaOptions"},
 		{"network defaults: Docker's bridge, no cluster DNS", []string{"--hostname-override=x"}, func(o *Options) bool {
 			return o.NetworkPlugin == "" && len(o.ClusterDNS) == 0 && o.ClusterDomain == "cluster.local" && o.CNIConfDir == "/etc/cni/net.d" &&
 				o.CNIBinDir == "/opt/cni/bin" && o.CNICacheDir == "/var/lib/cni/cache"

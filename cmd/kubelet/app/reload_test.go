@@ -5,6 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/klog/v2"
+
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/gc"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
 )
@@ -29,5 +33,42 @@ func TestReloadAppliesHousekeeping(t *testing.T) {
 	}
 	if o.MaximumDeadContainers != 7 || o.ContainerLogDir != n.ContainerLogDir {
 		t.Error("the options kept the settings before the reload")
+	}
+}
+
+// A SIGHUP applies a new -v at once, through component-base's setter; any
+// other logging change waits for a restart, and says so.
+func TestReloadLogging(t *testing.T) {
+	t.Cleanup(func() { _, _ = logs.GlogSetter("0") })
+	cases := []struct {
+		name        string
+		change      func(c *logsapi.LoggingConfiguration)
+		verbose     bool
+		needRestart bool
+	}{
+		{"nothing changed", func(*logsapi.LoggingConfiguration) {}, false, false},
+		{"verbosity", func(c *logsapi.LoggingConfiguration) { c.Verbosity = 4 }, true, false},
+		{"format", func(c *logsapi.LoggingConfiguration) { c.Format = "json" }, false, true},
+		{"verbosity and flush frequency", func(c *logsapi.LoggingConfiguration) {
+			c.Verbosity = 4
+			c.FlushFrequency.Duration.Duration = time.Second
+		}, true, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, _ = logs.GlogSetter("0")
+			old := logsapi.NewLoggingConfiguration()
+			next := old.DeepCopy()
+			c.change(next)
+			if got := reloadLogging(old, next); got != c.needRestart {
+				t.Errorf("needs a restart: %t, want %t", got, c.needRestart)
+			}
+			if got := bool(klog.V(4).Enabled()); got != c.verbose {
+				t.Errorf("-v 4 enabled: %t, want %t", got, c.verbose)
+			}
+			if c.verbose && old.Verbosity != 4 {
+				t.Errorf("the running options keep verbosity %d", old.Verbosity)
+			}
+		})
 	}
 }

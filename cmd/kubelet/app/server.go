@@ -14,9 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/golang/glog"
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/config"
 	"github.com/classic-kubelet/kubelet/pkg/credentialprovider"
@@ -47,13 +47,13 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 		return fmt.Errorf("root dir: %w", err)
 	}
 	for _, w := range o.Warnings {
-		glog.Warningf("%s", w)
+		klog.Warningf("%s", w)
 	}
 	a, err := newAgent(o)
 	if err != nil {
 		return err
 	}
-	glog.Infof("Classic Kubelet starting: node %q, root dir %s, docker %s, sources %v", o.HostnameOverride, o.RootDir, o.DockerEndpoint, a.sources)
+	klog.Infof("Classic Kubelet starting: node %q, root dir %s, docker %s, sources %v", o.HostnameOverride, o.RootDir, o.DockerEndpoint, a.sources)
 	// On the way out: cancel, then wait for every goroutine, then close.
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -76,7 +76,7 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 	}
 	if a.nm != nil {
 		a.nm.start(ctx, o, a.merger, a.pods, a.recorder, a.node, a.network, wg.Go)
-		glog.Infof("Node mode: joining %s as node %q", a.nm.server, o.HostnameOverride)
+		klog.Infof("Node mode: joining %s as node %q", a.nm.server, o.HostnameOverride)
 	}
 	report := nodeReport{pods: a.pods, lease: &lease, node: a.node.Build}
 	srcs, err := startSources(ctx, o, a.merger, a.recorder, report)
@@ -88,7 +88,7 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 	// Docker and remote sources are not waited for (/healthz/relist shows
 	// whether Docker answers).
 	if _, err := systemd.Notify("READY=1"); err != nil {
-		glog.Errorf("%v", err)
+		klog.Errorf("%v", err)
 	}
 	if interval := systemd.WatchdogInterval(); interval > 0 {
 		wg.Go(func() { watchdog(ctx, a.kubelet, interval) })
@@ -103,7 +103,7 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 		break
 	}
 	_, _ = systemd.Notify("STOPPING=1")
-	glog.Infof("Classic Kubelet stopping; containers are left running")
+	klog.Infof("Classic Kubelet stopping; containers are left running")
 	return nil
 }
 
@@ -169,10 +169,10 @@ func (a *agent) serve(ctx context.Context, o *Options, stats *cadvisor.Client, l
 			return err
 		}
 		scheme := map[bool]string{true: "https", false: "http"}[l.tls != nil]
-		glog.Infof("Serving the %s on %s://%s", l.kind, scheme, addr)
+		klog.Infof("Serving the %s on %s://%s", l.kind, scheme, addr)
 		goRun(func() {
 			if err := serve(); err != nil {
-				glog.Errorf("API server on %s: %v", addr, err)
+				klog.Errorf("API server on %s: %v", addr, err)
 			}
 		})
 	}

@@ -5,9 +5,9 @@ import (
 	"crypto/tls"
 	"fmt"
 
-	"github.com/golang/glog"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/certificate"
@@ -71,7 +71,7 @@ func (a *agent) servingCert(ctx context.Context, o *Options, goRun func(func()))
 		}
 		goRun(func() { srv.Run(ctx) })
 		if srv.Current() == nil {
-			glog.Infof("Serving certificate: requesting one from the API server (signer kubernetes.io/kubelet-serving); the full-access port fails TLS handshakes until it is approved and issued")
+			klog.Infof("Serving certificate: requesting one from the API server (signer kubernetes.io/kubelet-serving); the full-access port fails TLS handshakes until it is approved and issued")
 		}
 		return srv.Current, nil
 	}
@@ -105,6 +105,6 @@ func ensureSelfSignedCert(certFile, keyFile, node string) error {
 	if err := keyutil.WriteKey(keyFile, key); err != nil {
 		return fmt.Errorf("self-signed serving certificate key: %w", err)
 	}
-	glog.Infof("Serving the full-access port with a self-signed certificate, %s (no --tls-cert-file given)", certFile)
+	klog.Infof("Serving the full-access port with a self-signed certificate, %s (no --tls-cert-file given)", certFile)
 	return nil
 }

@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/golang/glog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/config"
@@ -130,9 +130,9 @@ func claimNodeName(ctx context.Context, etcd *clientv3.Client, o *Options) (*etc
 	case errors.As(err, &taken):
 		return nil, err
 	case err != nil:
-		glog.Warningf("etcd: %v; the node name will be claimed once etcd answers", err)
+		klog.Warningf("etcd: %v; the node name will be claimed once etcd answers", err)
 	default:
-		glog.Infof("Holding node name %q in etcd (lease %v)", o.HostnameOverride, o.NodeLeaseDuration)
+		klog.Infof("Holding node name %q in etcd (lease %v)", o.HostnameOverride, o.NodeLeaseDuration)
 	}
 	return lease, nil
 }
@@ -147,7 +147,7 @@ func (s *sourceSet) stop() {
 }
 
 // housekeepingSettings are the settings a SIGHUP applies to the running
-// Kubelet (-v applies by itself: parsing sets glog's flags).
+// Kubelet (-v is applied by reloadLogging).
 var housekeepingSettings = map[string]bool{
 	"minimum-container-ttl-duration": true, "maximum-dead-containers-per-container": true, "maximum-dead-containers": true,
 	"container-log-max-size": true, "container-log-max-files": true, "container-log-dir": true, "pod-logs-dir": true,
@@ -178,12 +178,11 @@ func changedSettings(a, b *Options) []string {
 }
 
 // reload re-reads the settings (on SIGHUP) and applies what it can live.
-// -v has already applied: parsing sets glog's flags. It returns the source
-// set now running.
+// It returns the source set now running.
 func reload(ctx context.Context, o *Options, reparse func() (*Options, error), a *agent, report nodeReport, srcs *sourceSet) *sourceSet {
 	n, err := reparse()
 	if err != nil {
-		glog.Errorf("SIGHUP: settings not reloaded: %v", err)
+		klog.Errorf("SIGHUP: settings not reloaded: %v", err)
 		return srcs
 	}
 	changed := changedSettings(o, n)
@@ -196,6 +195,9 @@ func reload(ctx context.Context, o *Options, reparse func() (*Options, error), a
 		case !housekeepingSettings[name]:
 			needRestart = append(needRestart, "--"+name)
 		}
+	}
+	if reloadLogging(o.Logging, n.Logging) {
+		needRestart = append(needRestart, "the logging options (--logging-format, --vmodule, ...)")
 	}
 	// The graceful node shutdown's fields have no flag (nor key) to be
 	// named by; they too need a restart.
@@ -210,7 +212,7 @@ func reload(ctx context.Context, o *Options, reparse func() (*Options, error), a
 		a.merger.SetConfigured(configuredSources(n)...)
 		next, err := startSources(ctx, n, a.merger, a.recorder, report)
 		if err != nil {
-			glog.Errorf("SIGHUP: sources: %v; running the previous ones", err)
+			klog.Errorf("SIGHUP: sources: %v; running the previous ones", err)
 			next, _ = startSources(ctx, o, a.merger, a.recorder, report)
 			a.merger.SetConfigured(configuredSources(o)...)
 		} else {
@@ -219,9 +221,9 @@ func reload(ctx context.Context, o *Options, reparse func() (*Options, error), a
 		srcs = next
 	}
 	copyHousekeeping(o, n)
-	glog.Infof("SIGHUP: settings reloaded (changed: %v)", changed)
+	klog.Infof("SIGHUP: settings reloaded (changed: %v)", changed)
 	if len(needRestart) > 0 {
-		glog.Warningf("SIGHUP: %s changed; a restart is needed for them to apply", strings.Join(needRestart, ", "))
+		klog.Warningf("SIGHUP: %s changed; a restart is needed for them to apply", strings.Join(needRestart, ", "))
 	}
 	return srcs
 }

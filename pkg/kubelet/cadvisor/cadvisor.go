@@ -15,7 +15,6 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/cgroups"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/runtimeevents"
-	"github.com/golang/glog"
 	"github.com/google/cadvisor/cache/memory"
 	"github.com/google/cadvisor/container"
 	"github.com/google/cadvisor/container/docker"
@@ -26,6 +25,7 @@ import (
 	cmetrics "github.com/google/cadvisor/metrics"
 	"github.com/google/cadvisor/utils/sysfs"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
 
@@ -106,10 +106,10 @@ func New(dockerEndpoint string, interval time.Duration, events *runtimeevents.Hu
 	go func() {
 		defer close(c.ready)
 		if c.err = c.start(dockerEndpoint, interval, events); c.err != nil {
-			glog.Errorf("Container stats are unavailable; pods run regardless: %v", c.err)
+			klog.Errorf("Container stats are unavailable; pods run regardless: %v", c.err)
 			return
 		}
-		glog.Infof("cAdvisor started: container stats are available")
+		klog.Infof("cAdvisor started: container stats are available")
 	}()
 	return c
 }
@@ -235,7 +235,7 @@ func (c *Client) Stop() {
 	select {
 	case <-c.ready:
 	case <-time.After(stopTimeout):
-		glog.V(1).Infof("cAdvisor is still starting after %v; exiting regardless", stopTimeout)
+		klog.V(1).Infof("cAdvisor is still starting after %v; exiting regardless", stopTimeout)
 		return
 	}
 	if c.m == nil {
@@ -249,7 +249,7 @@ func (c *Client) Stop() {
 	select {
 	case <-done:
 	case <-time.After(stopTimeout):
-		glog.V(1).Infof("cAdvisor did not stop within %v; exiting regardless", stopTimeout)
+		klog.V(1).Infof("cAdvisor did not stop within %v; exiting regardless", stopTimeout)
 	}
 	if c.cache != nil {
 		c.cache.Close()

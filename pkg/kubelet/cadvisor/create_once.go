@@ -5,12 +5,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/golang/glog"
 	"github.com/google/cadvisor/container"
 	"github.com/google/cadvisor/container/docker"
 	"github.com/google/cadvisor/fs"
 	info "github.com/google/cadvisor/info/v1"
 	"github.com/google/cadvisor/watcher"
+	"k8s.io/klog/v2"
 )
 
 // cAdvisor (v0.57, and its main branch) creates a container from two
@@ -85,7 +85,7 @@ func (f *createOnce) CanHandleAndAccept(name string) (bool, bool, error) {
 	for _, o := range f.others() {
 		handle, accept, err := o.CanHandleAndAccept(name)
 		if err != nil {
-			glog.V(4).Infof("cAdvisor factory %q on %s: %v", o, name, err)
+			klog.V(4).Infof("cAdvisor factory %q on %s: %v", o, name, err)
 		}
 		if !handle {
 			continue

@@ -9,12 +9,12 @@ import (
 	"math"
 	"time"
 
-	"github.com/golang/glog"
 	"github.com/prometheus/client_golang/prometheus"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/certificate"
+	"k8s.io/klog/v2"
 )
 
 // ClientConfig says how to keep the node's client certificate.
@@ -115,7 +115,7 @@ func (c *Client) Run(ctx context.Context) {
 		case <-t.C:
 		}
 	}
-	glog.Infof("Client certificate obtained; not rotated (--rotate-certificates is off)")
+	klog.Infof("Client certificate obtained; not rotated (--rotate-certificates is off)")
 }
 
 // ttlSeconds is the kubelet's TTL gauge's value: seconds until cert expires,

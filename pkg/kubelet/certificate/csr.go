@@ -6,12 +6,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/golang/glog"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	certificatesv1client "k8s.io/client-go/kubernetes/typed/certificates/v1"
+	"k8s.io/klog/v2"
 )
 
 // csrReporter logs, by name, each CertificateSigningRequest the certificate
@@ -41,7 +41,7 @@ func (r *csrReporter) report(csr *certificatesv1.CertificateSigningRequest) {
 		r.last = key
 		r.mu.Unlock()
 		if !seen {
-			glog.Errorf("CertificateSigningRequest %s (signer %s) was %s: reason %q, message %q; a new one is requested after a back-off",
+			klog.Errorf("CertificateSigningRequest %s (signer %s) was %s: reason %q, message %q; a new one is requested after a back-off",
 				csr.Name, csr.Spec.SignerName, map[bool]string{true: "denied", false: "not signed"}[c.Type == certificatesv1.CertificateDenied],
 				c.Reason, c.Message)
 		}
@@ -74,7 +74,7 @@ type reportingCSRs struct {
 func (c reportingCSRs) Create(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, opts metav1.CreateOptions) (*certificatesv1.CertificateSigningRequest, error) {
 	out, err := c.CertificateSigningRequestInterface.Create(ctx, csr, opts)
 	if err == nil {
-		glog.Infof("Requested a certificate of signer %s: CertificateSigningRequest %s", out.Spec.SignerName, out.Name)
+		klog.Infof("Requested a certificate of signer %s: CertificateSigningRequest %s", out.Spec.SignerName, out.Name)
 	}
 	return out, err
 }

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/golang/glog"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
 
@@ -87,9 +87,9 @@ func (w *Watched[T]) Run(ctx context.Context) {
 		changed, err := w.Reload()
 		switch {
 		case err != nil:
-			glog.Errorf("Reloading %v; keeping the last good one", err)
+			klog.Errorf("Reloading %v; keeping the last good one", err)
 		case changed:
-			glog.Infof("Reloaded %s: changed on disk", w.what)
+			klog.Infof("Reloaded %s: changed on disk", w.what)
 		}
 	}
 }

@@ -8,10 +8,10 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/golang/glog"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/connrotation"
+	"k8s.io/klog/v2"
 )
 
 // rotationCheckPeriod is how often the transport looks for a new client
@@ -93,7 +93,7 @@ func (r *Rotator) check() bool {
 		return cur != nil
 	}
 	r.last = cur
-	glog.Infof("Client certificate rotated (%s): closing the API client's connections so new ones present it", describe(cur))
+	klog.Infof("Client certificate rotated (%s): closing the API client's connections so new ones present it", describe(cur))
 	r.dialer.CloseAll()
 	return true
 }

@@ -28,7 +28,7 @@ import (
 
 // TestMain checks that the manager stops every goroutine it started.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/golang/glog.(*fileSink).flushDaemon"))
+	goleak.VerifyTestMain(m)
 }
 
 func TestChoose(t *testing.T) {

@@ -22,10 +22,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
 	"k8s.io/utils/clock"
@@ -102,7 +102,7 @@ func New(dir string, clk clock.PassiveClock) *Manager {
 		regs: make(chan registration), stopped: make(chan struct{})}
 	assigned, registered, err := readCheckpoint(m.checkpointPath())
 	if err != nil {
-		glog.Errorf("Device manager: ignoring checkpoint %s: %v; device assignments of running pods are lost", m.checkpointPath(), err)
+		klog.Errorf("Device manager: ignoring checkpoint %s: %v; device assignments of running pods are lost", m.checkpointPath(), err)
 		return m
 	}
 	m.assigned = assigned
@@ -132,7 +132,7 @@ func (m *Manager) Capacity() (capacity, allocatable v1.ResourceList) {
 		if r.plugin == nil && !r.stoppedAt.IsZero() && now.Sub(r.stoppedAt) > StopGracePeriod && !r.removed {
 			r.removed, r.devices = true, map[string]*pluginapi.Device{}
 			removed = true
-			glog.Infof("Device manager: resource %s removed: its plugin went %v ago", name, now.Sub(r.stoppedAt).Round(time.Second))
+			klog.Infof("Device manager: resource %s removed: its plugin went %v ago", name, now.Sub(r.stoppedAt).Round(time.Second))
 		}
 		capacity[v1.ResourceName(name)] = *resource.NewQuantity(int64(len(r.devices)), resource.DecimalSI)
 		allocatable[v1.ResourceName(name)] = *resource.NewQuantity(int64(len(r.healthy())), resource.DecimalSI)
@@ -336,7 +336,7 @@ func (m *Manager) allocateResource(ctx context.Context, pod *v1.Pod, container, 
 	m.mu.Lock()
 	assign(m.assigned, pod.UID, container, res, a)
 	m.mu.Unlock()
-	glog.V(2).Infof("Device manager: pod %s container %s: %s %v", api.Key(pod), container, res, ids)
+	klog.V(2).Infof("Device manager: pod %s container %s: %s %v", api.Key(pod), container, res, ids)
 	return a, nil
 }
 
@@ -456,7 +456,7 @@ func (m *Manager) Release(uid types.UID) {
 	delete(m.assigned, uid)
 	m.mu.Unlock()
 	if held {
-		glog.V(2).Infof("Device manager: released the devices of pod %s", uid)
+		klog.V(2).Infof("Device manager: released the devices of pod %s", uid)
 		m.checkpoint()
 	}
 }
@@ -495,7 +495,7 @@ func (m *Manager) checkpoint() {
 		err = writeCheckpoint(m.checkpointPath(), data)
 	}
 	if err != nil {
-		glog.Errorf("Device manager: write checkpoint %s: %v", m.checkpointPath(), err)
+		klog.Errorf("Device manager: write checkpoint %s: %v", m.checkpointPath(), err)
 	}
 }
 

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/golang/glog"
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
@@ -37,7 +37,7 @@ type registrationServer struct {
 // and has Run connect to it; the plugin's devices follow on its
 // ListAndWatch stream.
 func (s registrationServer) Register(ctx context.Context, r *pluginapi.RegisterRequest) (*pluginapi.Empty, error) {
-	glog.Infof("Device manager: registration request from the device plugin of %s (endpoint %q, version %s)", r.ResourceName, r.Endpoint, r.Version)
+	klog.Infof("Device manager: registration request from the device plugin of %s (endpoint %q, version %s)", r.ResourceName, r.Endpoint, r.Version)
 	if !slices.Contains(pluginapi.SupportedVersions[:], r.Version) {
 		return nil, fmt.Errorf("requested API version %q is not supported by kubelet. Supported versions are %v", r.Version, pluginapi.SupportedVersions)
 	}
@@ -58,7 +58,7 @@ func (s registrationServer) Register(ctx context.Context, r *pluginapi.RegisterR
 	select {
 	case err := <-reg.done:
 		if err != nil {
-			glog.Errorf("Device manager: %v", err)
+			klog.Errorf("Device manager: %v", err)
 			return nil, err
 		}
 		return &pluginapi.Empty{}, nil
@@ -82,7 +82,7 @@ func (m *Manager) Listen() (net.Listener, error) {
 	for _, e := range entries {
 		if e.Type()&os.ModeSocket != 0 {
 			if err := os.Remove(filepath.Join(m.dir, e.Name())); err != nil {
-				glog.Errorf("Device manager: remove stale socket: %v", err)
+				klog.Errorf("Device manager: remove stale socket: %v", err)
 			}
 		}
 	}
@@ -105,10 +105,10 @@ func (m *Manager) Run(ctx context.Context, l net.Listener) {
 	defer close(m.stopped)
 	wg.Go(func() {
 		if err := srv.Serve(l); err != nil {
-			glog.Errorf("Device manager: registration server: %v", err)
+			klog.Errorf("Device manager: registration server: %v", err)
 		}
 	})
-	glog.Infof("Device manager: serving the device-plugin registration on %s", m.SocketPath())
+	klog.Infof("Device manager: serving the device-plugin registration on %s", m.SocketPath())
 	for {
 		select {
 		case <-ctx.Done():
@@ -126,7 +126,7 @@ func (m *Manager) Run(ctx context.Context, l net.Listener) {
 			wg.Go(func() {
 				err := p.watch(ctx, func(devs []*pluginapi.Device) { m.update(p, devs) })
 				if ctx.Err() == nil {
-					glog.Errorf("Device manager: ListAndWatch of the device plugin of %s ended: %v", p.resource, err)
+					klog.Errorf("Device manager: ListAndWatch of the device plugin of %s ended: %v", p.resource, err)
 				}
 				m.disconnect(p)
 			})
@@ -149,7 +149,7 @@ func (m *Manager) connect(p *plugin) {
 	if old != nil {
 		old.close()
 	}
-	glog.Infof("Device manager: the device plugin of %s registered (socket %s, preStartRequired %v, getPreferredAllocationAvailable %v)",
+	klog.Infof("Device manager: the device plugin of %s registered (socket %s, preStartRequired %v, getPreferredAllocationAvailable %v)",
 		p.resource, p.socket, p.opts.GetPreStartRequired(), p.opts.GetGetPreferredAllocationAvailable())
 }
 
@@ -168,7 +168,7 @@ func (m *Manager) update(p *plugin, devs []*pluginapi.Device) {
 	}
 	after := r.healthy()
 	m.mu.Unlock()
-	glog.V(2).Infof("Device manager: %s has %d devices, %d healthy", p.resource, len(devs), len(after))
+	klog.V(2).Infof("Device manager: %s has %d devices, %d healthy", p.resource, len(devs), len(after))
 	if !maps.Equal(before, after) {
 		m.checkpoint()
 	}
@@ -186,7 +186,7 @@ func (m *Manager) disconnect(p *plugin) {
 	}
 	m.mu.Unlock()
 	if gone {
-		glog.Infof("Device manager: the device plugin of %s went; its devices are unhealthy", p.resource)
+		klog.Infof("Device manager: the device plugin of %s went; its devices are unhealthy", p.resource)
 	}
 }
 

@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/golang/glog"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
@@ -80,7 +80,7 @@ func (m *Meter) Run(ctx context.Context) {
 		case <-t.C:
 		}
 		if st, err := m.measure(ctx); err != nil {
-			glog.V(1).Infof("Disk usage: %v", err)
+			klog.V(1).Infof("Disk usage: %v", err)
 		} else {
 			m.last.Store(st)
 		}
@@ -108,7 +108,7 @@ func (m *Meter) measure(ctx context.Context) (*Stats, error) {
 		n, whole := DirBytes(wctx, filepath.Join(m.PodDir(uid), "volumes"))
 		cancel()
 		if !whole && ctx.Err() == nil {
-			glog.Infof("Disk usage: the volumes of pod %s were not walked whole in %v; reporting the %d bytes counted", uid, volumeWalkBudget, n)
+			klog.Infof("Disk usage: the volumes of pod %s were not walked whole in %v; reporting the %d bytes counted", uid, volumeWalkBudget, n)
 		}
 		st.Volumes[uid] = n
 	}

@@ -13,13 +13,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/golang/glog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	clientrecord "k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 )
 
 const (
@@ -175,7 +175,7 @@ func (r *Recorder) Event(ref Ref, warning bool, reason, format string, args ...a
 	e := r.event(rec)
 	r.mu.Unlock()
 	if warning {
-		glog.V(1).Infof("Event %s %s/%s %s: %s", reason, ref.Namespace, ref.Name, ref.FieldPath, msg)
+		klog.V(1).Infof("Event %s %s/%s %s: %s", reason, ref.Namespace, ref.Name, ref.FieldPath, msg)
 	}
 	if !r.writing.Load() {
 		return
@@ -231,7 +231,7 @@ func (r *Recorder) writeEtcd(ctx context.Context, c *clientv3.Client, ttl time.D
 			cancel()
 			if err != nil {
 				r.dropped.Add(1)
-				glog.V(2).Infof("Events: etcd lease: %v", err)
+				klog.V(2).Infof("Events: etcd lease: %v", err)
 				continue
 			}
 			lease, leaseAt = resp.ID, time.Now()
@@ -244,7 +244,7 @@ func (r *Recorder) writeEtcd(ctx context.Context, c *clientv3.Client, ttl time.D
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		if _, err := c.Put(pctx, key, string(data), clientv3.WithLease(lease)); err != nil {
 			r.dropped.Add(1)
-			glog.V(2).Infof("Events: etcd put: %v", err)
+			klog.V(2).Infof("Events: etcd put: %v", err)
 		}
 		cancel()
 	}

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
@@ -158,7 +158,7 @@ func (e *Evictor) Run(ctx context.Context) {
 	notifier, err := NewMemoryNotifier(e.cfg.Node, e.cfg.Eviction.Thresholds)
 	switch {
 	case err != nil:
-		glog.V(2).Infof("Eviction: memory.available is observed every %v only: %v", e.cfg.Period, err)
+		klog.V(2).Infof("Eviction: memory.available is observed every %v only: %v", e.cfg.Period, err)
 	case notifier != nil:
 		defer notifier.Stop()
 		crossed, rearm = notifier.Crossed(), rearmLogged(notifier, e.cfg.Period)
@@ -197,7 +197,7 @@ func (e *Evictor) iteration(ctx context.Context, tick <-chan time.Time, crossed 
 			}
 		}
 		*lastNotified = e.d.Clock.Now()
-		glog.V(2).Infof("Eviction: memory threshold notification: a round now")
+		klog.V(2).Infof("Eviction: memory threshold notification: a round now")
 	}
 	obs := e.round(ctx, trigger)
 	if rearm != nil && ctx.Err() == nil {
@@ -215,9 +215,9 @@ func rearmLogged(n *MemoryNotifier, period time.Duration) func(Observations) {
 		err := n.Rearm(obs)
 		switch {
 		case err != nil && !failing:
-			glog.Warningf("Eviction: %v; memory.available is observed every %v until it is armed again", err, period)
+			klog.Warningf("Eviction: %v; memory.available is observed every %v until it is armed again", err, period)
 		case err == nil && failing:
-			glog.Infof("Eviction: memory threshold notification armed again")
+			klog.Infof("Eviction: memory threshold notification armed again")
 		}
 		failing = err != nil
 	}
@@ -230,7 +230,7 @@ func (e *Evictor) observeNode() Observations {
 	}
 	obs, errs := n.Observe(e.m.Signals())
 	for _, err := range errs {
-		glog.V(2).Infof("Eviction: %v", err)
+		klog.V(2).Infof("Eviction: %v", err)
 	}
 	return obs
 }
@@ -250,7 +250,7 @@ func (e *Evictor) round(ctx context.Context, trigger roundTrigger) Observations 
 	obs := e.observeNode()
 	due := e.m.Observe(obs)
 	if after := fmt.Sprint(e.m.Conditions()); after != before {
-		glog.Infof("Eviction: node pressure conditions now %s (were %s)", after, before)
+		klog.Infof("Eviction: node pressure conditions now %s (were %s)", after, before)
 		e.readmit()
 	}
 	if len(due) == 0 {
@@ -258,19 +258,19 @@ func (e *Evictor) round(ctx context.Context, trigger roundTrigger) Observations 
 	}
 	t := due[0]
 	if t.Signal != SignalMemoryAvailable && t.Signal != SignalPIDAvailable {
-		glog.Infof("Eviction: %v met; collecting dead containers and unused images first", t)
+		klog.Infof("Eviction: %v met; collecting dead containers and unused images first", t)
 		e.reclaimDisk(ctx)
 		if obs = e.observeNode(); !StillMet(t, obs) {
-			glog.Infof("Eviction: node-level reclaim relieved %v", t)
+			klog.Infof("Eviction: node-level reclaim relieved %v", t)
 			return obs
 		}
 	}
 	ev := e.m.Pick(t, obs, e.podUsages(ctx, t.Signal))
 	if ev == nil {
-		glog.Warningf("Eviction: %v met and no pod to evict", t)
+		klog.Warningf("Eviction: %v met and no pod to evict", t)
 		return obs
 	}
-	glog.Infof("Eviction: %v met, in a round started by the %s", t, trigger)
+	klog.Infof("Eviction: %v met, in a round started by the %s", t, trigger)
 	e.evict(ctx, ev, e.m.FirstObserved(t))
 	return obs
 }
@@ -362,7 +362,7 @@ func (e *Evictor) reclaimDisk(ctx context.Context) {
 	}
 	for _, c := range dead {
 		if err := e.d.Runtime.RemoveContainer(ctx, c); err != nil {
-			glog.Errorf("Eviction: remove dead container %s: %v", c.RuntimeName, err)
+			klog.Errorf("Eviction: remove dead container %s: %v", c.RuntimeName, err)
 		}
 	}
 	e.d.Images.DeleteUnused(ctx)
@@ -475,7 +475,7 @@ func hasKey[K comparable, V any](m map[K]V, k K) bool {
 // freed before it picks another pod.
 func (e *Evictor) evict(ctx context.Context, ev *Eviction, since time.Time) {
 	pod := ev.Pod
-	glog.Warningf("Eviction: evicting pod %s (grace %v): %s", api.Key(pod), ev.GracePeriod, ev.Message)
+	klog.Warningf("Eviction: evicting pod %s (grace %v): %s", api.Key(pod), ev.GracePeriod, ev.Message)
 	e.d.Events.Event(events.PodRef(pod, ""), true, Reason, "%s", ev.Message)
 	e.d.Pods.Evict(pod.UID, ev.Message, ev.GracePeriod)
 	wait := e.d.Clock.NewTicker(100 * time.Millisecond)
@@ -483,7 +483,7 @@ func (e *Evictor) evict(ctx context.Context, ev *Eviction, since time.Time) {
 	deadline := e.d.Clock.Now().Add(max(ev.GracePeriod, lifecycle.MinStopGrace) + podCleanupTimeout)
 	for e.d.Clock.Now().Before(deadline) {
 		if state := e.d.States.Get(pod.UID); state == nil || !kubecontainer.AnyRunning(state) {
-			glog.Infof("Eviction: pod %s stopped %v after the pressure or overuse was first seen", api.Key(pod), e.d.Clock.Since(since).Round(time.Millisecond))
+			klog.Infof("Eviction: pod %s stopped %v after the pressure or overuse was first seen", api.Key(pod), e.d.Clock.Since(since).Round(time.Millisecond))
 			return
 		}
 		select {
@@ -492,7 +492,7 @@ func (e *Evictor) evict(ctx context.Context, ev *Eviction, since time.Time) {
 		case <-wait.C():
 		}
 	}
-	glog.Warningf("Eviction: pod %s still running %v after its eviction", api.Key(pod), podCleanupTimeout)
+	klog.Warningf("Eviction: pod %s still running %v after its eviction", api.Key(pod), podCleanupTimeout)
 }
 
 // readmit has the pods refused under pressure synced again: the pressure

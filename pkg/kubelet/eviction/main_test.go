@@ -1,7 +1,6 @@
 package eviction
 
 import (
-	"flag"
 	"os"
 	"testing"
 
@@ -13,8 +12,6 @@ func TestMain(m *testing.M) {
 		allocateHelper()
 		return
 	}
-	_ = flag.Set("logtostderr", "true")
-	flag.Parse()
 	// The memory notifier's waiter must have stopped when a test returns.
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/golang/glog.(*fileSink).flushDaemon"))
+	goleak.VerifyTestMain(m)
 }

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/golang/glog"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/cgroups"
 )
@@ -141,9 +141,9 @@ func (m *MemoryNotifier) Rearm(obs Observations) error {
 		return fmt.Errorf("arm memory threshold notification at usage %v: %w", levels, err)
 	}
 	if m.armed == nil {
-		glog.Infof("Eviction: memory threshold notification armed on %s at usage %v bytes", m.dir, levels)
+		klog.Infof("Eviction: memory threshold notification armed on %s at usage %v bytes", m.dir, levels)
 	} else {
-		glog.V(4).Infof("Eviction: memory threshold notification re-armed at usage %v bytes", levels)
+		klog.V(4).Infof("Eviction: memory threshold notification re-armed at usage %v bytes", levels)
 	}
 	m.disarm()
 	m.armed = &armedWatch{watch: w, levels: levels, done: make(chan struct{})}
@@ -164,7 +164,7 @@ func (m *MemoryNotifier) disarm() {
 	a.watch.Wake()
 	<-a.done
 	if err := a.watch.Close(); err != nil {
-		glog.V(2).Infof("Eviction: close memory threshold notification: %v", err)
+		klog.V(2).Infof("Eviction: close memory threshold notification: %v", err)
 	}
 }
 
@@ -175,7 +175,7 @@ func (m *MemoryNotifier) wait(a *armedWatch) {
 	for {
 		crossed, err := a.watch.Wait()
 		if err != nil {
-			glog.Warningf("Eviction: memory threshold notification at usage %v: %v; re-armed after the next round", a.levels, err)
+			klog.Warningf("Eviction: memory threshold notification at usage %v: %v; re-armed after the next round", a.levels, err)
 			return
 		}
 		if !crossed {

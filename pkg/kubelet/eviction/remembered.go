@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
@@ -57,10 +57,10 @@ func LoadRemembered(path string) *Remembered {
 	switch {
 	case os.IsNotExist(err):
 	case err != nil:
-		glog.Errorf("Eviction: remembered evictions: %v; evicted pods may run again", err)
+		klog.Errorf("Eviction: remembered evictions: %v; evicted pods may run again", err)
 	default:
 		if err := json.Unmarshal(data, &r.pods); err != nil {
-			glog.Errorf("Eviction: remembered evictions %s: %v; evicted pods may run again", path, err)
+			klog.Errorf("Eviction: remembered evictions %s: %v; evicted pods may run again", path, err)
 			r.pods = map[types.UID]RememberedEviction{}
 		}
 	}
@@ -100,7 +100,7 @@ func (r *Remembered) Lookup(pod *v1.Pod) (message string, ok bool) {
 		return "", false
 	}
 	if e.Manifest != ManifestHash(pod) {
-		glog.Infof("Eviction: pod %s was evicted with another manifest: it runs again", api.Key(pod))
+		klog.Infof("Eviction: pod %s was evicted with another manifest: it runs again", api.Key(pod))
 		r.forget(pod.UID)
 		return "", false
 	}
@@ -140,7 +140,7 @@ func (r *Remembered) forget(uid types.UID) {
 	}
 	delete(r.pods, uid)
 	if err := r.save(); err != nil {
-		glog.Errorf("Eviction: %v", err)
+		klog.Errorf("Eviction: %v", err)
 	}
 }
 

@@ -22,11 +22,11 @@ import (
 	"time"
 
 	"github.com/distribution/reference"
-	"github.com/golang/glog"
 	"golang.org/x/sync/singleflight"
 	"golang.org/x/time/rate"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/classic-kubelet/kubelet/pkg/backoff"
@@ -173,7 +173,7 @@ func NewManager(cfg Config, d Deps) *Manager {
 		backoff: backoff.New[failureKey](backoff.Policy{Initial: p.BackoffInitial, Max: p.BackoffMax}, clk)}
 	if data, err := os.ReadFile(recordPath); err == nil {
 		if err := json.Unmarshal(data, &m.pulled); err != nil {
-			glog.Errorf("Ignoring corrupt record of pulled images %s: %v", recordPath, err)
+			klog.Errorf("Ignoring corrupt record of pulled images %s: %v", recordPath, err)
 		}
 	}
 	return m
@@ -369,7 +369,7 @@ func (m *Manager) wakePresent(ctx context.Context) {
 		}
 		m.mu.Unlock()
 		for _, uid := range woken {
-			glog.Infof("Image %s is present now: pod %s no longer waits for its pull back-off", image, uid)
+			klog.Infof("Image %s is present now: pod %s no longer waits for its pull back-off", image, uid)
 			m.retry(uid, m.clock.Now())
 		}
 	}
@@ -456,7 +456,7 @@ func distinct(auths []kubecontainer.Auth) []kubecontainer.Auth {
 func (m *Manager) record(ctx context.Context, image string) {
 	id, err := m.docker.ImageID(ctx, image)
 	if err != nil {
-		glog.Errorf("Record pulled image %s: %v", image, err)
+		klog.Errorf("Record pulled image %s: %v", image, err)
 		return
 	}
 	m.mu.Lock()
@@ -471,7 +471,7 @@ func (m *Manager) saveLocked() {
 		err = safefile.WriteAtomic(m.recordPath, data)
 	}
 	if err != nil {
-		glog.Errorf("Record pulled images: %v", err)
+		klog.Errorf("Record pulled images: %v", err)
 	}
 }
 
@@ -487,7 +487,7 @@ func (m *Manager) DeleteUnused(ctx context.Context) { m.collect(ctx, true) }
 func (m *Manager) collect(ctx context.Context, all bool) {
 	usage, err := m.docker.ImageFsUsage(ctx)
 	if err != nil {
-		glog.Errorf("Image GC: %v", err)
+		klog.Errorf("Image GC: %v", err)
 		return
 	}
 	if usage < m.policy.HighThreshold && !all {
@@ -495,7 +495,7 @@ func (m *Manager) collect(ctx context.Context, all bool) {
 	}
 	inUse, err := m.docker.ImagesInUse(ctx)
 	if err != nil {
-		glog.Errorf("Image GC: %v", err)
+		klog.Errorf("Image GC: %v", err)
 		return
 	}
 	m.mu.Lock()
@@ -512,13 +512,13 @@ func (m *Manager) collect(ctx context.Context, all bool) {
 	}
 	m.mu.Unlock()
 	sort.Slice(cands, func(i, j int) bool { return cands[i].img.PulledAt.Before(cands[j].img.PulledAt) })
-	glog.Infof("Image GC: image file system at %d%% (high threshold %d%%): %d candidates", usage, m.policy.HighThreshold, len(cands))
+	klog.Infof("Image GC: image file system at %d%% (high threshold %d%%): %d candidates", usage, m.policy.HighThreshold, len(cands))
 	for _, c := range cands {
 		if err := m.docker.RemoveImage(ctx, c.ref); err != nil && !errors.Is(err, kubecontainer.ErrImageNotFound) {
-			glog.Errorf("Image GC: %v", err)
+			klog.Errorf("Image GC: %v", err)
 			continue
 		}
-		glog.Infof("Image GC: removed %s", c.ref)
+		klog.Infof("Image GC: removed %s", c.ref)
 		m.mu.Lock()
 		delete(m.pulled, c.ref)
 		m.saveLocked()

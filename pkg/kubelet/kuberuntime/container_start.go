@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/credentialprovider"
@@ -70,7 +70,7 @@ func (m *Manager) startInfra(ctx context.Context, pod *v1.Pod, handler string) (
 	if !present && m.cfg.PauseBinary != "" {
 		// A fresh node: build the infra image from the pause program
 		// installed beside the agent. It is never pulled.
-		glog.Infof("Building infra image %s from %s", m.cfg.InfraImage, m.cfg.PauseBinary)
+		klog.Infof("Building infra image %s from %s", m.cfg.InfraImage, m.cfg.PauseBinary)
 		if err := m.runtime.BuildPauseImage(ctx, m.cfg.InfraImage, m.cfg.PauseBinary); err != nil {
 			return "", "", err
 		}
@@ -100,7 +100,7 @@ func (m *Manager) startInfra(ctx context.Context, pod *v1.Pod, handler string) (
 	if err != nil {
 		return "", "", err
 	}
-	glog.Infof("Pod %s: started infra container %s", api.Key(pod), spec.Name)
+	klog.Infof("Pod %s: started infra container %s", api.Key(pod), spec.Name)
 	if mode == "none" {
 		return m.attachInfra(ctx, pod, id)
 	}
@@ -133,7 +133,7 @@ func (m *Manager) attachInfra(ctx context.Context, pod *v1.Pod, id string) (stri
 		return id, ip, nil
 	}
 	if serr := m.runtime.Stop(ctx, id, 0); serr != nil {
-		glog.V(2).Infof("Pod %s: stop infra container %s: %v", api.Key(pod), kubecontainer.ShortID(id), serr)
+		klog.V(2).Infof("Pod %s: stop infra container %s: %v", api.Key(pod), kubecontainer.ShortID(id), serr)
 	}
 	m.removeQuietly(ctx, id)
 	if errors.Is(err, kubecontainer.ErrRuntimeUnavailable) || errors.Is(err, context.Canceled) {
@@ -256,7 +256,7 @@ func (m *Manager) create(ctx context.Context, pod *v1.Pod, c *v1.Container, sb s
 		}
 		return &kubecontainer.StartError{Reason: reasonRunError, Message: err.Error()}
 	}
-	glog.Infof("Pod %s: started container %s (restart %d)", api.Key(pod), spec.Name, restartCount)
+	klog.Infof("Pod %s: started container %s (restart %d)", api.Key(pod), spec.Name, restartCount)
 	m.cfg.Events.Event(ref, false, "Started", "Started container %s", c.Name)
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		hctx, cancel := context.WithTimeout(ctx, postStartTimeout)
@@ -265,7 +265,7 @@ func (m *Manager) create(ctx context.Context, pod *v1.Pod, c *v1.Container, sb s
 		if err != nil {
 			// As Kubernetes: the container is killed and its restart policy
 			// decides what happens next.
-			glog.Errorf("Pod %s: postStart hook of %s failed, killing it: %v", api.Key(pod), c.Name, err)
+			klog.Errorf("Pod %s: postStart hook of %s failed, killing it: %v", api.Key(pod), c.Name, err)
 			// The kubelet's events, without the hook's output (it may
 			// hold secrets: pkg/kubelet/kuberuntime/kuberuntime_container.go,
 			// startContainer); the output is in the container's waiting
@@ -273,7 +273,7 @@ func (m *Manager) create(ctx context.Context, pod *v1.Pod, c *v1.Container, sb s
 			m.cfg.Events.Event(ref, true, "FailedPostStartHook", "PostStartHook failed")
 			m.cfg.Events.Event(ref, false, "Killing", "FailedPostStartHook")
 			if serr := m.runtime.Stop(ctx, id, 0); serr != nil {
-				glog.Errorf("Pod %s: kill %s: %v", api.Key(pod), c.Name, serr)
+				klog.Errorf("Pod %s: kill %s: %v", api.Key(pod), c.Name, serr)
 			}
 			return &kubecontainer.StartError{Reason: reasonPostStartFailed, Message: err.Error()}
 		}

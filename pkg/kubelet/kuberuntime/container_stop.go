@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
@@ -77,7 +77,7 @@ func (m *Manager) StopAll(ctx context.Context, pod *v1.Pod, state *kubecontainer
 // removal, or at the agent's next start.
 func (m *Manager) detach(ctx context.Context, c *kubecontainer.ContainerState) {
 	if err := m.network.TearDown(ctx, c.ID); err != nil {
-		glog.Errorf("Pod %s/%s: detach sandbox %s from the network: %v", c.Labels[kubecontainer.LabelPodNamespace], c.Labels[kubecontainer.LabelPodName], kubecontainer.ShortID(c.ID), err)
+		klog.Errorf("Pod %s/%s: detach sandbox %s from the network: %v", c.Labels[kubecontainer.LabelPodNamespace], c.Labels[kubecontainer.LabelPodName], kubecontainer.ShortID(c.ID), err)
 	}
 }
 
@@ -134,7 +134,7 @@ func (m *Manager) preStop(ctx context.Context, pod *v1.Pod, state *kubecontainer
 		hctx, cancel := context.WithDeadline(ctx, deadline)
 		defer cancel()
 		if err := m.runHook(hctx, pod, spec, c.ID, podIP, spec.Lifecycle.PreStop); err != nil {
-			glog.Errorf("Pod %s: preStop hook of %s: %v", api.Key(pod), c.Name, err)
+			klog.Errorf("Pod %s: preStop hook of %s: %v", api.Key(pod), c.Name, err)
 			// As the kubelet, without the hook's output (it may hold secrets).
 			m.cfg.Events.Event(events.PodRef(pod, c.Name), true, "FailedPreStopHook", "PreStopHook failed")
 		}
@@ -144,7 +144,7 @@ func (m *Manager) preStop(ctx context.Context, pod *v1.Pod, state *kubecontainer
 
 func (m *Manager) removeQuietly(ctx context.Context, id string) {
 	if err := m.runtime.Remove(ctx, id); err != nil {
-		glog.V(2).Infof("Remove container %s: %v", kubecontainer.ShortID(id), err)
+		klog.V(2).Infof("Remove container %s: %v", kubecontainer.ShortID(id), err)
 	}
 }
 

@@ -7,9 +7,9 @@ import (
 	"io"
 	"strings"
 
-	"github.com/golang/glog"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
 )
@@ -48,7 +48,7 @@ func fileKey(pod *v1.Pod, ref *v1.FileKeySelector, hostPaths map[string]string) 
 		// The status says only what the kubelet's says; the cause is
 		// here, at V(2) since the pod retries on its back-off and a
 		// failure is logged at V(0) once, by the pod's worker.
-		glog.V(2).Infof("pod %s/%s: failed to parse env file: %v", pod.Namespace, pod.Name, err)
+		klog.V(2).Infof("pod %s/%s: failed to parse env file: %v", pod.Namespace, pod.Name, err)
 		return "", false, errEnvFileParse
 	}
 	if value == "" {

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/golang/glog"
+	"k8s.io/klog/v2"
 
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 )
@@ -58,7 +58,7 @@ func (l logLinks) create(pod, namespace, container, id, logPath string, running 
 		return
 	}
 	if err := os.MkdirAll(l.dir, 0o755); err != nil {
-		glog.Errorf("Container log dir: %v", err)
+		klog.Errorf("Container log dir: %v", err)
 		return
 	}
 	p := l.path(pod, namespace, container, id)
@@ -67,7 +67,7 @@ func (l logLinks) create(pod, namespace, container, id, logPath string, running 
 	}
 	_ = os.Remove(p)
 	if err := os.Symlink(logPath, p); err != nil {
-		glog.Errorf("Container log symlink: %v", err)
+		klog.Errorf("Container log symlink: %v", err)
 	}
 }
 
@@ -154,7 +154,7 @@ func (l *LogLinks) Link(c *kubecontainer.ContainerState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.podLogs().create(c); err != nil {
-		glog.Errorf("Container %s/%s %s: %v", c.Labels[kubecontainer.LabelPodNamespace], c.Labels[kubecontainer.LabelPodName], c.Name, err)
+		klog.Errorf("Container %s/%s %s: %v", c.Labels[kubecontainer.LabelPodNamespace], c.Labels[kubecontainer.LabelPodName], c.Name, err)
 	}
 }
 

@@ -32,9 +32,9 @@ import (
 	goruntime "runtime"
 	"time"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/classic-kubelet/kubelet/pkg/credentialprovider"
@@ -319,7 +319,7 @@ func NewManager(cfg Config, deps Deps) *Manager {
 		if selfErr != nil {
 			self = fmt.Sprintf("the agent keeps its own (%v) instead of the kubelet's %d, so the OOM killer takes it before Guaranteed pods", selfErr, agentOOMScoreAdj)
 		}
-		glog.Warningf("This host does not let processes lower their oom_score_adj (no CAP_SYS_RESOURCE): %s; Guaranteed, node-critical and infra containers get %d instead of the kubelet's -997/-998", self, oomFloor)
+		klog.Warningf("This host does not let processes lower their oom_score_adj (no CAP_SYS_RESOURCE): %s; Guaranteed, node-critical and infra containers get %d instead of the kubelet's -997/-998", self, oomFloor)
 	}
 	return &Manager{cfg: cfg, runtime: deps.Runtime, volumes: deps.Volumes, images: deps.Images, probes: deps.Probes, relist: deps.Relist,
 		network: deps.Network, classes: deps.RuntimeClasses, devices: deps.Devices, downward: deps.Downward, logs: deps.Logs, logLinks: deps.LogLinks, starts: newStartSlots(maxParallelStarts),

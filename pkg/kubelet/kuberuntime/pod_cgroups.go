@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/cgroups"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
@@ -67,7 +67,7 @@ func (m *Manager) RemovePodCgroup(uid types.UID) error {
 		if err := m.cfg.Cgroups.Remove(n); err != nil {
 			return err
 		}
-		glog.V(2).Infof("Removed pod cgroup %s", m.cfg.Cgroups.Path(n))
+		klog.V(2).Infof("Removed pod cgroup %s", m.cfg.Cgroups.Path(n))
 	}
 	return nil
 }
@@ -112,7 +112,7 @@ func (m *Manager) UpdateQoSCgroups(desired []*v1.Pod) {
 			// A memory limit below what the pods use now fails (v1) and
 			// makes the kernel reclaim their page cache at each try: try
 			// again a minute later, as the kubelet does.
-			glog.Errorf("Node allocatable: %v (retrying in %v)", err, podsSizeRetry)
+			klog.Errorf("Node allocatable: %v (retrying in %v)", err, podsSizeRetry)
 			m.podsRetryAt = m.cfg.Clock.Now().Add(podsSizeRetry)
 		} else {
 			m.podsSized = true
@@ -133,7 +133,7 @@ func (m *Manager) UpdateQoSCgroups(desired []*v1.Pod) {
 		err = m.cfg.Cgroups.Ensure(cgroups.QoSName(v1.PodQOSBestEffort), cgroups.Resources{CPUShares: want.besteffort, CPUQuota: -1})
 	}
 	if err != nil {
-		glog.Errorf("QoS cgroups: %v", err)
+		klog.Errorf("QoS cgroups: %v", err)
 		return
 	}
 	m.lastQoS = want

@@ -8,8 +8,8 @@ import (
 	"regexp"
 	"strconv"
 
-	"github.com/golang/glog"
 	"golang.org/x/sys/unix"
+	"k8s.io/klog/v2"
 
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
@@ -170,7 +170,7 @@ func dirNames(fd int, name string) []string {
 	defer f.Close()
 	names, err := f.Readdirnames(-1)
 	if err != nil {
-		glog.V(2).Infof("Pod log dir %s: %v", name, err)
+		klog.V(2).Infof("Pod log dir %s: %v", name, err)
 	}
 	return names
 }

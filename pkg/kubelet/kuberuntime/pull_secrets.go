@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/credentialprovider"
@@ -55,7 +55,7 @@ func (m *Manager) warnPullSecrets(pod *v1.Pod, rec *PodRecord) {
 	}
 	list := strings.Join(pullSecretNames(pod), ", ")
 	if m.warnUnreadableSecrets(pod, rec, list) {
-		glog.Warningf("Pod %s: unable to retrieve image pull secrets (%s): there is no API server; images are pulled with the node's credentials", api.Key(pod), list)
+		klog.Warningf("Pod %s: unable to retrieve image pull secrets (%s): there is no API server; images are pulled with the node's credentials", api.Key(pod), list)
 	}
 }
 
@@ -94,7 +94,7 @@ func (m *Manager) pullCredentials(ctx context.Context, pod *v1.Pod, rec *PodReco
 	}
 	if m.warnUnreadableSecrets(pod, rec, strings.Join(failedNames, ", ")) {
 		for _, f := range failed {
-			glog.Warningf("Pod %s: image pull secret %s: %v", api.Key(pod), f.name, f.err)
+			klog.Warningf("Pod %s: image pull secret %s: %v", api.Key(pod), f.name, f.err)
 		}
 	}
 	return creds
@@ -122,7 +122,7 @@ func readPullSecrets(ctx context.Context, r secretReader, namespace string, name
 		}
 		switch {
 		case errors.Is(err, credentialprovider.ErrNotRegistrySecret):
-			glog.V(2).Infof("Image pull secret %s/%s holds no registry credentials: %v", namespace, name, err)
+			klog.V(2).Infof("Image pull secret %s/%s holds no registry credentials: %v", namespace, name, err)
 		case err != nil:
 			failed = append(failed, failedSecret{name, err})
 		}

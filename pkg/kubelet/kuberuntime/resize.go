@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/cgroups"
@@ -130,7 +130,7 @@ func (m *Manager) resizeContainers(ctx context.Context, pod *v1.Pod, resizes []c
 	ordered := slices.Clone(resizes)
 	slices.SortStableFunc(ordered, func(a, b containerResize) int { return grows(a) - grows(b) })
 	for _, r := range ordered {
-		glog.Infof("Pod %s: resizing container %s (%s) in place: cpu shares %d, quota %d, memory %d", api.Key(pod), r.spec.Name,
+		klog.Infof("Pod %s: resizing container %s (%s) in place: cpu shares %d, quota %d, memory %d", api.Key(pod), r.spec.Name,
 			kubecontainer.ShortID(r.c.ID), r.want.CPUShares, r.want.CPUQuota, r.want.Memory)
 		err := m.runtime.Update(ctx, r.c.ID, r.want)
 		// Inspected afresh at the pod's next relist, which the sync that

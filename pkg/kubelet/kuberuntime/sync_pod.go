@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
@@ -92,7 +92,7 @@ func (m *Manager) applyActions(ctx context.Context, pod *v1.Pod, state *kubecont
 		// sync with nothing due asks the API server nothing) and their
 		// tokens are renewed when due.
 		if err := m.volumes.Refresh(ctx, pod); err != nil {
-			glog.V(2).Infof("Pod %s: refresh volumes: %v", api.Key(pod), err)
+			klog.V(2).Infof("Pod %s: refresh volumes: %v", api.Key(pod), err)
 		}
 	}
 	m.reportBackOff(pod, state, a, r)
@@ -100,7 +100,7 @@ func (m *Manager) applyActions(ctx context.Context, pod *v1.Pod, state *kubecont
 		return err
 	}
 	if r.ResizeError = m.resizeContainers(ctx, pod, a.resize); r.ResizeError != nil {
-		glog.V(2).Infof("Pod %s: resize: %v", api.Key(pod), r.ResizeError)
+		klog.V(2).Infof("Pod %s: resize: %v", api.Key(pod), r.ResizeError)
 	}
 	if !a.createInfra && a.startInit < 0 && len(a.start) == 0 && len(a.ephemeral) == 0 {
 		return nil
@@ -118,7 +118,7 @@ func (m *Manager) reportBackOff(pod *v1.Pod, state *kubecontainer.PodState, a po
 	if len(a.waiting) == 0 {
 		return
 	}
-	glog.V(2).Infof("Pod %s: %s in back-off", api.Key(pod), strings.Join(a.waiting, ", "))
+	klog.V(2).Infof("Pod %s: %s in back-off", api.Key(pod), strings.Join(a.waiting, ", "))
 	for _, name := range a.waiting {
 		if why := a.pullWaits[name]; why != nil {
 			r.Waiting[name] = why
@@ -148,7 +148,7 @@ func (m *Manager) stopContainers(ctx context.Context, pod *v1.Pod, state *kubeco
 	var own []containerKill
 	var rest []*kubecontainer.ContainerState
 	for _, k := range a.kill {
-		glog.Infof("Pod %s: stopping container %s (%s): %s", api.Key(pod), k.c.Name, kubecontainer.ShortID(k.c.ID), k.reason.describe(k.c.Name))
+		klog.Infof("Pod %s: stopping container %s (%s): %s", api.Key(pod), k.c.Name, kubecontainer.ShortID(k.c.ID), k.reason.describe(k.c.Name))
 		if msg := k.reason.event(k.c.Name); msg != "" {
 			why[k.c.ID] = msg
 		}

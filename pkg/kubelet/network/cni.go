@@ -17,9 +17,9 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	cnitypes "github.com/containernetworking/cni/pkg/types"
 	types100 "github.com/containernetworking/cni/pkg/types/100"
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
@@ -100,7 +100,7 @@ func newCNI(cfg Config) (*cniNetwork, error) {
 		if err != nil {
 			// The sandbox is still detached (with the current network and
 			// no pod names) rather than forgotten.
-			glog.Errorf("CNI: sandbox record %s: %v", e.Name(), err)
+			klog.Errorf("CNI: sandbox record %s: %v", e.Name(), err)
 			rec = &sandboxRecord{IfName: ifName}
 		}
 		c.sandboxes[id] = rec
@@ -127,9 +127,9 @@ func (c *cniNetwork) network() (*libcni.NetworkConfigList, error) {
 	c.list, c.loadErr, c.stamp = list, err, stamp
 	c.mu.Unlock()
 	if err != nil {
-		glog.Errorf("CNI: %v", err)
+		klog.Errorf("CNI: %v", err)
 	} else {
-		glog.Infof("CNI: network %q (%d plugins) from %s", list.Name, len(list.Plugins), c.confDir)
+		klog.Infof("CNI: network %q (%d plugins) from %s", list.Name, len(list.Plugins), c.confDir)
 	}
 	return list, err
 }
@@ -237,7 +237,7 @@ func (c *cniNetwork) setUp(ctx context.Context, pod *v1.Pod, id string, pid int)
 	c.mu.Lock()
 	c.ips[id] = ip
 	c.mu.Unlock()
-	glog.V(2).Infof("Pod %s: sandbox %s attached to network %q: %s", api.Key(pod), kubecontainer.ShortID(id), list.Name, ip)
+	klog.V(2).Infof("Pod %s: sandbox %s attached to network %q: %s", api.Key(pod), kubecontainer.ShortID(id), list.Name, ip)
 	return ip, nil
 }
 
@@ -246,7 +246,7 @@ func (c *cniNetwork) setUp(ctx context.Context, pod *v1.Pod, id string, pid int)
 // sandbox's error, in cri-dockerd's words.
 func (c *cniNetwork) failed(ctx context.Context, pod *v1.Pod, id string, rec *sandboxRecord, err error) error {
 	if derr := c.del(ctx, id, rec); derr != nil {
-		glog.Errorf("Pod %s: detach sandbox %s after its failed attachment: %v", api.Key(pod), kubecontainer.ShortID(id), derr)
+		klog.Errorf("Pod %s: detach sandbox %s after its failed attachment: %v", api.Key(pod), kubecontainer.ShortID(id), derr)
 	}
 	return fmt.Errorf("failed to set up sandbox container %q network for pod %q: networkPlugin cni failed to set up pod \"%s_%s\" network: %w",
 		id, pod.Name, pod.Name, pod.Namespace, err)
@@ -359,7 +359,7 @@ func (c *cniNetwork) tearDownPod(ctx context.Context, uid types.UID, keep string
 	c.mu.Unlock()
 	for _, id := range ids {
 		if err := c.tearDown(ctx, id); err != nil {
-			glog.Errorf("CNI: detach the earlier sandbox %s: %v", kubecontainer.ShortID(id), err)
+			klog.Errorf("CNI: detach the earlier sandbox %s: %v", kubecontainer.ShortID(id), err)
 		}
 	}
 }
@@ -400,7 +400,7 @@ func (c *cniNetwork) del(ctx context.Context, id string, rec *sandboxRecord) err
 		return fmt.Errorf("networkPlugin cni failed to teardown pod \"%s_%s\" network: %w", rec.Name, rec.Namespace, err)
 	}
 	if err := releaseNetNS(c.netnsDir(), id); err != nil {
-		glog.Errorf("CNI: %v", err)
+		klog.Errorf("CNI: %v", err)
 	}
 	c.forget(id)
 	return nil
@@ -431,7 +431,7 @@ func (c *cniNetwork) forget(id string) {
 	delete(c.ips, id)
 	c.mu.Unlock()
 	if err := os.Remove(filepath.Join(c.stateDir, id+".json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		glog.Errorf("CNI: remove the record of sandbox %s: %v", kubecontainer.ShortID(id), err)
+		klog.Errorf("CNI: remove the record of sandbox %s: %v", kubecontainer.ShortID(id), err)
 	}
 }
 

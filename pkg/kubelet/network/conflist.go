@@ -11,7 +11,7 @@ import (
 	"slices"
 
 	"github.com/containernetworking/cni/libcni"
-	"github.com/golang/glog"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
@@ -109,7 +109,7 @@ func (m *Manager) SetPodCIDRs(cidrs []string) {
 		return
 	}
 	if err := c.writeReference(m.cfg.NodeName, cidrs); err != nil {
-		glog.Errorf("CNI: %v", err)
+		klog.Errorf("CNI: %v", err)
 	}
 }
 
@@ -147,7 +147,7 @@ func (c *cniNetwork) writeReference(node string, cidrs []string) error {
 		return fmt.Errorf("read %s: %w", c.confDir, err)
 	}
 	if len(files) > 0 {
-		glog.V(2).Infof("CNI: %s holds a network configuration; the reference network is not written", c.confDir)
+		klog.V(2).Infof("CNI: %s holds a network configuration; the reference network is not written", c.confDir)
 		return nil
 	}
 	data, err := ReferenceConf(node, cidrs)
@@ -162,6 +162,6 @@ func (c *cniNetwork) writeReference(node string, cidrs []string) error {
 		return fmt.Errorf("write the reference network: %w", err)
 	}
 	_ = os.Chmod(path, 0o644)
-	glog.Infof("CNI: wrote the reference network %s: bridge %s, pod CIDRs %v", path, BridgeName(node), cidrs)
+	klog.Infof("CNI: wrote the reference network %s: bridge %s, pod CIDRs %v", path, BridgeName(node), cidrs)
 	return nil
 }

@@ -27,8 +27,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
@@ -211,14 +211,14 @@ func (m *Manager) Run(ctx context.Context, rt Lister) {
 				if running[id] {
 					continue
 				}
-				glog.Infof("CNI: sandbox %s no longer runs: detaching it", kubecontainer.ShortID(id))
+				klog.Infof("CNI: sandbox %s no longer runs: detaching it", kubecontainer.ShortID(id))
 				if err := m.cni.tearDown(ctx, id); err != nil {
-					glog.Errorf("CNI: detach sandbox %s: %v", kubecontainer.ShortID(id), err)
+					klog.Errorf("CNI: detach sandbox %s: %v", kubecontainer.ShortID(id), err)
 				}
 			}
 			return
 		}
-		glog.V(2).Infof("CNI: list the node's containers: %v", err)
+		klog.V(2).Infof("CNI: list the node's containers: %v", err)
 		select {
 		case <-ctx.Done():
 			return

@@ -23,9 +23,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
@@ -171,10 +171,10 @@ func (m *Manager) Run(ctx context.Context) {
 	m.loadState()
 	bus, signals, err := m.connect(ctx)
 	if err != nil {
-		glog.Warningf("Graceful node shutdown is off: %v; pods will not be stopped before the machine shuts down", err)
+		klog.Warningf("Graceful node shutdown is off: %v; pods will not be stopped before the machine shuts down", err)
 		return
 	}
-	glog.Infof("Graceful node shutdown: holding logind's delay inhibitor; on shutdown pods are stopped by priority %s", describe(m.cfg.Table))
+	klog.Infof("Graceful node shutdown: holding logind's delay inhibitor; on shutdown pods are stopped by priority %s", describe(m.cfg.Table))
 	for {
 		m.watch(ctx, signals)
 		m.release()
@@ -183,7 +183,7 @@ func (m *Manager) Run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		glog.Errorf("Graceful node shutdown: lost the system bus; connecting again")
+		klog.Errorf("Graceful node shutdown: lost the system bus; connecting again")
 		for {
 			select {
 			case <-ctx.Done():
@@ -191,10 +191,10 @@ func (m *Manager) Run(ctx context.Context) {
 			case <-m.cfg.Clock.After(reconnectPeriod):
 			}
 			if bus, signals, err = m.connect(ctx); err == nil {
-				glog.Infof("Graceful node shutdown: holding logind's delay inhibitor again")
+				klog.Infof("Graceful node shutdown: holding logind's delay inhibitor again")
 				break
 			}
-			glog.V(2).Infof("Graceful node shutdown: %v", err)
+			klog.V(2).Infof("Graceful node shutdown: %v", err)
 		}
 	}
 }
@@ -227,7 +227,7 @@ func (m *Manager) prepare(ctx context.Context, bus Logind) (<-chan bool, error) 
 		return nil, err
 	}
 	if want := Requested(m.cfg.Table); want > delay {
-		glog.Infof("Graceful node shutdown: logind's InhibitDelayMaxSec is %v, less than the %v the shutdown table needs: raising it", delay, want)
+		klog.Infof("Graceful node shutdown: logind's InhibitDelayMaxSec is %v, less than the %v the shutdown table needs: raising it", delay, want)
 		if err := bus.OverrideInhibitDelayMax(ctx, want); err != nil {
 			return nil, fmt.Errorf("raise logind's InhibitDelayMaxSec to %v: %w", want, err)
 		}
@@ -279,15 +279,15 @@ func (m *Manager) watch(ctx context.Context, signals <-chan bool) {
 // makes the node Ready again and takes the inhibitor again.
 func (m *Manager) handle(ctx context.Context, active bool) {
 	if !active {
-		glog.Infof("Graceful node shutdown: the shutdown was cancelled; the node is Ready again")
+		klog.Infof("Graceful node shutdown: the shutdown was cancelled; the node is Ready again")
 		m.deps.Events.Event(events.NodeRef(m.cfg.Node), false, eventReason, "Shutdown manager detected shutdown cancellation")
 		m.shuttingDown.Store(false)
 		if err := m.inhibit(ctx, m.bus); err != nil {
-			glog.Errorf("Graceful node shutdown: %v", err)
+			klog.Errorf("Graceful node shutdown: %v", err)
 		}
 		return
 	}
-	glog.Infof("Graceful node shutdown: logind announced a shutdown; stopping pods")
+	klog.Infof("Graceful node shutdown: logind announced a shutdown; stopping pods")
 	m.deps.Events.Event(events.NodeRef(m.cfg.Node), false, eventReason, "Shutdown manager detected shutdown event")
 	m.shuttingDown.Store(true)
 	start := m.cfg.Clock.Now()
@@ -295,7 +295,7 @@ func (m *Manager) handle(ctx context.Context, active bool) {
 	m.stopPods(ctx)
 	m.setTimes(start, m.cfg.Clock.Now())
 	m.release()
-	glog.Infof("Graceful node shutdown: pods stopped; released the inhibitor, the node shuts down")
+	klog.Infof("Graceful node shutdown: pods stopped; released the inhibitor, the node shuts down")
 }
 
 // stopPods terminates the active pods row by row of the table: every pod
@@ -311,7 +311,7 @@ func (m *Manager) stopPods(ctx context.Context) {
 		done := make([]<-chan struct{}, len(pods))
 		for j, pod := range pods {
 			grace := PodGrace(g, pod)
-			glog.Infof("Graceful node shutdown: stopping pod %s (priority %d) within %v", api.Key(pod), Priority(pod), grace)
+			klog.Infof("Graceful node shutdown: stopping pod %s (priority %d) within %v", api.Key(pod), Priority(pod), grace)
 			done[j] = m.deps.Pods.TerminatePod(pod.UID, lifecycle.Termination{Cause: lifecycle.Shutdown, Grace: grace, Reason: Reason, Message: Message})
 		}
 		timeout := m.cfg.Clock.NewTimer(g.Grace)
@@ -321,7 +321,7 @@ func (m *Manager) stopPods(ctx context.Context) {
 				continue
 			case <-ctx.Done():
 			case <-timeout.C():
-				glog.Infof("Graceful node shutdown: pods of priority %d and up still stopping after %v; going on (%s first)", g.Priority, g.Grace, api.Key(pods[j]))
+				klog.Infof("Graceful node shutdown: pods of priority %d and up still stopping after %v; going on (%s first)", g.Priority, g.Grace, api.Key(pods[j]))
 			}
 			break
 		}
@@ -351,7 +351,7 @@ func (m *Manager) release() {
 		return
 	}
 	if err := m.lock.Close(); err != nil {
-		glog.Errorf("Graceful node shutdown: release logind's inhibitor: %v", err)
+		klog.Errorf("Graceful node shutdown: release logind's inhibitor: %v", err)
 	}
 	m.lock = nil
 }
@@ -378,7 +378,7 @@ func (m *Manager) setTimes(start, end time.Time) {
 	}
 	data, _ := json.Marshal(shutdownState{StartTime: start, EndTime: end})
 	if err := safefile.WriteAtomic(m.cfg.StateFile, data); err != nil {
-		glog.Errorf("Graceful node shutdown: state: %v", err)
+		klog.Errorf("Graceful node shutdown: state: %v", err)
 	}
 }
 
@@ -390,13 +390,13 @@ func (m *Manager) loadState() {
 	data, err := os.ReadFile(m.cfg.StateFile)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
-			glog.Errorf("Graceful node shutdown: state: %v", err)
+			klog.Errorf("Graceful node shutdown: state: %v", err)
 		}
 		return
 	}
 	var st shutdownState
 	if err := json.Unmarshal(data, &st); err != nil {
-		glog.Errorf("Graceful node shutdown: state %s: %v", m.cfg.StateFile, err)
+		klog.Errorf("Graceful node shutdown: state %s: %v", m.cfg.StateFile, err)
 		return
 	}
 	m.mu.Lock()

@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
@@ -44,7 +44,7 @@ func (l *listed[T]) get(clk clock.PassiveClock, what string, fetch func() ([]T, 
 	}
 	list, err := fetch()
 	if err != nil {
-		glog.V(2).Infof("Node status: %s: %v", what, err)
+		klog.V(2).Infof("Node status: %s: %v", what, err)
 		return l.list
 	}
 	l.list, l.at, l.ok = list, clk.Now(), true

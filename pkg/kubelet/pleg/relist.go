@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/golang/glog"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/classic-kubelet/kubelet/pkg/backoff"
@@ -278,7 +278,7 @@ func (r *Relister) relistOnce(ctx context.Context) {
 	err := r.relist(ctx)
 	if err == nil {
 		if r.failures > 0 {
-			glog.Infof("Docker answers again after %d failed relists", r.failures)
+			klog.Infof("Docker answers again after %d failed relists", r.failures)
 		}
 		r.failures = 0
 		r.failing.Reset(backoff.One{})
@@ -291,7 +291,7 @@ func (r *Relister) relistOnce(ctx context.Context) {
 	r.failing.Next(backoff.One{}, r.clock.Now())
 	// Log the first failure and then sparsely: Docker may be down for long.
 	if r.failures == 1 || r.failures%60 == 0 {
-		glog.Errorf("Relist failed (%d in a row): %v", r.failures, err)
+		klog.Errorf("Relist failed (%d in a row): %v", r.failures, err)
 	}
 }
 
@@ -314,7 +314,7 @@ func (r *Relister) followEvents(ctx context.Context, sub *runtimeevents.Reader) 
 			r.live.Store(sub.Live())
 			r.poke()
 		case ev := <-sub.Events():
-			glog.V(5).Infof("Docker event %s %s", ev.Action, kubecontainer.ShortID(ev.ContainerID))
+			klog.V(5).Infof("Docker event %s %s", ev.Action, kubecontainer.ShortID(ev.ContainerID))
 			r.markEvented(ev)
 			signal(r.named)
 		}
@@ -411,7 +411,7 @@ func (r *Relister) relist(ctx context.Context) error {
 		r.observe(start, pods)
 	}
 	if len(dirty) > 0 {
-		glog.V(4).Infof("Relist: %d containers, %d inspected, %d pods changed, in %v", len(list), len(fresh), len(dirty), r.clock.Since(start))
+		klog.V(4).Infof("Relist: %d containers, %d inspected, %d pods changed, in %v", len(list), len(fresh), len(dirty), r.clock.Since(start))
 		r.onDirty(keys(dirty))
 	}
 	return nil
@@ -478,7 +478,7 @@ func (r *Relister) inspectNamed(ctx context.Context) {
 	if r.metrics != nil {
 		r.count(r.cache.All())
 	}
-	glog.V(4).Infof("Events named %d containers (%d inspected) of %d pods", len(evented), len(ids), len(dirty))
+	klog.V(4).Infof("Events named %d containers (%d inspected) of %d pods", len(evented), len(ids), len(dirty))
 	r.onDirty(keys(dirty))
 }
 
@@ -517,7 +517,7 @@ func (r *Relister) relistPods(ctx context.Context) {
 	if r.metrics != nil {
 		r.count(r.cache.All())
 	}
-	glog.V(4).Infof("Relisted %d pods by themselves: %d containers, %d inspected, %d changed", len(lists), len(all), len(fresh), len(dirty))
+	klog.V(4).Infof("Relisted %d pods by themselves: %d containers, %d inspected, %d changed", len(lists), len(all), len(fresh), len(dirty))
 	if len(dirty) > 0 {
 		r.onDirty(keys(dirty))
 	}
@@ -746,7 +746,7 @@ func (r *Relister) inspect(ctx context.Context, todo []string) (map[string]*kube
 			case err == nil:
 				var perr error
 				if st, perr = containerState(d); perr != nil {
-					glog.V(4).Infof("Relist: skipping container %s: %v", d.Name, perr)
+					klog.V(4).Infof("Relist: skipping container %s: %v", d.Name, perr)
 				}
 				r.keepUser(st)
 			}

@@ -2,7 +2,6 @@ package pleg
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"sort"
 	"sync"
@@ -21,9 +20,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	_ = flag.Set("logtostderr", "true")
-	flag.Parse()
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/golang/glog.(*fileSink).flushDaemon"))
+	goleak.VerifyTestMain(m)
 }
 
 func TestRelistInspectsOnlyWhatChanged(t *testing.T) {

@@ -14,10 +14,10 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/golang/glog"
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
@@ -118,10 +118,10 @@ func Serve(ctx context.Context, l net.Listener, s *Server) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := srv.Serve(l); err != nil {
-			glog.Errorf("Pod resources API: %v", err)
+			klog.Errorf("Pod resources API: %v", err)
 		}
 	})
-	glog.Infof("Serving the pod resources API on %s", l.Addr())
+	klog.Infof("Serving the pod resources API on %s", l.Addr())
 	<-ctx.Done()
 	srv.Stop()
 	wg.Wait()

@@ -27,7 +27,7 @@ import (
 
 func TestMain(m *testing.M) {
 	// A log read a test cancels must have returned when it ends.
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/golang/glog.(*fileSink).flushDaemon"))
+	goleak.VerifyTestMain(m)
 }
 
 const infraName = kubecontainer.InfraContainerName

@@ -15,10 +15,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/classic-kubelet/kubelet/pkg/probe"
@@ -321,7 +321,7 @@ func (w *worker) probeOnce(ctx context.Context) bool {
 		return false
 	}
 	if err != nil {
-		glog.V(1).Infof("Could not run the %s probe of %s container %s: %v", w.typ, w.target.PodKey, c.Name, err)
+		klog.V(1).Infof("Could not run the %s probe of %s container %s: %v", w.typ, w.target.PodKey, c.Name, err)
 		result = probe.Failure
 	}
 	if w.m.observe != nil {
@@ -347,9 +347,9 @@ func (w *worker) probeOnce(ctx context.Context) bool {
 	}
 	if w.m.set(key{w.target.ContainerID, w.typ}, result) {
 		if result == probe.Failure {
-			glog.Infof("Pod %s container %s: %s probe failed: %s", w.target.PodKey, c.Name, w.typ, probe.Truncate(out))
+			klog.Infof("Pod %s container %s: %s probe failed: %s", w.target.PodKey, c.Name, w.typ, probe.Truncate(out))
 		} else {
-			glog.V(1).Infof("Pod %s container %s: %s probe succeeded", w.target.PodKey, c.Name, w.typ)
+			klog.V(1).Infof("Pod %s container %s: %s probe succeeded", w.target.PodKey, c.Name, w.typ)
 		}
 		w.m.onChange(w.target.PodUID)
 	}

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/golang/glog"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/classic-kubelet/kubelet/pkg/backoff"
@@ -104,9 +104,9 @@ func (h *Hub) Run(ctx context.Context) {
 		}
 		delay := h.retry.Next(backoff.One{}, h.clock.Now())
 		if err != nil {
-			glog.V(2).Infof("Subscribe to runtime events: %v (retry in %v)", err, delay)
+			klog.V(2).Infof("Subscribe to runtime events: %v (retry in %v)", err, delay)
 		} else {
-			glog.V(2).Infof("Runtime event stream ended; subscribing again in %v", delay)
+			klog.V(2).Infof("Runtime event stream ended; subscribing again in %v", delay)
 		}
 		select {
 		case <-ctx.Done():
@@ -143,7 +143,7 @@ func (h *Hub) dispatch(ev kubecontainer.Event) {
 			r.behind = false
 		default:
 			if !r.behind {
-				glog.V(2).Infof("Runtime events: %s fell %d events behind; it resyncs", r.name, ReaderBuffer)
+				klog.V(2).Infof("Runtime events: %s fell %d events behind; it resyncs", r.name, ReaderBuffer)
 			}
 			r.behind = true
 			signal(r.resync)

@@ -3,7 +3,6 @@ package runtimeevents
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"sync"
 	"testing"
@@ -17,9 +16,7 @@ import (
 
 // The hub's goroutine ends with its context; a reader has none.
 func TestMain(m *testing.M) {
-	_ = flag.Set("logtostderr", "true")
-	flag.Parse()
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/golang/glog.(*fileSink).flushDaemon"))
+	goleak.VerifyTestMain(m)
 }
 
 // fakeSource is the runtime's event stream: each subscription fails with

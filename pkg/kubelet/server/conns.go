@@ -7,7 +7,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/golang/glog"
+	"k8s.io/klog/v2"
 )
 
 // connLimiter caps the connections open on one port. When the cap is
@@ -69,7 +69,7 @@ func (l *connLimiter) admit(c net.Conn) bool {
 		front := l.idle.Front()
 		if front == nil {
 			l.mu.Unlock()
-			glog.V(2).Infof("API: %d connections busy on %s; refusing %s", l.count, c.LocalAddr(), c.RemoteAddr())
+			klog.V(2).Infof("API: %d connections busy on %s; refusing %s", l.count, c.LocalAddr(), c.RemoteAddr())
 			return false
 		}
 		victim = front.Value.(net.Conn)

@@ -21,10 +21,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/golang/glog"
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/api"
 	"github.com/classic-kubelet/kubelet/pkg/config"
@@ -345,7 +345,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
-		glog.V(2).Infof("Write response: %v", err)
+		klog.V(2).Infof("Write response: %v", err)
 	}
 }
 
@@ -398,7 +398,7 @@ func (s *Server) listPods(w http.ResponseWriter, r *http.Request, _ map[string]s
 func writeEncoded(w http.ResponseWriter, body []byte, err error) {
 	switch {
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		glog.V(2).Infof("Encode pods: %v", err)
+		klog.V(2).Infof("Encode pods: %v", err)
 		return // nobody is listening
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("encode pods: %v", err))
@@ -408,7 +408,7 @@ func writeEncoded(w http.ResponseWriter, body []byte, err error) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	if _, err := w.Write(body); err != nil {
-		glog.V(2).Infof("Write response: %v", err)
+		klog.V(2).Infof("Write response: %v", err)
 	}
 }
 
@@ -497,7 +497,7 @@ func (s *Server) changePods(w http.ResponseWriter, r *http.Request, change func(
 		writeError(w, changeErrorStatus(err), fmt.Sprintf("%s /pods: %v", r.Method, err))
 		return
 	}
-	glog.Infof("API source: %s /pods from %s: %s", r.Method, r.RemoteAddr, strings.Join(keys, ", "))
+	klog.Infof("API source: %s /pods from %s: %s", r.Method, r.RemoteAddr, strings.Join(keys, ", "))
 	writeJSON(w, http.StatusOK, podsResult{Pods: keys, Rejected: s.Sources.RejectedOf(api.SourceAPI, keys)})
 }
 
@@ -523,7 +523,7 @@ func (s *Server) deletePod(w http.ResponseWriter, r *http.Request, p map[string]
 		writeError(w, http.StatusNotFound, fmt.Sprintf("pod %s/%s is not a pod of the API source", p["namespace"], p["name"]))
 		return
 	}
-	glog.Infof("API source: DELETE pod %s/%s from %s", p["namespace"], p["name"], r.RemoteAddr)
+	klog.Infof("API source: DELETE pod %s/%s from %s", p["namespace"], p["name"], r.RemoteAddr)
 	writeJSON(w, http.StatusOK, podsResult{Pods: []string{p["namespace"] + "/" + p["name"]}})
 }
 
@@ -582,7 +582,7 @@ func Serve(ctx context.Context, addr string, h http.Handler, tlsConfig *tls.Conf
 		select {
 		case <-done:
 		case <-sctx.Done():
-			glog.Errorf("Server on %s: streams still open %v after shutdown", addr, shutdownGrace)
+			klog.Errorf("Server on %s: streams still open %v after shutdown", addr, shutdownGrace)
 		}
 		return nil
 	}

@@ -11,11 +11,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/golang/glog"
 	gwebsocket "github.com/gorilla/websocket"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/portforward"
+	"k8s.io/klog/v2"
 	"k8s.io/streaming/pkg/httpstream"
 	"k8s.io/streaming/pkg/httpstream/spdy"
 	"k8s.io/streaming/pkg/httpstream/wsstream"
@@ -243,7 +243,7 @@ func openChannels(w http.ResponseWriter, r *http.Request, channels []wsstream.Ch
 	guard := newGuardedUpgrade(w, maxWebSocketFrame)
 	proto, streams, err := conn.Open(guard, r)
 	if err != nil {
-		glog.V(2).Infof("WebSocket upgrade of %s: %v", r.URL.Path, err)
+		klog.V(2).Infof("WebSocket upgrade of %s: %v", r.URL.Path, err)
 		return nil, "", nil, nil, false
 	}
 	return conn, proto, streams, guard.closed, true
@@ -311,7 +311,7 @@ func openSPDYSession(w http.ResponseWriter, r *http.Request, o streamOptions) (*
 		case <-closed: // the client went away
 			return nil, false
 		case <-timeout.C:
-			glog.V(2).Infof("Stream session %s: timed out waiting for the client's streams", r.URL.Path)
+			klog.V(2).Infof("Stream session %s: timed out waiting for the client's streams", r.URL.Path)
 			_ = conn.Close()
 			return nil, false
 		}
@@ -382,7 +382,7 @@ func serveStream(w http.ResponseWriter, r *http.Request, what string, run func(c
 	}()
 	code, err := run(ctx, s.streams(ctx, o.tty))
 	if err != nil {
-		glog.V(1).Infof("%s %s: %v", what, r.URL.Path, err)
+		klog.V(1).Infof("%s %s: %v", what, r.URL.Path, err)
 	}
 	// Output is complete before the status: the client reads them apart.
 	for _, c := range []io.Closer{s.stdout, s.stderr} {
@@ -391,7 +391,7 @@ func serveStream(w http.ResponseWriter, r *http.Request, what string, run func(c
 		}
 	}
 	if err := s.status(exitStatus(code, err)); err != nil {
-		glog.V(2).Infof("%s %s: write status: %v", what, r.URL.Path, err)
+		klog.V(2).Infof("%s %s: write status: %v", what, r.URL.Path, err)
 	}
 }
 

@@ -12,11 +12,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/classic-kubelet/kubelet/pkg/safefile"
@@ -57,7 +57,7 @@ func NewManager(path string, clk clock.WithTicker) *Manager {
 	data, err := os.ReadFile(path)
 	if err == nil {
 		if err := json.Unmarshal(data, &m.conds); err != nil {
-			glog.Errorf("Ignoring corrupt condition checkpoint %s: %v", path, err)
+			klog.Errorf("Ignoring corrupt condition checkpoint %s: %v", path, err)
 			m.conds = map[types.UID]map[v1.PodConditionType]entry{}
 		}
 	}
@@ -205,7 +205,7 @@ func (m *Manager) Flush() {
 		err = safefile.WriteAtomic(m.path, data)
 	}
 	if err != nil {
-		glog.Errorf("Checkpoint pod conditions: %v", err)
+		klog.Errorf("Checkpoint pod conditions: %v", err)
 	}
 }
 

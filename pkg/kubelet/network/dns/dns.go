@@ -28,8 +28,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/golang/glog"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/events"
@@ -236,7 +236,7 @@ func (c *Configurer) fitSearches(pod *v1.Pod, searches []string) []string {
 }
 
 func (c *Configurer) warnForming(pod *v1.Pod, format string, arg string) {
-	glog.Errorf("Pod %s/%s: "+format, pod.Namespace, pod.Name, arg)
+	klog.Errorf("Pod %s/%s: "+format, pod.Namespace, pod.Name, arg)
 	if c.Events != nil {
 		c.Events.Event(events.PodRef(pod, ""), true, "DNSConfigForming", format, arg)
 	}
