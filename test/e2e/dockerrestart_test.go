@@ -210,7 +210,7 @@ func mainDaemonState(t *testing.T) string {
 	return b.String()
 }
 
-// A Docker daemon restarted under 15 pods: without live-restore every pod
+// A Docker daemon restarted under 8 pods: without live-restore every pod
 // runs again within 30 s of the daemon answering (or, on a daemon slow to
 // start containers, within 1.5 times what their first start took), with no
 // duplicates; with
@@ -222,9 +222,9 @@ func TestDockerDaemonRestart(t *testing.T) {
 		t.Fatal("a private Docker daemon needs root")
 	}
 	before := mainDaemonState(t)
-	// 15 pods a daemon (30 until the test had to fit make test's 20
-	// minutes): two daemons at once make 60 containers twice.
-	const pods = 15
+	// 8 pods a daemon (30, then 15, until the test had to fit make test's
+	// 20 minutes): two daemons at once make 32 containers twice.
+	const pods = 8
 	// The two daemons side by side: a recovery took a fifth of what it is
 	// allowed (6 s of 30), and a daemon's first start, which the allowance
 	// follows, shares the machine alike.

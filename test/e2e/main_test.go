@@ -372,6 +372,14 @@ func (a *agent) waitRounds(n int) {
 // waitFor polls cond until it holds or the timeout passes.
 func waitFor(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
+	waitEvery(t, timeout, 100*time.Millisecond, cond)
+}
+
+// waitEvery is waitFor polling every interval: a condition that execs in a
+// container costs Docker a process each time, and the e2e package's
+// parallel tests share two cores.
+func waitEvery(t *testing.T, timeout, interval time.Duration, cond func() (bool, string)) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		ok, why := cond()
@@ -381,7 +389,7 @@ func waitFor(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %v: %s", timeout, why)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(interval)
 	}
 }
 

@@ -846,7 +846,7 @@ func nodeOf(t *testing.T, c *cluster.Cluster, extraArgs ...string) *agent {
 	}, extraArgs...)
 }
 
-// The API server stopped for 60 s with 20 pods running: nothing stops,
+// The API server stopped for 60 s with 8 pods running: nothing stops,
 // the agent keeps its pods (a container that dies meanwhile is restarted),
 // and once the API server is back the statuses catch up within 10 s; the
 // node is never NotReady for longer than the outage.
@@ -856,12 +856,13 @@ func TestNodeSurvivesAPIServerOutage(t *testing.T) {
 	a := nodeOf(t, cl)
 	c, ns := readyNode(t, cl, a)
 	ctx := context.Background()
-	for i := 0; i < 20; i++ {
+	const pods = 8
+	for i := 0; i < pods; i++ {
 		createPod(t, c, ns, fmt.Sprintf("p%02d", i), onNode(a.node, sleepy("app")))
 	}
-	waitPodsRunning(t, c, ns, 20, false, 3*time.Minute)
+	waitPodsRunning(t, c, ns, pods, false, 3*time.Minute)
 	before := map[string]string{}
-	for i := 0; i < 20; i++ {
+	for i := 0; i < pods; i++ {
 		name := fmt.Sprintf("p%02d", i)
 		before[name] = a.running(name)["app"].ID
 	}
@@ -1057,7 +1058,9 @@ func TestNodePodVolumesFromAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	edited := time.Now()
-	waitFor(t, 90*time.Second, func() (bool, string) {
+	// The edit takes up to a minute (the kubelet's sync and cache):
+	// looked for every 3 s, each look two execs.
+	waitEvery(t, 90*time.Second, 3*time.Second, func() (bool, string) {
 		a, _ := cl.Kubectl("-n", ns, "exec", "vols", "--", "cat", "/conf/a")
 		_, errB := cl.Kubectl("-n", ns, "exec", "vols", "--", "cat", "/conf/b")
 		return a == "two" && errB != nil, fmt.Sprintf("/conf/a %q, /conf/b gone: %v", a, errB != nil)

@@ -15,7 +15,10 @@ import (
 
 // TestRaceBuildScenario runs an agent built with -race through pods with
 // probes, concurrent starts, SIGHUP reloads, exec and API load, and asserts
-// that the race detector reported nothing. It asserts no timings.
+// that the race detector reported nothing. It asserts no timings. Its load
+// is sized for a parallel test on two cores: three pods, each path of the
+// API asked five times a second (a race-built agent costs several times
+// the CPU, and each exec probe a Docker exec).
 func TestRaceBuildScenario(t *testing.T) {
 	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "kubelet-race")
@@ -28,7 +31,8 @@ func TestRaceBuildScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := startAgentWith(t, func(a *agent) { a.binary, a.env = bin, []string{"GORACE=halt_on_error=0"} }, "--kubelet-config", cfg)
-	for i := range 6 {
+	const pods = 3
+	for i := range pods {
 		a.writeManifest(fmt.Sprintf("r%d.yaml", i), lifecyclePod(fmt.Sprintf("r%d", i), "Always", `  containers:
   - name: server
     image: `+testImage+`
@@ -56,11 +60,11 @@ func TestRaceBuildScenario(t *testing.T) {
 				if resp, err := c.Get(a.api(true) + path); err == nil {
 					resp.Body.Close()
 				}
-				time.Sleep(50 * time.Millisecond)
+				time.Sleep(200 * time.Millisecond)
 			}
 		}()
 	}
-	for i := range 6 {
+	for i := range pods {
 		// The race detector slows the agent several times over, and other
 		// parallel tests share the two cores.
 		a.waitRunningWithin(3*time.Minute, fmt.Sprintf("r%d", i), "server", "side")
@@ -79,7 +83,7 @@ func TestRaceBuildScenario(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
-	a.removeManifest("r5.yaml")
+	a.removeManifest(fmt.Sprintf("r%d.yaml", pods-1))
 	time.Sleep(3 * time.Second)
 	close(stop)
 	wg.Wait()
