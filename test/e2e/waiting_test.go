@@ -28,8 +28,10 @@ const unpullable = "127.0.0.1:9/e2e/unpullable:1"
 // window on the same busy machine: an agent's own housekeeping (cAdvisor,
 // relists, disk usage) is no pod's cost, and it varies with the load of the
 // agents around it. One idle agent serves every reason: its CPU is read over
-// each one's window.
+// each one's window. Docker calls and CPU are counted per agent, which
+// other tests do not move: it runs beside them.
 func TestWaitingPodsCostNothing(t *testing.T) {
+	t.Parallel()
 	const window = 10 * time.Second
 	backoff := []string{"--backoff-initial", "30s", "--backoff-max", "30s"}
 	idle := startAgent(t, backoff...)
