@@ -57,7 +57,7 @@ func (a *agent) podPhaseReason(pod string) (phase, reason, message string) {
 	return p.Status.Phase, p.Status.Reason, p.Status.Message
 }
 
-// A BestEffort container without a memory limit allocates (4 MiB at a
+// A BestEffort container without a memory limit allocates (16 MiB at a
 // time, at most 1.75 GiB) past a hard memory.available threshold set
 // 1 GiB below what the node has free at the start: the agent evicts it
 // (Failed, Evicted, the kubelet's message, an Evicted event), before the
@@ -67,6 +67,10 @@ func (a *agent) podPhaseReason(pod string) (phase, reason, message string) {
 // crossed the threshold, not the next periodic one. While MemoryPressure
 // holds (the transition period) a new BestEffort pod is refused as the
 // kubelet's admission refuses it, and admitted once the pressure is gone.
+// The allocation is quick: the notification's level is usage, set from the
+// inactive file pages of the last round, and page cache that goes between
+// two rounds (files removed, pages activated) opens a window in which the
+// threshold is met below that level, which a periodic round can fall in.
 func TestEvictionMemoryHardThreshold(t *testing.T) {
 	avail := memoryAvailable(t)
 	threshold := (avail - 1<<30) >> 20
@@ -88,7 +92,7 @@ func TestEvictionMemoryHardThreshold(t *testing.T) {
 	a.writeManifest("hog.yaml", lifecyclePod("hog", "Always", `  containers:
   - name: hog
     image: `+testImage+`
-    command: ["sh", "-c", "(for i in $(seq 1 448); do head -c 4194304 /dev/zero; sleep 0.01; done; sleep 3600) | tail >/dev/null"]
+    command: ["sh", "-c", "(for i in $(seq 1 112); do head -c 16777216 /dev/zero; sleep 0.01; done; sleep 3600) | tail >/dev/null"]
 `))
 	hog := a.waitRunning("hog", "hog")["hog"].ID
 
