@@ -459,6 +459,7 @@ func TestCNIFailedAddCostsNothing(t *testing.T) {
 	calls := func() float64 { return a.metric("kubelet_runtime_operations_total", nil) }
 	attempts := a.attempts()
 	idle.waitRounds(1)
+	ops0 := a.operations()
 	lists0, calls0, cpu0, idle0, t0 := lists(), calls(), a.cpu(), idle.cpu(), time.Now()
 	time.Sleep(window)
 	took := time.Since(t0)
@@ -466,7 +467,8 @@ func TestCNIFailedAddCostsNothing(t *testing.T) {
 	cores := func(d time.Duration) float64 { return d.Seconds() / took.Seconds() }
 	t.Logf("failed CNI ADD: %v list calls, %v Docker calls, %.4f cores (an idle agent %.4f) in %v", nLists, nCalls, cores(cpu), cores(idleCPU), took.Round(time.Millisecond))
 	if limit := float64(window/(5*time.Second)) + 2; nLists > limit || nCalls > nLists {
-		t.Errorf("%v Docker calls (%v lists) in %v while waiting, want only the relist's lists (at most %v)", nCalls, nLists, window, limit)
+		t.Errorf("%v Docker calls (%v lists) in %v while waiting, want only the relist's lists (at most %v); by operation since: %v",
+			nCalls, nLists, window, limit, a.operationsSince(ops0))
 	}
 	if extra := cores(cpu - idleCPU); extra > 0.01 {
 		t.Errorf("%.4f cores beyond an idle agent's while waiting, want at most 0.01", extra)

@@ -19,6 +19,31 @@ import (
 
 // metric sums the samples of a counter or gauge (or the observation counts
 // of a histogram) on the agent's /metrics whose labels include want.
+// operations are the agent's Docker calls so far by operation type
+// (kubelet_runtime_operations_total).
+func (a *agent) operations() map[string]float64 {
+	a.t.Helper()
+	out := map[string]float64{}
+	for _, op := range []string{"list_containers", "container_status", "get_container_events", "create_container", "start_container",
+		"stop_container", "update_container", "remove_container", "image_status", "pull_image", "remove_image", "image_fs_info",
+		"exec_sync", "exec", "attach", "container_logs"} {
+		out[op] = a.metric("kubelet_runtime_operations_total", map[string]string{"operation_type": op})
+	}
+	return out
+}
+
+// operationsSince are the operations made since an earlier count, by type.
+func (a *agent) operationsSince(before map[string]float64) map[string]float64 {
+	a.t.Helper()
+	out := map[string]float64{}
+	for op, n := range a.operations() {
+		if d := n - before[op]; d != 0 {
+			out[op] = d
+		}
+	}
+	return out
+}
+
 func (a *agent) metric(name string, want map[string]string) float64 {
 	a.t.Helper()
 	path := "/metrics"
