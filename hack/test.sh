@@ -46,9 +46,10 @@ after=$(go list ./test/... | awk -v e2e="$e2e" '$0 > e2e')
 smoke=bin/conformance-smoke
 rm -f "$smoke".*
 # conformance starts the smoke in the background once the JSON stream shows
-# the e2e package's parallel part begun, and keeps reading the stream.
+# the e2e package's parallel part begun (a top-level test resumed: a timed
+# test's own parallel subtests resume too), and keeps reading the stream.
 conformance() {
-  if grep -q -m1 '"Action":"cont","Package":"'"$e2e"'"'; then
+  if grep -q -m1 '"Action":"cont","Package":"'"$e2e"'","Test":"Test[^/"]*"}'; then
     touch "$smoke.started"
     { hack/conformance.sh --smoke </dev/null; echo $? >"$smoke.rc"; } >"$smoke.log" 2>&1 &
   fi
