@@ -43,7 +43,9 @@ e2e: images
 bench: images
 	hack/bench.sh
 
-# Simulated fleets of 100, 500 and 1,000 nodes against one real etcd;
+# Simulated fleets of 100, 500 and 1,000 nodes against one real etcd, then
+# the long end-to-end scenarios (a hundred pods, a fleet, a certificate
+# rotation);
 # writes docs/scale.md (a smoke run of 20 nodes is part of make test).
 scale: images
 	hack/scale.sh

@@ -412,7 +412,8 @@ const signingDuration = 3 * time.Minute
 // is renewed by a CSR the node makes with its own certificate, and used
 // without a restart: after the first certificate expired, the node's Lease
 // is still renewed, the Node never went NotReady, and its pod kept its
-// container.
+// container. It waits 4 minutes on the certificate's lifetime: make scale
+// runs it, make test does not (its TLS bootstrap tests stay there).
 func TestCertificateRotation(t *testing.T) {
 	t.Parallel()
 	sharedCluster(t) // skips (or fails under CI) as the shared one would
