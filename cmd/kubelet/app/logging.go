@@ -18,7 +18,8 @@ import (
 // --vmodule, --log-flush-frequency, the split-stream options) and the
 // KubeletConfiguration's logging section. klog's older flags, which the
 // agent offered when it logged through glog, are still taken; with a format
-// other than text, component-base refuses them set.
+// other than text they are refused (checkLegacyLogFlags: component-base
+// checks only -v and --vmodule).
 var klogLegacyFlags = []string{"logtostderr", "alsologtostderr", "stderrthreshold", "log_dir", "log_backtrace_at"}
 
 // addLoggingFlags adds the logging options, bound to o.Logging, and the
