@@ -62,15 +62,17 @@ func (a *agent) podPhaseReason(pod string) (phase, reason, message string) {
 // 1 GiB below what the node has free at the start: the agent evicts it
 // (Failed, Evicted, the kubelet's message, an Evicted event), before the
 // kernel's OOM killer acts, and does not restart it; a Guaranteed pod
-// beside it is untouched. On cgroup v1 the round that evicts it is the one
+// beside it is untouched. On cgroup v1 the round that evicts it is normally the one
 // the kernel's memory threshold notification started as the allocation
-// crossed the threshold, not the next periodic one. While MemoryPressure
+// crossed the threshold, not the next periodic one (below). While MemoryPressure
 // holds (the transition period) a new BestEffort pod is refused as the
 // kubelet's admission refuses it, and admitted once the pressure is gone.
 // The allocation is quick: the notification's level is usage, set from the
 // inactive file pages of the last round, and page cache that goes between
 // two rounds (files removed, pages activated) opens a window in which the
-// threshold is met below that level, which a periodic round can fall in.
+// threshold is met below that level, which a periodic round can fall in
+// (seen twice in a day on this machine, a few MiB below the threshold):
+// then the notification must still have started a round.
 func TestEvictionMemoryHardThreshold(t *testing.T) {
 	avail := memoryAvailable(t)
 	threshold := (avail - 1<<30) >> 20
@@ -124,8 +126,16 @@ func TestEvictionMemoryHardThreshold(t *testing.T) {
 			t.Error("the agent never armed the memory threshold notification")
 		}
 		m := regexp.MustCompile(`Eviction: hard memory\.available<` + strconv.FormatInt(threshold, 10) + `Mi met, in a round started by the (.+)`).FindStringSubmatch(log)
-		if m == nil || m[1] != "memory threshold notification" {
-			t.Errorf("the hog's eviction round: %q, want one started by the memory threshold notification", m)
+		switch {
+		case m == nil:
+			t.Error("no eviction round saw the threshold met")
+		case m[1] == "memory threshold notification":
+		case strings.Contains(log, "Eviction: memory threshold notification: a round now"):
+			// The race the doc comment names: the round was periodic, and
+			// the notification (armed, firing) came after it.
+			t.Logf("the hog's eviction round was the periodic one; the notification fired after it")
+		default:
+			t.Errorf("the hog's eviction round: %q, and the memory threshold notification never started one", m)
 		}
 		if m := regexp.MustCompile(`available: (\d+)(Ki|Mi)\.`).FindStringSubmatch(msg); m != nil {
 			n, _ := strconv.ParseInt(m[1], 10, 64)
