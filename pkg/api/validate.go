@@ -717,6 +717,17 @@ func validateSecurityContext(sc *v1.SecurityContext, p *field.Path, ignored *[]s
 	errs = append(errs, validateIDs(p, sc.RunAsUser, sc.RunAsGroup)...)
 	errs = append(errs, validateSeccomp(sc.SeccompProfile, p.Child("seccompProfile"))...)
 	errs = append(errs, validateAppArmor(sc.AppArmorProfile, p.Child("appArmorProfile"))...)
+	if pm := sc.ProcMount; pm != nil {
+		switch *pm {
+		case v1.DefaultProcMount:
+		case v1.UnmaskedProcMount:
+			// Only in a user namespace (hostUsers: false), which the agent
+			// refuses: the API server's rule, and its message.
+			errs = append(errs, field.Invalid(p.Child("procMount"), *pm, "`hostUsers` must be false to use `Unmasked`"))
+		default:
+			errs = append(errs, field.NotSupported(p.Child("procMount"), *pm, []string{string(v1.DefaultProcMount), string(v1.UnmaskedProcMount)}))
+		}
+	}
 	if sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation && (sc.Privileged != nil && *sc.Privileged) {
 		errs = append(errs, field.Invalid(p.Child("allowPrivilegeEscalation"), false, "cannot be false for a privileged container"))
 	}
@@ -771,12 +782,55 @@ func validateVolumeMounts(c *v1.Container, p *field.Path, volumes sets.Set[strin
 		if m.SubPathExpr != "" && path.IsAbs(m.SubPathExpr) {
 			errs = append(errs, field.Invalid(mp.Child("subPathExpr"), m.SubPathExpr, "must be a relative path"))
 		}
+		errs = append(errs, validateMountPropagation(m.MountPropagation, c, mp.Child("mountPropagation"))...)
+		errs = append(errs, validateRecursiveReadOnly(m, mp.Child("recursiveReadOnly"))...)
 		if mountPaths.Has(path.Clean(m.MountPath)) {
 			errs = append(errs, field.Duplicate(mp.Child("mountPath"), m.MountPath))
 		}
 		mountPaths.Insert(path.Clean(m.MountPath))
 	}
 	return errs
+}
+
+// validateMountPropagation checks a mount's mountPropagation as the API
+// server does: Bidirectional mounts what the container mounts back onto
+// the host, which only a privileged container may do.
+func validateMountPropagation(mode *v1.MountPropagationMode, c *v1.Container, p *field.Path) field.ErrorList {
+	if mode == nil {
+		return nil
+	}
+	switch *mode {
+	case v1.MountPropagationNone, v1.MountPropagationHostToContainer:
+		return nil
+	case v1.MountPropagationBidirectional:
+		if sc := c.SecurityContext; sc == nil || sc.Privileged == nil || !*sc.Privileged {
+			return field.ErrorList{field.Forbidden(p, "Bidirectional mount propagation is available only to privileged containers")}
+		}
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(p, *mode, []string{string(v1.MountPropagationBidirectional), string(v1.MountPropagationHostToContainer), string(v1.MountPropagationNone)})}
+}
+
+// validateRecursiveReadOnly checks a mount's recursiveReadOnly as the API
+// server does.
+func validateRecursiveReadOnly(m v1.VolumeMount, p *field.Path) field.ErrorList {
+	if m.RecursiveReadOnly == nil {
+		return nil
+	}
+	switch *m.RecursiveReadOnly {
+	case v1.RecursiveReadOnlyDisabled:
+		return nil
+	case v1.RecursiveReadOnlyEnabled, v1.RecursiveReadOnlyIfPossible:
+		var errs field.ErrorList
+		if !m.ReadOnly {
+			errs = append(errs, field.Forbidden(p, "may only be specified when readOnly is true"))
+		}
+		if m.MountPropagation != nil && *m.MountPropagation != v1.MountPropagationNone {
+			errs = append(errs, field.Forbidden(p, "may only be specified when mountPropagation is None or not specified"))
+		}
+		return errs
+	}
+	return field.ErrorList{field.NotSupported(p, *m.RecursiveReadOnly, []string{string(v1.RecursiveReadOnlyDisabled), string(v1.RecursiveReadOnlyEnabled), string(v1.RecursiveReadOnlyIfPossible)})}
 }
 
 func validateProbe(pr *v1.Probe, p *field.Path, c *v1.Container, oneSuccess bool, ignored *[]string) field.ErrorList {

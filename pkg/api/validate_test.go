@@ -522,12 +522,11 @@ func TestHostPortConflicts(t *testing.T) {
 // A rejected field's message says "not supported" once.
 func TestRejectionWordedOnce(t *testing.T) {
 	p := podFrom(t, func(p *v1.Pod) {
-		pm := v1.UnmaskedProcMount
-		p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{ProcMount: &pm}
+		p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: "share", VolumeSource: v1.VolumeSource{NFS: &v1.NFSVolumeSource{Server: "nfs", Path: "/"}}})
 	})
 	errs, _ := Validate(p)
 	msg := errs.ToAggregate().Error()
-	if !strings.Contains(msg, "securityContext.procMount: Forbidden: not supported by this agent") || strings.Contains(msg, "agent: not supported") {
+	if !strings.Contains(msg, "nfs: Forbidden: not supported by this agent") || strings.Contains(msg, "agent: not supported") {
 		t.Errorf("message %q", msg)
 	}
 }
@@ -570,6 +569,27 @@ func TestValidateAsTheAPIServer(t *testing.T) {
 	sizeLimit := func(medium v1.StorageMedium, q string) func(p *v1.Pod) {
 		s := resource.MustParse(q)
 		return volume(v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: medium, SizeLimit: &s}})
+	}
+	// mount changes the container and its first volume mount.
+	mount := func(fs ...func(c *v1.Container, m *v1.VolumeMount)) func(p *v1.Pod) {
+		return func(p *v1.Pod) {
+			for _, f := range fs {
+				f(&p.Spec.Containers[0], &p.Spec.Containers[0].VolumeMounts[0])
+			}
+		}
+	}
+	propagation := func(mode v1.MountPropagationMode) func(*v1.Container, *v1.VolumeMount) {
+		return func(_ *v1.Container, m *v1.VolumeMount) { m.MountPropagation = &mode }
+	}
+	rro := func(mode v1.RecursiveReadOnlyMode) func(*v1.Container, *v1.VolumeMount) {
+		return func(_ *v1.Container, m *v1.VolumeMount) { m.RecursiveReadOnly = &mode }
+	}
+	readOnly := func(_ *v1.Container, m *v1.VolumeMount) { m.ReadOnly = true }
+	privileged := func(on bool) func(*v1.Container, *v1.VolumeMount) {
+		return func(c *v1.Container, _ *v1.VolumeMount) { c.SecurityContext = &v1.SecurityContext{Privileged: &on} }
+	}
+	procMount := func(pm v1.ProcMountType) func(*v1.Container, *v1.VolumeMount) {
+		return func(c *v1.Container, _ *v1.VolumeMount) { c.SecurityContext = &v1.SecurityContext{ProcMount: &pm} }
 	}
 	const badMode = "must be a number between 0 and 0777 (octal), both inclusive"
 	const badName = "a valid environment variable name must consist only of printable ASCII characters other than '='"
@@ -660,6 +680,25 @@ func TestValidateAsTheAPIServer(t *testing.T) {
 		{"emptyDir sizeLimit past int64", "validateVolumeSource (never reached)", sizeLimit("", "1e30"), ""},
 		{"Memory emptyDir sizeLimit past the node's memory", "validateVolumeSource (the tmpfs is bounded by the node's memory)",
 			sizeLimit(v1.StorageMediumMemory, "8Ei"), ""},
+		// Mount propagation, recursive read-only mounts, procMount.
+		{"Bidirectional, not privileged", "validateMountPropagation", mount(propagation(v1.MountPropagationBidirectional), privileged(false)),
+			"spec.containers[0].volumeMounts[0].mountPropagation: Forbidden: Bidirectional mount propagation is available only to privileged containers"},
+		{"Bidirectional, privileged", "validateMountPropagation", mount(propagation(v1.MountPropagationBidirectional), privileged(true)), ""},
+		{"HostToContainer", "validateMountPropagation", mount(propagation(v1.MountPropagationHostToContainer)), ""},
+		{"None", "validateMountPropagation", mount(propagation(v1.MountPropagationNone)), ""},
+		{"unknown propagation", "validateMountPropagation", mount(propagation("Sideways")),
+			`volumeMounts[0].mountPropagation: Unsupported value: "Sideways": supported values: "Bidirectional", "HostToContainer", "None"`},
+		{"recursiveReadOnly Enabled, read-only", "validateMountRecursiveReadOnly", mount(rro(v1.RecursiveReadOnlyEnabled), readOnly), ""},
+		{"recursiveReadOnly IfPossible, not read-only", "validateMountRecursiveReadOnly", mount(rro(v1.RecursiveReadOnlyIfPossible)),
+			"volumeMounts[0].recursiveReadOnly: Forbidden: may only be specified when readOnly is true"},
+		{"recursiveReadOnly with HostToContainer", "validateMountRecursiveReadOnly",
+			mount(rro(v1.RecursiveReadOnlyEnabled), readOnly, propagation(v1.MountPropagationHostToContainer)),
+			"volumeMounts[0].recursiveReadOnly: Forbidden: may only be specified when mountPropagation is None or not specified"},
+		{"recursiveReadOnly Disabled, writable", "validateMountRecursiveReadOnly", mount(rro(v1.RecursiveReadOnlyDisabled)), ""},
+		{"recursiveReadOnly unknown", "validateMountRecursiveReadOnly", mount(rro("Sometimes"), readOnly), `recursiveReadOnly: Unsupported value: "Sometimes"`},
+		{"procMount Default", "validateProcMountType", mount(procMount(v1.DefaultProcMount)), ""},
+		{"procMount Unmasked", "ValidateSecurityContext: hostUsers must be false", mount(procMount(v1.UnmaskedProcMount)),
+			"spec.containers[0].securityContext.procMount: Invalid value: \"Unmasked\": `hostUsers` must be false to use `Unmasked`"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

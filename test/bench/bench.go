@@ -259,6 +259,7 @@ func (h *Harness) stopAgent(a *agent) {
 	}
 	h.removeLabelled(ownerLabel + "=" + a.node)
 	cleanup.PodCgroups(cleanup.PodDirUIDs(a.root))
+	cleanup.UnmountUnder(a.root) // the agent made its root dir a shared mount
 }
 
 // crossCheck waits (up to 10 s) for the agent's /pods to show every named

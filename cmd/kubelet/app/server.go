@@ -27,6 +27,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/podresources"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/server"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
 	"github.com/classic-kubelet/kubelet/pkg/systemd"
 )
 
@@ -45,6 +46,13 @@ func Run(ctx context.Context, o *Options, hup <-chan os.Signal, reparse func() (
 	defer lock.release()
 	if err := os.MkdirAll(o.RootDir, 0o755); err != nil {
 		return fmt.Errorf("root dir: %w", err)
+	}
+	// As the kubelet: a pod's volumes (and a CSI node plugin's hostPath of
+	// the root dir) can then be mounted Bidirectional. Unlike the kubelet,
+	// a failure (no CAP_SYS_ADMIN) is no reason not to run the pods that
+	// do not ask for it: theirs is a clear error at container create.
+	if err := volumes.MakeRShared(o.RootDir); err != nil {
+		klog.Warningf("Root dir %s is not a shared mount (Bidirectional and HostToContainer mounts of pod volumes will be refused): %v", o.RootDir, err)
 	}
 	for _, w := range o.Warnings {
 		klog.Warningf("%s", w)

@@ -7,14 +7,12 @@
 package volumes
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -417,12 +415,26 @@ func (m *Manager) Binds(pod *v1.Pod, c *v1.Container, hostPaths map[string]strin
 				return nil, &kubecontainer.StartError{Reason: kubecontainer.ReasonCreateContainerConfigError, Message: fmt.Sprintf("volumeMounts[%d] subPath %q: %v", i, sub, err)}
 			}
 		}
-		b := src + ":" + vm.MountPath
+		if err := recursiveReadOnly(vm); err != nil {
+			return nil, &kubecontainer.StartError{Reason: kubecontainer.ReasonCreateContainerConfigError, Message: "failed to resolve recursive read-only mode: " + err.Error()}
+		}
+		var opts []string
 		// The agent writes downwardAPI volumes; containers only read
 		// them (as in Kubernetes), so none can plant a link the agent's
 		// next write would follow.
 		if vm.ReadOnly || agentWritten(pod, vm.Name) {
-			b += ":ro"
+			opts = append(opts, "ro")
+		}
+		prop, err := propagationOption(src, vm.MountPropagation)
+		if err != nil {
+			return nil, &kubecontainer.StartError{Reason: kubecontainer.ReasonCreateContainerError, Message: fmt.Sprintf("volumeMounts[%d] (%s) mountPropagation %s: %v", i, vm.Name, *vm.MountPropagation, err)}
+		}
+		if prop != "" {
+			opts = append(opts, prop)
+		}
+		b := src + ":" + vm.MountPath
+		if len(opts) > 0 {
+			b += ":" + strings.Join(opts, ",")
 		}
 		binds = append(binds, b)
 	}
@@ -586,65 +598,4 @@ func CleanupPodDir(dir string) error {
 		return fmt.Errorf("mounts remain under %s: %v %v", dir, left, err)
 	}
 	return os.RemoveAll(dir)
-}
-
-// mountsUnder lists mount points below dir, deepest first.
-func mountsUnder(dir string) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	dir = filepath.Clean(dir)
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeMount(fields[4])
-		if strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
-	return out, sc.Err()
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// isMountPoint reports whether path is a mount point.
-func isMountPoint(path string) (bool, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	path = filepath.Clean(path)
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 5 && unescapeMount(fields[4]) == path {
-			return true, nil
-		}
-	}
-	return false, sc.Err()
 }
