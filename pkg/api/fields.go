@@ -67,7 +67,7 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"managedFields":              ignore("set by an API server"),
 	},
 	reflect.TypeOf(v1.PodSpec{}): {
-		"volumes":                       impl("hostPath and disk-backed emptyDir"),
+		"volumes":                       impl("see the Volume table"),
 		"containers":                    impl("at least one"),
 		"restartPolicy":                 impl("Always (default), OnFailure, Never"),
 		"terminationGracePeriodSeconds": impl("default 30, at least 2 s when stopping"),
@@ -149,7 +149,7 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"nfs":                   reject("not supported"),
 		"iscsi":                 reject("not supported"),
 		"glusterfs":             reject("not supported"),
-		"persistentVolumeClaim": reject(noAPIServer),
+		"persistentVolumeClaim": impl("node mode: the claim (claimName, readOnly) is read from the API server and, once Bound, its PersistentVolume: hostPath (its type checked as a hostPath volume's) and local (its node affinity checked against this Node's labels) volumes are mounted; until then the pod waits (FailedMount, the kubelet's messages: PVC is not bound, ...), retried on back-off. Other volume types, volumeMode Block, and a ReadWriteOncePod claim another pod of this node uses are refused the same way; standalone: FailedMount (no API server)"),
 		"rbd":                   reject("not supported"),
 		"flexVolume":            reject("not supported"),
 		"cinder":                reject("not supported"),
@@ -168,7 +168,7 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"scaleIO":               reject("not supported"),
 		"storageos":             reject("not supported"),
 		"csi":                   reject("not supported"),
-		"ephemeral":             reject(noAPIServer),
+		"ephemeral":             impl("node mode: the claim <pod>-<volume> that the control plane's ephemeral volume controller makes from volumeClaimTemplate, once it is the pod's (its controller) and Bound, as persistentVolumeClaim; standalone: FailedMount (no API server)"),
 		"image":                 reject("not supported"),
 	},
 	reflect.TypeOf(v1.VolumeMount{}): {
@@ -277,6 +277,10 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"sizeLimit": impl("negative is refused and 0 is no limit, as by the API server; bounds the tmpfs of a Memory emptyDir: the smallest of it, the pod's memory limit and the node's memory, as the kubelet (a sizeLimit past the node's memory, 8Ei or 1e30 say, is the node's memory); on disk, a pod whose emptyDir passes it is evicted and the volume removed (compared as quantities: one past what the disk or an int64 holds is never reached)"),
 		"mode":      reject("not supported"),
 	},
+	reflect.TypeOf(v1.PersistentVolumeClaimVolumeSource{}): {
+		"claimName": impl("required; a claim of the pod's namespace"),
+		"readOnly":  impl("every mount of the volume is read-only"),
+	},
 	reflect.TypeOf(v1.HostPathVolumeSource{}): {
 		"path": impl("absolute"),
 		"type": impl("\"\" (no check), Directory, DirectoryOrCreate, File, FileOrCreate (the *OrCreate types make a missing directory 0755 or empty file 0644), Socket, CharDevice, BlockDevice; links followed"),
@@ -364,7 +368,7 @@ func FieldTableMarkdown() string {
 		reflect.TypeOf(metav1.ObjectMeta{}), reflect.TypeOf(v1.PodSpec{}), reflect.TypeOf(v1.Container{}),
 		reflect.TypeOf(v1.ContainerPort{}), reflect.TypeOf(v1.EnvVar{}), reflect.TypeOf(v1.ResourceRequirements{}),
 		reflect.TypeOf(v1.VolumeMount{}), reflect.TypeOf(v1.Volume{}), reflect.TypeOf(v1.HostPathVolumeSource{}),
-		reflect.TypeOf(v1.EmptyDirVolumeSource{}), reflect.TypeOf(v1.Probe{}), reflect.TypeOf(v1.Lifecycle{}),
+		reflect.TypeOf(v1.EmptyDirVolumeSource{}), reflect.TypeOf(v1.PersistentVolumeClaimVolumeSource{}), reflect.TypeOf(v1.Probe{}), reflect.TypeOf(v1.Lifecycle{}),
 		reflect.TypeOf(v1.LifecycleHandler{}), reflect.TypeOf(v1.PodSecurityContext{}), reflect.TypeOf(v1.SecurityContext{}),
 		reflect.TypeOf(v1.EnvVarSource{}), reflect.TypeOf(v1.DownwardAPIVolumeSource{}), reflect.TypeOf(v1.DownwardAPIVolumeFile{}),
 	}

@@ -374,11 +374,20 @@ func validateVolume(vol *v1.Volume, p *field.Path, spec *v1.PodSpec, ignored *[]
 		errs = append(errs, validateHostPathVolume(vol.HostPath, p.Child("hostPath"), ignored)...)
 	case vol.EmptyDir != nil:
 		errs = append(errs, validateEmptyDirVolume(vol.EmptyDir, p.Child("emptyDir"), ignored)...)
+	case vol.PersistentVolumeClaim != nil:
+		errs = append(errs, checkFields(reflect.ValueOf(*vol.PersistentVolumeClaim), p.Child("persistentVolumeClaim"), ignored)...)
+		if vol.PersistentVolumeClaim.ClaimName == "" {
+			errs = append(errs, field.Required(p.Child("persistentVolumeClaim", "claimName"), ""))
+		}
+	case vol.Ephemeral != nil:
+		if vol.Ephemeral.VolumeClaimTemplate == nil {
+			errs = append(errs, field.Required(p.Child("ephemeral", "volumeClaimTemplate"), ""))
+		}
 	default:
 		// Another source was written: checkFields has rejected it already;
 		// otherwise the volume has no source at all.
 		if len(errs) == 0 {
-			errs = append(errs, field.Required(p, "a volume source (hostPath, emptyDir or downwardAPI)"))
+			errs = append(errs, field.Required(p, "a volume source (hostPath, emptyDir, downwardAPI, ...)"))
 		}
 	}
 	return errs

@@ -680,6 +680,12 @@ func TestValidateAsTheAPIServer(t *testing.T) {
 		{"emptyDir sizeLimit past int64", "validateVolumeSource (never reached)", sizeLimit("", "1e30"), ""},
 		{"Memory emptyDir sizeLimit past the node's memory", "validateVolumeSource (the tmpfs is bounded by the node's memory)",
 			sizeLimit(v1.StorageMediumMemory, "8Ei"), ""},
+		// Claims: named, and an ephemeral volume has its template.
+		{"persistentVolumeClaim", "validateVolumeSource", volume(v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}), ""},
+		{"persistentVolumeClaim without claimName", "validatePersistentClaimVolumeSource",
+			volume(v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{}}), "spec.volumes[1].persistentVolumeClaim.claimName: Required value"},
+		{"ephemeral without volumeClaimTemplate", "validateEphemeralVolumeSource",
+			volume(v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}), "spec.volumes[1].ephemeral.volumeClaimTemplate: Required value"},
 		// Mount propagation, recursive read-only mounts, procMount.
 		{"Bidirectional, not privileged", "validateMountPropagation", mount(propagation(v1.MountPropagationBidirectional), privileged(false)),
 			"spec.containers[0].volumeMounts[0].mountPropagation: Forbidden: Bidirectional mount propagation is available only to privileged containers"},

@@ -106,3 +106,22 @@ func (o *Objects) RuntimeClass(ctx context.Context, name string) (*nodev1.Runtim
 func (o *Objects) Token(ctx context.Context, namespace, serviceAccount string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
 	return o.client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, req, metav1.CreateOptions{})
 }
+
+// PersistentVolumeClaim reads a claim, never from the cache: a pod waits for
+// its claim to be bound, and sees the binding at its next try. The volume
+// manager keeps what a bound claim resolved to, so this is asked once per
+// pod and volume.
+func (o *Objects) PersistentVolumeClaim(ctx context.Context, namespace, name string) (*v1.PersistentVolumeClaim, error) {
+	return o.client.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// PersistentVolume reads a claim's volume (as PersistentVolumeClaim).
+func (o *Objects) PersistentVolume(ctx context.Context, name string) (*v1.PersistentVolume, error) {
+	return o.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+}
+
+// Node reads the node's own Node, for the labels a local volume's node
+// affinity names (an operator may have added them).
+func (o *Objects) Node(ctx context.Context, name string) (*v1.Node, error) {
+	return o.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+}

@@ -433,10 +433,11 @@ func (m *Manager) Refresh(ctx context.Context, pod *v1.Pod) error {
 }
 
 // Forget drops what is kept of a pod that is gone (its tokens, the digests
-// of its volumes).
+// of its volumes, its claims: a ReadWriteOncePod claim is free again).
 func (m *Manager) Forget(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.tokens, uid)
 	delete(m.written, uid)
+	delete(m.claims, uid)
 }

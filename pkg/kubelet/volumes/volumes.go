@@ -53,6 +53,9 @@ type Config struct {
 	NodeMemory int64
 	// Clock times token renewals; nil: the real one.
 	Clock clock.PassiveClock
+	// NodeName is this node's: a local volume's node affinity is checked
+	// against its Node's labels.
+	NodeName string
 }
 
 // Deps are what the volume manager reads volumes' contents from.
@@ -62,6 +65,9 @@ type Deps struct {
 	// Objects reads config maps and secrets and requests tokens (node
 	// mode); nil: volumes that need them fail to set up, naming what.
 	Objects Objects
+	// Claims reads persistent volume claims and their volumes (node
+	// mode); nil: such volumes fail to set up.
+	Claims Claims
 }
 
 // Manager sets up the volumes of pods under RootDir/pods/<uid>.
@@ -70,11 +76,14 @@ type Manager struct {
 	nodeMemory int64
 	downward   DownwardValues
 	objects    Objects
+	claimsAPI  Claims
+	nodeName   string
 	clock      clock.PassiveClock
 
 	mu      sync.Mutex
 	tokens  map[types.UID]map[tokenKey]*authenticationv1.TokenRequest // by pod, then projection
 	written map[types.UID]map[string][32]byte                         // by pod, then volume dir: the digest of what it holds
+	claims  map[types.UID]map[string]claimed                          // by pod, then volume: its claim, once bound
 }
 
 // NewManager returns a volume manager of cfg that reads what volumes hold
@@ -83,8 +92,9 @@ func NewManager(cfg Config, d Deps) *Manager {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Manager{rootDir: cfg.RootDir, nodeMemory: cfg.NodeMemory, downward: d.Downward, objects: d.Objects, clock: cfg.Clock,
-		tokens: map[types.UID]map[tokenKey]*authenticationv1.TokenRequest{}, written: map[types.UID]map[string][32]byte{}}
+	return &Manager{rootDir: cfg.RootDir, nodeMemory: cfg.NodeMemory, downward: d.Downward, objects: d.Objects, claimsAPI: d.Claims,
+		nodeName: cfg.NodeName, clock: cfg.Clock, tokens: map[types.UID]map[tokenKey]*authenticationv1.TokenRequest{},
+		written: map[types.UID]map[string][32]byte{}, claims: map[types.UID]map[string]claimed{}}
 }
 
 // PodDir is the pod's directory under the root dir.
@@ -118,6 +128,10 @@ func (m *Manager) Setup(ctx context.Context, pod *v1.Pod) (map[string]string, er
 			rel := filepath.Join("volumes", downwardAPIPlugin, vol.Name)
 			err = m.writeDownwardAPI(pod, m.PodDir(pod.UID), rel, vol.DownwardAPI)
 			paths[vol.Name] = filepath.Join(m.PodDir(pod.UID), rel)
+		case vol.PersistentVolumeClaim != nil, vol.Ephemeral != nil:
+			var c claimed
+			c, err = m.claimVolume(ctx, pod, &vol)
+			paths[vol.Name] = c.path
 		default:
 			if plugin, ok := apiVolume(&vol); ok {
 				rel := filepath.Join("volumes", plugin, vol.Name)
@@ -422,7 +436,7 @@ func (m *Manager) Binds(pod *v1.Pod, c *v1.Container, hostPaths map[string]strin
 		// The agent writes downwardAPI volumes; containers only read
 		// them (as in Kubernetes), so none can plant a link the agent's
 		// next write would follow.
-		if vm.ReadOnly || agentWritten(pod, vm.Name) {
+		if vm.ReadOnly || agentWritten(pod, vm.Name) || m.claimReadOnly(pod.UID, vm.Name) {
 			opts = append(opts, "ro")
 		}
 		prop, err := propagationOption(src, vm.MountPropagation)
