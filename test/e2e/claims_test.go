@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
 // A pod's persistentVolumeClaim in node mode (before: the pod refused,
@@ -45,7 +48,7 @@ func TestNodePersistentVolumeClaim(t *testing.T) {
 	}
 	createPod(t, c, ns, "writer", withClaim("data", false, "echo kept > /data/f && exec sleep 100000"))
 	waitFailedMount(t, c, ns, "writer", `error processing PVC `+ns+`/data: PVC is not bound`)
-	makeVolume(t, c, pvName, dir, ns, "data")
+	makeVolume(t, c, pvName, v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: dir}}, nil, ns, "data")
 	waitPodPhase(t, c, ns, "writer", v1.PodRunning, startupWait)
 	waitFor(t, 10*time.Second, func() (bool, string) {
 		data, err := os.ReadFile(filepath.Join(dir, "f"))
@@ -63,7 +66,9 @@ func TestNodePersistentVolumeClaim(t *testing.T) {
 		t.Errorf("a readOnly claim is writable: %q", out)
 	}
 
-	// An ephemeral volume: the claim reader-scratch is the control plane's.
+	// An ephemeral volume (the claim eph-scratch is the control plane's) on
+	// a local volume of this node, measured in /stats/summary and /metrics
+	// as the kubelet measures a local volume (a hostPath one it does not).
 	ephDir := t.TempDir()
 	ctr := sleepy("app")
 	ctr.VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
@@ -71,7 +76,9 @@ func TestNodePersistentVolumeClaim(t *testing.T) {
 	template := claimOf("", "e2e-eph-"+ns).Spec
 	spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{
 		VolumeClaimTemplate: &v1.PersistentVolumeClaimTemplate{Spec: template}}}}}
-	makeVolume(t, c, "e2e-eph-"+ns, ephDir, ns, "eph-scratch")
+	affinity := &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{
+		{Key: "kubernetes.io/hostname", Operator: v1.NodeSelectorOpIn, Values: []string{a.node}}}}}}}
+	makeVolume(t, c, "e2e-eph-"+ns, v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: ephDir}}, affinity, ns, "eph-scratch")
 	createPod(t, c, ns, "eph", spec)
 	waitPodPhase(t, c, ns, "eph", v1.PodRunning, startupWait)
 	if out, err := cl.Kubectl("-n", ns, "exec", "eph", "--", "sh", "-c", "echo e > /scratch/e"); err != nil {
@@ -80,6 +87,38 @@ func TestNodePersistentVolumeClaim(t *testing.T) {
 	if data, err := os.ReadFile(filepath.Join(ephDir, "e")); err != nil || string(data) != "e\n" {
 		t.Errorf("the ephemeral volume's file: %q %v", data, err)
 	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(ephDir, &st); err != nil {
+		t.Fatal(err)
+	}
+	capacity := st.Blocks * uint64(st.Bsize)
+	code, body := httpGet(a.api(true) + "/stats/summary")
+	var sum statsapi.Summary
+	if err := json.Unmarshal([]byte(body), &sum); code != 200 || err != nil {
+		t.Fatalf("/stats/summary: %d %v", code, err)
+	}
+	var got []string
+	for _, p := range sum.Pods {
+		for _, v := range p.VolumeStats {
+			got = append(got, fmt.Sprintf("%s/%s %s %+v %d", p.PodRef.Namespace, p.PodRef.Name, v.Name, v.PVCRef, deref(v.CapacityBytes)))
+		}
+	}
+	want := fmt.Sprintf("%s/eph scratch &{Name:eph-scratch Namespace:%s} %d", ns, ns, capacity)
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("volume stats %q, want only %q (the hostPath claim is not measured)", got, want)
+	}
+	_, metrics := httpGet(a.api(true) + "/metrics")
+	series := fmt.Sprintf(`kubelet_volume_stats_capacity_bytes{namespace="%s",persistentvolumeclaim="eph-scratch"} %g`, ns, float64(capacity))
+	if !strings.Contains(metrics, series) {
+		t.Errorf("/metrics has no %s", series)
+	}
+}
+
+func deref(p *uint64) uint64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
 
 // claimOf is a claim of 1Mi on the named volume, no storage class.
@@ -89,13 +128,13 @@ func claimOf(name, volume string) *v1.PersistentVolumeClaim {
 		Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Mi")}}}}
 }
 
-// makeVolume makes a hostPath PersistentVolume at dir bound in advance to
-// the claim ns/claim, deleted at the test's end.
-func makeVolume(t *testing.T, c kubernetes.Interface, name, dir, ns, claim string) {
+// makeVolume makes a PersistentVolume of src bound in advance to the claim
+// ns/claim, deleted at the test's end.
+func makeVolume(t *testing.T, c kubernetes.Interface, name string, src v1.PersistentVolumeSource, affinity *v1.VolumeNodeAffinity, ns, claim string) {
 	t.Helper()
 	pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.PersistentVolumeSpec{
 		AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, Capacity: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Mi")},
-		PersistentVolumeSource: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: dir}},
+		PersistentVolumeSource: src, NodeAffinity: affinity,
 		ClaimRef:               &v1.ObjectReference{Namespace: ns, Name: claim}, StorageClassName: ""}}
 	if _, err := c.CoreV1().PersistentVolumes().Create(context.Background(), pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

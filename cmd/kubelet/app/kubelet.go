@@ -65,6 +65,7 @@ type agent struct {
 	kubelet *kubelet.Kubelet
 	runtime *kuberuntime.Manager
 	meter   *diskusage.Meter
+	volumes *volumes.Manager
 	pods    localPods
 	logs    *kuberuntime.LogSettings // a SIGHUP changes them
 	gc      *gc.Settings             // a SIGHUP changes it
@@ -236,7 +237,7 @@ func newKubelet(o *Options, a *agent, rt kubecontainer.Runtime) error {
 	// spot for one not synced yet), the statuses, the relist's cache.
 	view := server.NewPodView(server.PodSources{Desired: desiredPods{k}, Statuses: statuses, Cache: cache, Relist: relist,
 		Fallback: k.FallbackStatus})
-	a.kubelet, a.runtime, a.meter, a.logs, a.gc, a.devices = k, rtm, meter, logs, gcSettings, devs
+	a.kubelet, a.runtime, a.meter, a.volumes, a.logs, a.gc, a.devices = k, rtm, meter, vols, logs, gcSettings, devs
 	a.pods = localPods{PodView: view, statuses: statuses}
 	return nil
 }

@@ -141,7 +141,7 @@ func (a *agent) serve(ctx context.Context, o *Options, stats *cadvisor.Client, l
 	// is the instrumented one.
 	deps := server.Deps{Host: serverHost{k: a.kubelet, rt: a.runtime}, View: a.pods.PodView, DiskUsage: a.meter, Runtime: a.runtime,
 		Pods: apiSource, Sources: a.merger, Metrics: a.metrics.Registry, ProbeMetrics: a.metrics.ProbeRegistry,
-		Config: func() any { return o.Configz() }, Stats: stats, CadvisorMetrics: reg, Events: a.recorder,
+		Config: func() any { return o.Configz() }, Stats: stats, CadvisorMetrics: reg, Events: a.recorder, Claims: a.volumes,
 		NodeName: func() error {
 			if l := lease.Load(); l != nil {
 				if _, taken := l.Held(); taken != nil {

@@ -31,6 +31,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/cadvisor"
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/diskusage"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
 )
 
 // MaxBodyBytes bounds request bodies (1 MiB): larger answers 413.
@@ -118,6 +119,12 @@ type Deps struct {
 	// NodeName says whether the agent still holds its node name (nil:
 	// nothing to check); /healthz/nodename.
 	NodeName func() error
+	// Claims lists the pods' persistent volumes that are measured, for
+	// /stats/summary's volume stats and the kubelet_volume_stats_* series
+	// of /metrics (nil: none).
+	Claims interface {
+		MeasuredClaims(pod *v1.Pod) []volumes.MeasuredClaim
+	}
 }
 
 // Options are the server's settings.
@@ -145,11 +152,22 @@ type Server struct {
 	opts    Options
 	routes  []route
 	encoder *podEncoder // of GET /pods and GET /pods/<ns>/<name>
+	// allMetrics is /metrics: the agent's, and the volume stats measured
+	// at each scrape.
+	allMetrics prometheus.Gatherers
 }
 
 // New returns a server.
 func New(d Deps, o Options) *Server {
 	s := &Server{Deps: d, opts: o, encoder: newPodEncoder()}
+	if d.Metrics != nil {
+		s.allMetrics = prometheus.Gatherers{d.Metrics}
+		if d.Claims != nil {
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(volumeStatsCollector{s})
+			s.allMetrics = append(s.allMetrics, reg)
+		}
+	}
 	s.routes = []route{
 		{http.MethodGet, "/healthz", true, s.healthz},
 		{http.MethodGet, "/healthz/{check}", true, s.healthz},

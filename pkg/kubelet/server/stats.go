@@ -211,7 +211,58 @@ func (s *Server) podStats(pod *v1.Pod, disk *diskusage.Stats, runtimeFs *statsap
 		ephemeral += disk.Volumes[pod.UID]
 		ps.EphemeralStorage = usedOn(fsStats(s.opts.RootDir), disk.Taken, ephemeral)
 	}
+	ps.VolumeStats = s.claimStats(pod)
 	return ps
+}
+
+// claimStats are the file system stats of the pod's measured claims, as the
+// kubelet reports a persistent volume (with its claim's reference).
+func (s *Server) claimStats(pod *v1.Pod) []statsapi.VolumeStats {
+	if s.Claims == nil {
+		return nil
+	}
+	var out []statsapi.VolumeStats
+	for _, c := range s.Claims.MeasuredClaims(pod) {
+		if fs := fsStats(c.Path); fs != nil {
+			out = append(out, statsapi.VolumeStats{Name: c.Volume, PVCRef: &statsapi.PVCReference{Name: c.Claim, Namespace: pod.Namespace}, FsStats: *fs})
+		}
+	}
+	return out
+}
+
+// The kubelet's volume stats series, one per claim in use.
+var volumeStatDescs = [...]*prometheus.Desc{
+	prometheus.NewDesc("kubelet_volume_stats_capacity_bytes", "Capacity in bytes of the volume", []string{"namespace", "persistentvolumeclaim"}, nil),
+	prometheus.NewDesc("kubelet_volume_stats_available_bytes", "Number of available bytes in the volume", []string{"namespace", "persistentvolumeclaim"}, nil),
+	prometheus.NewDesc("kubelet_volume_stats_used_bytes", "Number of used bytes in the volume", []string{"namespace", "persistentvolumeclaim"}, nil),
+	prometheus.NewDesc("kubelet_volume_stats_inodes", "Maximum number of inodes in the volume", []string{"namespace", "persistentvolumeclaim"}, nil),
+	prometheus.NewDesc("kubelet_volume_stats_inodes_free", "Number of free inodes in the volume", []string{"namespace", "persistentvolumeclaim"}, nil),
+	prometheus.NewDesc("kubelet_volume_stats_inodes_used", "Number of used inodes in the volume", []string{"namespace", "persistentvolumeclaim"}, nil),
+}
+
+// volumeStatsCollector measures the claims of the agent's pods at each
+// scrape (a statfs each), once per claim however many pods mount it.
+type volumeStatsCollector struct{ s *Server }
+
+func (c volumeStatsCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range volumeStatDescs {
+		ch <- d
+	}
+}
+
+func (c volumeStatsCollector) Collect(ch chan<- prometheus.Metric) {
+	seen := map[statsapi.PVCReference]bool{}
+	for _, pod := range c.s.View.GetPods() {
+		for _, vs := range c.s.claimStats(pod) {
+			if seen[*vs.PVCRef] {
+				continue
+			}
+			seen[*vs.PVCRef] = true
+			for i, v := range []*uint64{vs.CapacityBytes, vs.AvailableBytes, vs.UsedBytes, vs.Inodes, vs.InodesFree, vs.InodesUsed} {
+				ch <- prometheus.MustNewConstMetric(volumeStatDescs[i], prometheus.GaugeValue, float64(deref(v)), vs.PVCRef.Namespace, vs.PVCRef.Name)
+			}
+		}
+	}
 }
 
 // containerSummaries are the stats of the pod's running containers, and
@@ -383,7 +434,7 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request, _ map[string]st
 		writeError(w, http.StatusServiceUnavailable, "metrics are unavailable")
 		return
 	}
-	promhttp.HandlerFor(s.Metrics, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	promhttp.HandlerFor(s.allMetrics, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 }
 
 func (s *Server) cadvisorMetrics(w http.ResponseWriter, r *http.Request, _ map[string]string) {

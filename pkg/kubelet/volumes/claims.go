@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sort"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +32,7 @@ type claimed struct {
 	path     string
 	readOnly bool
 	oncePod  bool // ReadWriteOncePod: no other pod of this node may use it
+	local    bool // a local volume: measured with statfs
 }
 
 // claimVolume resolves a pod's persistentVolumeClaim or ephemeral volume to
@@ -113,7 +115,7 @@ func (m *Manager) resolveClaim(ctx context.Context, pod *v1.Pod, vol *v1.Volume,
 		if _, err := os.Stat(src.Local.Path); err != nil {
 			return claimed{}, fmt.Errorf("local volume %s: %w", pv.Name, err)
 		}
-		c.path = src.Local.Path
+		c.path, c.local = src.Local.Path, true
 	default:
 		return claimed{}, fmt.Errorf("persistent volume %s: only hostPath and local volumes are supported by this agent", pv.Name)
 	}
@@ -166,4 +168,26 @@ func (m *Manager) claimReadOnly(uid types.UID, volume string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.claims[uid][volume].readOnly
+}
+
+// MeasuredClaim is a pod's claim whose file system the kubelet measures.
+type MeasuredClaim struct {
+	Volume, Claim, Path string
+}
+
+// MeasuredClaims are the pod's claims the kubelet measures, by volume
+// name: local volumes (statfs, as its local plugin); a hostPath volume is
+// not measured (the kubelet's hostPath plugin measures nothing, and a host
+// path's file system is the node's).
+func (m *Manager) MeasuredClaims(pod *v1.Pod) []MeasuredClaim {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []MeasuredClaim
+	for vol, c := range m.claims[pod.UID] {
+		if c.local {
+			out = append(out, MeasuredClaim{Volume: vol, Claim: c.name, Path: c.path})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Volume < out[j].Volume })
+	return out
 }
