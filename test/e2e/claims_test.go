@@ -135,7 +135,7 @@ func makeVolume(t *testing.T, c kubernetes.Interface, name string, src v1.Persis
 	pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.PersistentVolumeSpec{
 		AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, Capacity: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Mi")},
 		PersistentVolumeSource: src, NodeAffinity: affinity,
-		ClaimRef:               &v1.ObjectReference{Namespace: ns, Name: claim}, StorageClassName: ""}}
+		ClaimRef: &v1.ObjectReference{Namespace: ns, Name: claim}, StorageClassName: ""}}
 	if _, err := c.CoreV1().PersistentVolumes().Create(context.Background(), pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
