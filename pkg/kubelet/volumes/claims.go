@@ -40,7 +40,7 @@ type claimed struct {
 // does (its messages): the claim must be bound, the volume bound to it; a
 // hostPath volume is checked as the hostPath volume, a local one against
 // its node affinity. Other volume types need their plugins, which this
-// agent does not have (a CSI volume is refused as such).
+// agent does not have (CSI among them): the pod waits, naming the volume.
 func (m *Manager) claimVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (claimed, error) {
 	name := claimName(pod, vol)
 	m.mu.Lock()
