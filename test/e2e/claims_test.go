@@ -48,6 +48,17 @@ func TestNodePersistentVolumeClaim(t *testing.T) {
 	}
 	createPod(t, c, ns, "writer", withClaim("data", false, "echo kept > /data/f && exec sleep 100000"))
 	waitFailedMount(t, c, ns, "writer", `error processing PVC `+ns+`/data: PVC is not bound`)
+	// Waiting costs a read of the claim per back-off step (at most 2 s
+	// here) and nothing of Docker: no container is made.
+	start := time.Now()
+	time.Sleep(6 * time.Second)
+	reads := auditedRequests(t, "system:node:"+a.node, start, time.Now())["get /api/v1/namespaces/"+ns+"/persistentvolumeclaims/data"]
+	if reads < 1 || reads > 4 {
+		t.Errorf("the pending claim was read %d times in 6 s, want one per back-off step of 1-2 s", reads)
+	}
+	if n := len(a.containers("writer")); n != 0 {
+		t.Errorf("%d containers made for a pod whose claim is pending", n)
+	}
 	makeVolume(t, c, pvName, v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: dir}}, nil, ns, "data")
 	waitPodPhase(t, c, ns, "writer", v1.PodRunning, startupWait)
 	waitFor(t, 10*time.Second, func() (bool, string) {
