@@ -304,6 +304,10 @@ func TestDroppedStreamingClients(t *testing.T) {
 		st := a.status("drop")
 		return len(st.ContainerStatuses) == 1 && st.ContainerStatuses[0].State.Running != nil, "not running in the agent's view"
 	})
+	// cAdvisor's goroutines start in the background, tens of seconds after
+	// the agent on a busy machine: counted before, not as a leak (67
+	// against 57 once, under the parallel tests' load).
+	a.waitStats()
 	cfg := &rest.Config{Host: a.api(false)}
 	before := a.goroutines(t)
 	for i := 0; i < 20; i++ {
