@@ -17,7 +17,8 @@
 #                                 each passes, and writes no docs
 #
 # PROCS (default 10: most specs wait) is ginkgo's parallelism; SERIAL=0
-# skips the serial part; NODE_NAME, PORT and HEALTHZ_PORT set the node's
+# skips the serial part; FOCUS (a regular expression) runs only the specs
+# whose names it matches, and checks them instead of writing docs; NODE_NAME, PORT and HEALTHZ_PORT set the node's
 # name and the agent's ports. NODES=n (n > 1) runs the whole run against n
 # nodes, each a machine of its own with kube-proxy and CoreDNS (as `make
 # cluster NODES=n`; the nodes are NODE_NAME-1 ... NODE_NAME-n); LABELS
@@ -89,11 +90,16 @@ if [ -n "$smoke" ]; then
   go run ./hack/conformancereport --check "$out/smoke.xml"
   exit
 fi
-run parallel "$parallel" "${PROCS:-10}"
+run parallel "$parallel" "${PROCS:-10}" "${FOCUS:-}"
 xml=("$out/parallel.xml")
 if [ "${SERIAL:-1}" != 0 ]; then
-  run serial 'NodeConformance && Serial && !Disruptive' 1
+  run serial 'NodeConformance && Serial && !Disruptive' 1 "${FOCUS:-}"
   xml+=("$out/serial.xml")
+fi
+if [ -n "${FOCUS:-}" ]; then
+  # A focused run is a partial one: it checks, and writes no docs.
+  go run ./hack/conformancereport --check "${xml[@]}"
+  exit
 fi
 go run ./hack/conformancereport --times "$out/times.txt" "${xml[@]}" >docs/conformance.md
 echo "conformance: docs/conformance.md written" >&2

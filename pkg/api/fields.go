@@ -163,7 +163,7 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"quobyte":               reject("not supported"),
 		"azureDisk":             reject("not supported"),
 		"photonPersistentDisk":  reject("not supported"),
-		"projected":             impl("configMap, secret, downwardAPI and serviceAccountToken sources (a TokenRequest bound to the pod, renewed at 80 % of its life or after 24 h), written atomically, mounted read-only; clusterTrustBundle and podCertificate sources fail at setup. Paths and modes are checked as downwardAPI's (the token's path too), and two items writing one path are refused, as by the API server"),
+		"projected":             impl("configMap, secret, downwardAPI and serviceAccountToken sources (a TokenRequest bound to the pod, renewed at 80 % of its life or after 24 h), written atomically, mounted read-only; clusterTrustBundle sources (node mode: the named bundle's certificates, or those of the signer's bundles the labelSelector matches, deduplicated, in an order that changes only when the agent restarts, as the kubelet; optional: an empty file when none; the bundles listed through the one-minute object cache); podCertificate sources fail at setup. Paths and modes are checked as downwardAPI's (the token's path too), and two items writing one path are refused, as by the API server"),
 		"portworxVolume":        reject("not supported"),
 		"scaleIO":               reject("not supported"),
 		"storageos":             reject("not supported"),

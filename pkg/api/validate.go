@@ -450,6 +450,9 @@ func validateProjectedVolume(src *v1.ProjectedVolumeSource, p *field.Path, spec 
 				errs = append(errs, validateDownwardAPIFile(it, ip, spec)...)
 				errs = append(errs, claimPath(paths, it.Path, ip.Child("path"))...)
 			}
+		case s.ClusterTrustBundle != nil:
+			errs = append(errs, validateTrustBundleProjection(s.ClusterTrustBundle, sp.Child("clusterTrustBundle"))...)
+			errs = append(errs, claimPath(paths, s.ClusterTrustBundle.Path, sp.Child("clusterTrustBundle", "path"))...)
 		case s.ServiceAccountToken != nil:
 			if err := checkPayloadPath(s.ServiceAccountToken.Path); err != "" {
 				errs = append(errs, field.Invalid(sp.Child("serviceAccountToken", "path"), s.ServiceAccountToken.Path, err))
@@ -458,6 +461,37 @@ func validateProjectedVolume(src *v1.ProjectedVolumeSource, p *field.Path, spec 
 				errs = append(errs, field.Invalid(sp.Child("serviceAccountToken", "expirationSeconds"), *e, "may not be less than 10 minutes"))
 			}
 		}
+	}
+	return errs
+}
+
+// validateTrustBundleProjection checks a clusterTrustBundle projection as
+// the API server does: a bundle by name, or by signer (and labels).
+func validateTrustBundleProjection(c *v1.ClusterTrustBundleProjection, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case c.Name != nil:
+		if c.SignerName != nil {
+			errs = append(errs, field.Invalid(p.Child("signerName"), *c.SignerName, "only one of name and signerName may be used"))
+		}
+		if c.LabelSelector != nil {
+			errs = append(errs, field.Invalid(p.Child("labelSelector"), c.LabelSelector, "labelSelector may only be used with signerName"))
+		}
+		if *c.Name == "" {
+			errs = append(errs, field.Required(p.Child("name"), ""))
+		}
+	case c.SignerName != nil:
+		if *c.SignerName == "" {
+			errs = append(errs, field.Required(p.Child("signerName"), ""))
+		}
+	default:
+		errs = append(errs, field.Required(p, "either name or signerName must be specified"))
+	}
+	if err := checkPayloadPath(c.Path); err != "" {
+		errs = append(errs, field.Invalid(p.Child("path"), c.Path, err))
+	}
+	if c.User != nil {
+		errs = append(errs, field.Forbidden(p.Child("user"), "not supported by this agent (AtomicWriteVolumeUserFields)"))
 	}
 	return errs
 }

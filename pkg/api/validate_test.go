@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -680,6 +681,20 @@ func TestValidateAsTheAPIServer(t *testing.T) {
 		{"emptyDir sizeLimit past int64", "validateVolumeSource (never reached)", sizeLimit("", "1e30"), ""},
 		{"Memory emptyDir sizeLimit past the node's memory", "validateVolumeSource (the tmpfs is bounded by the node's memory)",
 			sizeLimit(v1.StorageMediumMemory, "8Ei"), ""},
+		// clusterTrustBundle projections: by name or by signer.
+		{"clusterTrustBundle by name", "ValidateClusterTrustBundleProjection",
+			projected(nil, v1.VolumeProjection{ClusterTrustBundle: &v1.ClusterTrustBundleProjection{Name: ptr.To("b"), Path: "ca.pem"}}), ""},
+		{"clusterTrustBundle by signer", "ValidateClusterTrustBundleProjection",
+			projected(nil, v1.VolumeProjection{ClusterTrustBundle: &v1.ClusterTrustBundleProjection{SignerName: ptr.To("example.com/s"), Path: "ca.pem"}}), ""},
+		{"clusterTrustBundle by name and signer", "ValidateClusterTrustBundleProjection",
+			projected(nil, v1.VolumeProjection{ClusterTrustBundle: &v1.ClusterTrustBundleProjection{Name: ptr.To("b"), SignerName: ptr.To("example.com/s"), Path: "ca.pem"}}),
+			"spec.volumes[1].projected.sources[0].clusterTrustBundle.signerName: Invalid value: \"example.com/s\": only one of name and signerName may be used"},
+		{"clusterTrustBundle by neither", "ValidateClusterTrustBundleProjection",
+			projected(nil, v1.VolumeProjection{ClusterTrustBundle: &v1.ClusterTrustBundleProjection{Path: "ca.pem"}}),
+			"spec.volumes[1].projected.sources[0].clusterTrustBundle: Required value: either name or signerName must be specified"},
+		{"clusterTrustBundle path with ..", "ValidateClusterTrustBundleProjection: validateLocalNonReservedPath",
+			projected(nil, v1.VolumeProjection{ClusterTrustBundle: &v1.ClusterTrustBundleProjection{Name: ptr.To("b"), Path: "../ca.pem"}}),
+			"spec.volumes[1].projected.sources[0].clusterTrustBundle.path: Invalid"},
 		// Claims: named, and an ephemeral volume has its template.
 		{"persistentVolumeClaim", "validateVolumeSource", volume(v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}), ""},
 		{"persistentVolumeClaim without claimName", "validatePersistentClaimVolumeSource",

@@ -176,13 +176,14 @@ func newKubelet(o *Options, a *agent, rt kubecontainer.Runtime) error {
 	downward := kuberuntime.NewDownward(kuberuntime.DownwardNode{Name: node, IP: a.nodeIP, CPUs: runtime.NumCPU(), Memory: memory, RootDir: o.RootDir})
 	var objects volumes.Objects
 	var claims volumes.Claims
+	var bundles volumes.TrustBundles
 	var services kuberuntime.ServiceLister
 	var classes runtimeclass.Classes // standalone: a runtimeClassName names the Docker runtime
 	if a.nm != nil {
-		objects, claims, services, classes = a.nm.objects, a.nm.objects, a.nm.services, a.nm.objects
+		objects, claims, bundles, services, classes = a.nm.objects, a.nm.objects, a.nm.bundles, a.nm.services, a.nm.objects
 	}
 	vols := volumes.NewManager(volumes.Config{RootDir: o.RootDir, NodeMemory: memory, NodeName: node},
-		volumes.Deps{Downward: downward, Objects: objects, Claims: claims})
+		volumes.Deps{Downward: downward, Objects: objects, Claims: claims, TrustBundles: bundles})
 	cache := pleg.NewCache()
 	relist := pleg.NewRelister(pleg.Config{Node: node, Period: o.RelistPeriod, Clock: clk},
 		pleg.Deps{Runtime: rt, Hub: a.hub, Cache: cache, Dirty: dirty, Logs: links, Metrics: a.metrics})

@@ -35,6 +35,7 @@ type nodeMode struct {
 	server   string
 	services *kubeapi.Services
 	objects  *kubeapi.Objects
+	bundles  *kubeapi.TrustBundles
 	// certs and rotator keep the client certificate (TLS bootstrap,
 	// --rotate-certificates); nil when --kubeconfig's credentials are
 	// used as they are.
@@ -48,7 +49,8 @@ func newNodeMode(o *Options, reg prometheus.Registerer) (*nodeMode, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &nodeMode{client: client, server: cfg.Host, services: kubeapi.NewServices(client), objects: kubeapi.NewObjects(client)}, nil
+		return &nodeMode{client: client, server: cfg.Host, services: kubeapi.NewServices(client), objects: kubeapi.NewObjects(client),
+			bundles: kubeapi.NewTrustBundles(client)}, nil
 	}
 	cfgs, why, err := certificate.LoadClientConfigs(o.Kubeconfig, o.BootstrapKubeconfig, o.CertDir, time.Now())
 	if err != nil {
@@ -72,7 +74,8 @@ func newNodeMode(o *Options, reg prometheus.Registerer) (*nodeMode, error) {
 		return nil, err
 	}
 	return &nodeMode{client: client, server: cfg.Host, services: kubeapi.NewServices(client), objects: kubeapi.NewObjects(client),
-		certs: certs, rotator: rotator}, nil
+		bundles: kubeapi.NewTrustBundles(client),
+		certs:   certs, rotator: rotator}, nil
 }
 
 // start runs the node's parts until ctx ends: the pods bound to the node as
@@ -114,6 +117,7 @@ func (n *nodeMode) start(ctx context.Context, o *Options, merger *config.Merger,
 	reporter.RecordEvents(apiRecorder)
 	goRun(func() { src.Run(ctx) })
 	goRun(func() { n.services.Run(ctx) })
+	goRun(func() { n.bundles.Run(ctx) })
 	goRun(func() { reporter.Run(ctx) })
 	goRun(func() { writer.Run(ctx) })
 	goRun(func() { <-ctx.Done(); broadcaster.Shutdown() })

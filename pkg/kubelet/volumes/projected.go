@@ -269,8 +269,14 @@ func (m *Manager) payload(ctx context.Context, pod *v1.Pod, v *v1.Volume) (map[s
 				return nil, err
 			}
 			out[s.ServiceAccountToken.Path] = file{tok, mode}
-		case s.ClusterTrustBundle != nil, s.PodCertificate != nil:
-			return nil, fmt.Errorf("projected clusterTrustBundle and podCertificate sources are not supported")
+		case s.ClusterTrustBundle != nil:
+			data, err := m.trustAnchors(ctx, s.ClusterTrustBundle)
+			if err != nil {
+				return nil, err
+			}
+			out[s.ClusterTrustBundle.Path] = file{data, mode}
+		case s.PodCertificate != nil:
+			return nil, fmt.Errorf("projected podCertificate sources are not supported")
 		}
 	}
 	return out, nil

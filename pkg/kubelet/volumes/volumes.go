@@ -68,17 +68,21 @@ type Deps struct {
 	// Claims reads persistent volume claims and their volumes (node
 	// mode); nil: such volumes fail to set up.
 	Claims Claims
+	// TrustBundles lists ClusterTrustBundles (node mode); nil: projected
+	// clusterTrustBundle sources fail to set up.
+	TrustBundles TrustBundles
 }
 
 // Manager sets up the volumes of pods under RootDir/pods/<uid>.
 type Manager struct {
-	rootDir    string
-	nodeMemory int64
-	downward   DownwardValues
-	objects    Objects
-	claimsAPI  Claims
-	nodeName   string
-	clock      clock.PassiveClock
+	rootDir      string
+	nodeMemory   int64
+	downward     DownwardValues
+	objects      Objects
+	claimsAPI    Claims
+	trustBundles TrustBundles
+	nodeName     string
+	clock        clock.PassiveClock
 
 	mu      sync.Mutex
 	tokens  map[types.UID]map[tokenKey]*authenticationv1.TokenRequest // by pod, then projection
@@ -92,7 +96,7 @@ func NewManager(cfg Config, d Deps) *Manager {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Manager{rootDir: cfg.RootDir, nodeMemory: cfg.NodeMemory, downward: d.Downward, objects: d.Objects, claimsAPI: d.Claims,
+	return &Manager{rootDir: cfg.RootDir, nodeMemory: cfg.NodeMemory, downward: d.Downward, objects: d.Objects, claimsAPI: d.Claims, trustBundles: d.TrustBundles,
 		nodeName: cfg.NodeName, clock: cfg.Clock, tokens: map[types.UID]map[tokenKey]*authenticationv1.TokenRequest{},
 		written: map[types.UID]map[string][32]byte{}, claims: map[types.UID]map[string]claimed{}}
 }
