@@ -74,8 +74,7 @@ func newNodeMode(o *Options, reg prometheus.Registerer) (*nodeMode, error) {
 		return nil, err
 	}
 	return &nodeMode{client: client, server: cfg.Host, services: kubeapi.NewServices(client), objects: kubeapi.NewObjects(client),
-		bundles: kubeapi.NewTrustBundles(client),
-		certs:   certs, rotator: rotator}, nil
+		bundles: kubeapi.NewTrustBundles(client), certs: certs, rotator: rotator}, nil
 }
 
 // start runs the node's parts until ctx ends: the pods bound to the node as
