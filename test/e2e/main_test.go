@@ -107,7 +107,6 @@ func sweepNodes() {
 	}
 }
 
-
 // agent is one running agent binary under test.
 type agent struct {
 	t           *testing.T

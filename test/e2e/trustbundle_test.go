@@ -44,7 +44,9 @@ func TestNodeClusterTrustBundleProjection(t *testing.T) {
 		metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.CertificatesV1().ClusterTrustBundles().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = c.CertificatesV1().ClusterTrustBundles().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 	ctr := sleepy("app")
 	ctr.VolumeMounts = []v1.VolumeMount{{Name: "ca", MountPath: "/ca"}}
 	spec := onNode(a.node, ctr)
