@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	"k8s.io/utils/ptr"
 )
 
 // A pod's persistentVolumeClaim in node mode (before: the pod refused,
@@ -111,7 +112,7 @@ func TestNodePersistentVolumeClaim(t *testing.T) {
 	var got []string
 	for _, p := range sum.Pods {
 		for _, v := range p.VolumeStats {
-			got = append(got, fmt.Sprintf("%s/%s %s %+v %d", p.PodRef.Namespace, p.PodRef.Name, v.Name, v.PVCRef, deref(v.CapacityBytes)))
+			got = append(got, fmt.Sprintf("%s/%s %s %+v %d", p.PodRef.Namespace, p.PodRef.Name, v.Name, v.PVCRef, ptr.Deref(v.CapacityBytes, 0)))
 		}
 	}
 	want := fmt.Sprintf("%s/eph scratch &{Name:eph-scratch Namespace:%s} %d", ns, ns, capacity)
@@ -123,13 +124,6 @@ func TestNodePersistentVolumeClaim(t *testing.T) {
 	if !strings.Contains(metrics, series) {
 		t.Errorf("/metrics has no %s", series)
 	}
-}
-
-func deref(p *uint64) uint64 {
-	if p == nil {
-		return 0
-	}
-	return *p
 }
 
 // claimOf is a claim of 1Mi on the named volume, no storage class.
