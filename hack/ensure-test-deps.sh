@@ -43,3 +43,4 @@ fi
 "$(dirname "$0")/ensure-cni-plugins.sh" >/dev/null
 "$(dirname "$0")/ensure-coredns.sh" >/dev/null
 "$(dirname "$0")/ensure-sample-device-plugin.sh" >/dev/null
+"$(dirname "$0")/ensure-csi-plugin.sh" >/dev/null

@@ -23,6 +23,8 @@ hack/ensure-cni-plugins.sh >/dev/null
 hack/ensure-coredns.sh >/dev/null
 # Kubernetes' sample device plugin, for the device-plugin test (about 40 s cold).
 hack/ensure-sample-device-plugin.sh >/dev/null
+# The CSI node plugin of the CSI test (csi-test's driver harness, about 30 s cold).
+hack/ensure-csi-plugin.sh >/dev/null
 # The images the conformance smokes run, built offline (minutes cold: agnhost,
 # busybox from Debian's source).
 hack/conformance-images.sh >/dev/null

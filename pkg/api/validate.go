@@ -379,6 +379,16 @@ func validateVolume(vol *v1.Volume, p *field.Path, spec *v1.PodSpec, ignored *[]
 		if vol.PersistentVolumeClaim.ClaimName == "" {
 			errs = append(errs, field.Required(p.Child("persistentVolumeClaim", "claimName"), ""))
 		}
+	case vol.CSI != nil:
+		errs = append(errs, checkFields(reflect.ValueOf(*vol.CSI), p.Child("csi"), ignored)...)
+		if vol.CSI.Driver == "" {
+			errs = append(errs, field.Required(p.Child("csi", "driver"), ""))
+		}
+		if vol.CSI.Driver != "" {
+			for _, msg := range validation.IsDNS1123Subdomain(strings.ToLower(vol.CSI.Driver)) {
+				errs = append(errs, field.Invalid(p.Child("csi", "driver"), vol.CSI.Driver, msg))
+			}
+		}
 	case vol.Ephemeral != nil:
 		if vol.Ephemeral.VolumeClaimTemplate == nil {
 			errs = append(errs, field.Required(p.Child("ephemeral", "volumeClaimTemplate"), ""))

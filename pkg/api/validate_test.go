@@ -701,6 +701,11 @@ func TestValidateAsTheAPIServer(t *testing.T) {
 			volume(v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{}}), "spec.volumes[1].persistentVolumeClaim.claimName: Required value"},
 		{"ephemeral without volumeClaimTemplate", "validateEphemeralVolumeSource",
 			volume(v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}), "spec.volumes[1].ephemeral.volumeClaimTemplate: Required value"},
+		{"inline csi", "validateCSIVolumeSource", volume(v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: "csi.example.com"}}), ""},
+		{"inline csi without driver", "validateCSIVolumeSource",
+			volume(v1.VolumeSource{CSI: &v1.CSIVolumeSource{}}), "spec.volumes[1].csi.driver: Required value"},
+		{"inline csi, driver not a DNS name", "ValidateCSIDriverName",
+			volume(v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: "csi_example"}}), "spec.volumes[1].csi.driver: Invalid value"},
 		// Mount propagation, recursive read-only mounts, procMount.
 		{"Bidirectional, not privileged", "validateMountPropagation", mount(propagation(v1.MountPropagationBidirectional), privileged(false)),
 			"spec.containers[0].volumeMounts[0].mountPropagation: Forbidden: Bidirectional mount propagation is available only to privileged containers"},

@@ -196,6 +196,10 @@ type Images interface {
 // Volumes are the pods' directories and volumes (volumes.Manager).
 type Volumes interface {
 	PodDir(uid types.UID) string
+	// TearDown releases a terminated pod's volumes (CSI volumes
+	// unpublished, mounts undone); RemovePodDir its whole directory.
+	TearDown(ctx context.Context, uid types.UID) error
+	RemovePodDir(ctx context.Context, uid types.UID) error
 	Forget(uid types.UID)
 }
 

@@ -10,7 +10,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/gc"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
 )
 
 // garbageCollect removes the dead containers the policy lets go, and log
@@ -23,15 +22,15 @@ func (k *Kubelet) garbageCollect(ctx context.Context) {
 		}
 	}
 	k.logLinks.RemoveDangling()
-	k.removeOrphanPodDirs()
+	k.removeOrphanPodDirs(ctx)
 	k.images.Collect(ctx)
 }
 
 // removeOrphanPodDirs removes the cgroups and directories of pods that are
 // neither desired nor have containers (left by a crash between a pod's
 // container removal and its directory's), unmounting what is mounted
-// inside first.
-func (k *Kubelet) removeOrphanPodDirs() {
+// inside first (CSI volumes unpublished through their drivers).
+func (k *Kubelet) removeOrphanPodDirs(ctx context.Context) {
 	entries, err := os.ReadDir(filepath.Join(k.cfg.RootDir, "pods"))
 	if err != nil {
 		return
@@ -46,7 +45,7 @@ func (k *Kubelet) removeOrphanPodDirs() {
 			klog.Errorf("GC: orphaned pod cgroup: %v", err)
 			continue
 		}
-		if err := volumes.CleanupPodDir(k.volumes.PodDir(uid)); err != nil {
+		if err := k.volumes.RemovePodDir(ctx, uid); err != nil {
 			klog.Errorf("GC: orphaned pod directory: %v", err)
 		}
 	}

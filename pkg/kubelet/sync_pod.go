@@ -3,7 +3,6 @@ package kubelet
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -15,7 +14,6 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/kuberuntime"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/lifecycle"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/prober"
-	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
 )
 
 // messageDeadlineExceeded is the kubelet's message for a pod that outlived
@@ -241,8 +239,7 @@ func (k *Kubelet) syncTerminatedPod(ctx context.Context, w podWork) error {
 	cleaned := w.Record.cleaned
 	w.Record.mu.Unlock()
 	if !cleaned {
-		dir := filepath.Join(k.volumes.PodDir(w.UID), "volumes")
-		if err := volumes.CleanupPodDir(dir); err != nil {
+		if err := k.volumes.TearDown(ctx, w.UID); err != nil {
 			err = fmt.Errorf("tear down the volumes of terminated pod %s: %w", k.podName(w, state), err)
 			k.stepDone(ctx, w, "kill", k.cfg.Clock.Now(), state, false, err)
 			return err
@@ -282,7 +279,7 @@ func (k *Kubelet) forgetPod(ctx context.Context, w podWork) error {
 		ns, name := k.podNames(w, state)
 		k.metrics.ForgetPod(w.UID, ns, name)
 		if err = k.runtime.RemovePodCgroup(w.UID); err == nil {
-			if err = volumes.CleanupPodDir(k.volumes.PodDir(w.UID)); err != nil {
+			if err = k.volumes.RemovePodDir(ctx, w.UID); err != nil {
 				err = fmt.Errorf("remove pod directory: %w", err)
 			}
 		}

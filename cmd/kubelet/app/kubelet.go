@@ -40,6 +40,7 @@ import (
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/server"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/status"
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes"
+	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes/csi"
 )
 
 // cgroupMount is where the cgroup file system is mounted.
@@ -71,6 +72,7 @@ type agent struct {
 	gc      *gc.Settings             // a SIGHUP changes it
 	node    *nodestatus.Builder
 	devices *devices.Manager
+	csi     *csi.Registry
 }
 
 // newAgent builds the agent's parts in dependency order: the node's own
@@ -182,8 +184,16 @@ func newKubelet(o *Options, a *agent, rt kubecontainer.Runtime) error {
 	if a.nm != nil {
 		objects, claims, bundles, services, classes = a.nm.objects, a.nm.objects, a.nm.bundles, a.nm.services, a.nm.objects
 	}
+	// CSI node plugins register through <root-dir>/plugins_registry;
+	// in node mode their drivers are recorded in the node's CSINode.
+	var csiInfo csi.NodeInfo
+	var csiObjects volumes.CSIObjects
+	if a.nm != nil {
+		csiInfo, csiObjects = kubeapi.NewCSINodes(a.nm.client, node), a.nm.objects
+	}
+	a.csi = csi.NewRegistry(filepath.Join(o.RootDir, "plugins_registry"), csiInfo)
 	vols := volumes.NewManager(volumes.Config{RootDir: o.RootDir, NodeMemory: memory, NodeName: node},
-		volumes.Deps{Downward: downward, Objects: objects, Claims: claims, TrustBundles: bundles})
+		volumes.Deps{Downward: downward, Objects: objects, Claims: claims, TrustBundles: bundles, CSIDrivers: a.csi, CSIObjects: csiObjects})
 	cache := pleg.NewCache()
 	relist := pleg.NewRelister(pleg.Config{Node: node, Period: o.RelistPeriod, Clock: clk},
 		pleg.Deps{Runtime: rt, Hub: a.hub, Cache: cache, Dirty: dirty, Logs: links, Metrics: a.metrics})

@@ -190,7 +190,8 @@ func (a *agent) serve(ctx context.Context, o *Options, stats *cadvisor.Client, l
 // serveSockets serves the kubelet's node-local gRPC sockets until ctx
 // ends: the device-plugin registration (<root-dir>/device-plugins/
 // kubelet.sock) and the pod-resources API (<root-dir>/pod-resources/
-// kubelet.sock).
+// kubelet.sock); and it watches <root-dir>/plugins_registry for CSI
+// plugins' registration sockets.
 func (a *agent) serveSockets(ctx context.Context, o *Options, goRun func(func())) error {
 	dl, err := a.devices.Listen()
 	if err != nil {
@@ -202,6 +203,11 @@ func (a *agent) serveSockets(ctx context.Context, o *Options, goRun func(func())
 		return err
 	}
 	goRun(func() { a.devices.Run(ctx, dl) })
+	goRun(func() {
+		if err := a.csi.Run(ctx); err != nil {
+			klog.Errorf("CSI plugin registration: %v", err)
+		}
+	})
 	goRun(func() { podresources.Serve(ctx, pl, podresources.NewServer(a.kubelet, a.devices)) })
 	return nil
 }

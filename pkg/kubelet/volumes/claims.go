@@ -33,6 +33,7 @@ type claimed struct {
 	readOnly bool
 	oncePod  bool // ReadWriteOncePod: no other pod of this node may use it
 	local    bool // a local volume: measured with statfs
+	csi      *csiVolume
 }
 
 // claimVolume resolves a pod's persistentVolumeClaim or ephemeral volume to
@@ -63,11 +64,21 @@ func (m *Manager) claimVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume) 
 			}
 		}
 	}
-	if m.claims[pod.UID] == nil {
-		m.claims[pod.UID] = map[string]claimed{}
-	}
-	m.claims[pod.UID][vol.Name] = c
+	m.setClaimLocked(pod.UID, vol.Name, c)
 	return c, nil
+}
+
+func (m *Manager) setClaim(uid types.UID, volume string, c claimed) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.setClaimLocked(uid, volume, c)
+}
+
+func (m *Manager) setClaimLocked(uid types.UID, volume string, c claimed) {
+	if m.claims[uid] == nil {
+		m.claims[uid] = map[string]claimed{}
+	}
+	m.claims[uid][volume] = c
 }
 
 // claimName is the claim a volume names: an ephemeral volume's is the one
@@ -116,8 +127,18 @@ func (m *Manager) resolveClaim(ctx context.Context, pod *v1.Pod, vol *v1.Volume,
 			return claimed{}, fmt.Errorf("local volume %s: %w", pv.Name, err)
 		}
 		c.path, c.local = src.Local.Path, true
+		// The pod's fsGroup, as the kubelet's local plugin applies it
+		// (once: the claim is resolved once per pod).
+		if gid := fsGroup(pod); gid >= 0 && !readOnly {
+			if err := setVolumeOwnership(c.path, gid, pod.Spec.SecurityContext.FSGroupChangePolicy); err != nil {
+				return claimed{}, fmt.Errorf("applyFSGroup failed for vol %s: %w", pv.Name, err)
+			}
+		}
+	case src.CSI != nil:
+		v := pvCSIVolume(pv, readOnly)
+		c.csi, c.readOnly = &v, v.readOnly
 	default:
-		return claimed{}, fmt.Errorf("persistent volume %s: only hostPath and local volumes are supported by this agent", pv.Name)
+		return claimed{}, fmt.Errorf("persistent volume %s: only hostPath, local and csi volumes are supported by this agent", pv.Name)
 	}
 	return c, nil
 }

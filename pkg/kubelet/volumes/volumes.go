@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -53,6 +54,9 @@ type Config struct {
 	NodeMemory int64
 	// Clock times token renewals; nil: the real one.
 	Clock clock.PassiveClock
+	// CSITimeout bounds a CSI driver's stage and publish calls; zero:
+	// the kubelet's two minutes.
+	CSITimeout time.Duration
 	// NodeName is this node's: a local volume's node affinity is checked
 	// against its Node's labels.
 	NodeName string
@@ -71,6 +75,11 @@ type Deps struct {
 	// TrustBundles lists ClusterTrustBundles (node mode); nil: projected
 	// clusterTrustBundle sources fail to set up.
 	TrustBundles TrustBundles
+	// CSIDrivers are the registered CSI node plugins, CSIObjects the
+	// control plane's CSIDriver and VolumeAttachment objects (node mode);
+	// nil: csi volumes fail to set up.
+	CSIDrivers CSIDrivers
+	CSIObjects CSIObjects
 }
 
 // Manager sets up the volumes of pods under RootDir/pods/<uid>.
@@ -81,6 +90,9 @@ type Manager struct {
 	objects      Objects
 	claimsAPI    Claims
 	trustBundles TrustBundles
+	csiDrivers   CSIDrivers
+	csiObjects   CSIObjects
+	csiTimeout   time.Duration
 	nodeName     string
 	clock        clock.PassiveClock
 
@@ -96,8 +108,11 @@ func NewManager(cfg Config, d Deps) *Manager {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
+	if cfg.CSITimeout == 0 {
+		cfg.CSITimeout = 2 * time.Minute
+	}
 	return &Manager{rootDir: cfg.RootDir, nodeMemory: cfg.NodeMemory, downward: d.Downward, objects: d.Objects, claimsAPI: d.Claims, trustBundles: d.TrustBundles,
-		nodeName: cfg.NodeName, clock: cfg.Clock, tokens: map[types.UID]map[tokenKey]*authenticationv1.TokenRequest{},
+		csiDrivers: d.CSIDrivers, csiObjects: d.CSIObjects, csiTimeout: cfg.CSITimeout, nodeName: cfg.NodeName, clock: cfg.Clock, tokens: map[types.UID]map[tokenKey]*authenticationv1.TokenRequest{},
 		written: map[types.UID]map[string][32]byte{}, claims: map[types.UID]map[string]claimed{}}
 }
 
@@ -134,8 +149,14 @@ func (m *Manager) Setup(ctx context.Context, pod *v1.Pod) (map[string]string, er
 			paths[vol.Name] = filepath.Join(m.PodDir(pod.UID), rel)
 		case vol.PersistentVolumeClaim != nil, vol.Ephemeral != nil:
 			var c claimed
-			c, err = m.claimVolume(ctx, pod, &vol)
+			if c, err = m.claimVolume(ctx, pod, &vol); err == nil && c.csi != nil {
+				c.path, err = m.setupCSI(ctx, pod, *c.csi)
+			}
 			paths[vol.Name] = c.path
+		case vol.CSI != nil:
+			v := inlineCSIVolume(pod, &vol)
+			m.setClaim(pod.UID, vol.Name, claimed{readOnly: v.readOnly})
+			paths[vol.Name], err = m.setupCSI(ctx, pod, v)
 		default:
 			if plugin, ok := apiVolume(&vol); ok {
 				rel := filepath.Join("volumes", plugin, vol.Name)
@@ -327,6 +348,40 @@ func ownDir(fd int, perm uint32, gid int) error {
 		return err
 	}
 	return unix.Fchmod(fd, perm|0o070|unix.S_ISGID)
+}
+
+// setVolumeOwnership gives a volume's files the pod's fsGroup, as the
+// kubelet does for a local or CSI volume: group-owned, group read-write
+// (directories group-executable and setgid, so new files inherit the
+// group). OnRootMismatch skips the walk when the root has them already.
+// Links are neither followed nor changed.
+func setVolumeOwnership(dir string, gid int, policy *v1.PodFSGroupChangePolicy) error {
+	if policy != nil && *policy == v1.FSGroupChangeOnRootMismatch {
+		var st unix.Stat_t
+		if err := unix.Stat(dir, &st); err == nil && int(st.Gid) == gid && st.Mode&0o060 == 0o060 && st.Mode&unix.S_ISGID != 0 {
+			return nil
+		}
+	}
+	return filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		if err := os.Lchown(path, -1, gid); err != nil {
+			return err
+		}
+		mode := info.Mode() | 0o060
+		if e.IsDir() {
+			mode |= 0o010 | os.ModeSetgid
+		}
+		return os.Chmod(path, mode)
+	})
 }
 
 // agentWritten reports whether the agent writes the volume (downwardAPI,
@@ -595,6 +650,24 @@ func openBeneath(root, sub string) (int, bool, error) {
 		return -1, false, err
 	}
 	return fd, st.Mode&unix.S_IFMT == unix.S_IFDIR, nil
+}
+
+// TearDown unpublishes the pod's CSI volumes, then unmounts and removes
+// the rest of its volumes (a terminated pod's).
+func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
+	if err := m.tearDownCSI(ctx, uid); err != nil {
+		return err
+	}
+	return CleanupPodDir(filepath.Join(m.PodDir(uid), "volumes"))
+}
+
+// RemovePodDir unpublishes the pod's CSI volumes, then unmounts what is
+// mounted under its directory and removes it.
+func (m *Manager) RemovePodDir(ctx context.Context, uid types.UID) error {
+	if err := m.tearDownCSI(ctx, uid); err != nil {
+		return err
+	}
+	return CleanupPodDir(m.PodDir(uid))
 }
 
 // CleanupPodDir unmounts everything mounted under a pod's directory (tmpfs
