@@ -3,7 +3,10 @@ package volumes
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -109,7 +112,7 @@ func TestClaimVolume(t *testing.T) {
 		{"volume bound elsewhere", pod("pod-1", claimVol("stolen", false)), `error: found PV object "pv-other" but its pv.Spec.ClaimRef.UID ("uid-someone") does not point to claim.UID ("uid-stolen")`},
 		{"local, this node", pod("pod-1", claimVol("local", false)), dir},
 		{"local, another node", pod("pod-1", claimVol("faraway", false)), `error: MountVolume.NodeAffinity check failed for volume "pv-far" : no matching NodeSelectorTerms`},
-		{"nfs", pod("pod-1", claimVol("nfs", false)), "error: persistent volume pv-nfs: only hostPath and local volumes are supported by this agent"},
+		{"nfs", pod("pod-1", claimVol("nfs", false)), "error: persistent volume pv-nfs: only hostPath, local and csi volumes are supported by this agent"},
 		{"block", pod("pod-1", claimVol("blk", false)), "error: volume blk has volumeMode Block"},
 		{"ephemeral, the pod's", pod("pod-1", ephemeral), dir},
 		{"ephemeral, another pod's", pod("pod-2", ephemeral), "error: PVC ns/web-data was not created for pod ns/web (pod is not owner)"},
@@ -151,5 +154,59 @@ func TestClaimVolume(t *testing.T) {
 	standalone := NewManager(Config{RootDir: t.TempDir()}, Deps{})
 	if _, err := standalone.claimVolume(context.Background(), pod("pod-1", claimVol("bound", false)), &v1.Volume{Name: "data", VolumeSource: claimVol("bound", false)}); !errors.Is(err, ErrNoAPIServer) {
 		t.Errorf("standalone: %v, want %v", err, ErrNoAPIServer)
+	}
+}
+
+// A volume's files get the pod's fsGroup (group rw, directories setgid);
+// OnRootMismatch leaves a volume whose root has them; links are left.
+func TestSetVolumeOwnership(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown needs root")
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sub", "f"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	check := func(gid int) {
+		t.Helper()
+		for _, p := range []struct {
+			rel  string
+			mode os.FileMode
+		}{{".", 0o770 | os.ModeSetgid | os.ModeDir}, {"sub", 0o770 | os.ModeSetgid | os.ModeDir}, {"sub/f", 0o660}} {
+			st, err := os.Stat(filepath.Join(dir, p.rel))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := int(st.Sys().(*syscall.Stat_t).Gid); g != gid || st.Mode()&(os.ModePerm|os.ModeSetgid|os.ModeDir) != p.mode {
+				t.Errorf("%s: gid %d mode %v, want %d %v", p.rel, g, st.Mode(), gid, p.mode)
+			}
+		}
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := setVolumeOwnership(dir, 4321, nil); err != nil {
+		t.Fatal(err)
+	}
+	check(4321)
+	if st, _ := os.Lstat("/etc/passwd"); st.Sys().(*syscall.Stat_t).Gid == 4321 {
+		t.Error("the link was followed")
+	}
+	// The root matches: OnRootMismatch walks nothing.
+	if err := os.Chown(filepath.Join(dir, "sub", "f"), -1, 0); err != nil {
+		t.Fatal(err)
+	}
+	onRoot := v1.FSGroupChangeOnRootMismatch
+	if err := setVolumeOwnership(dir, 4321, &onRoot); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(filepath.Join(dir, "sub", "f")); st.Sys().(*syscall.Stat_t).Gid != 0 {
+		t.Error("OnRootMismatch walked a volume whose root matched")
 	}
 }
