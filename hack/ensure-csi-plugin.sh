@@ -3,12 +3,12 @@
 # driver harness serving a directory-backed driver, with the kubelet's
 # plugin-registration service as node-driver-registrar serves it) once per
 # machine: the binary is cached under $KUBE_CACHE (default
-# ~/.cache/classic-kubelet/csi-plugin-<go.sum hash>), and a second call
+# ~/.cache/classic-kubelet/csi-plugin-<hash of the module and its source>), and a second call
 # returns at once. Prints the binary's path. With --check it builds
 # nothing: it prints the path if the binary is there, and otherwise fails.
 set -euo pipefail
 cd "$(dirname "$0")/../test/csiplugin"
-sum=$(cat go.mod go.sum | sha256sum | cut -c1-12)
+sum=$(cat go.mod go.sum *.go | sha256sum | cut -c1-12)
 dir=${KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/classic-kubelet}/csi-plugin-$sum
 out=$dir/csi-plugin
 if [ "${1:-}" = --check ]; then

@@ -207,14 +207,14 @@ func (n *node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRe
 	if req.VolumeId == "" || req.TargetPath == "" || req.VolumeCapability == nil {
 		return nil, status.Error(codes.InvalidArgument, "volume id, target path and capability are required")
 	}
+	// A volume not staged (the driver does not stage, or an inline
+	// volume, which is never staged) is published from its data.
 	src := req.StagingTargetPath
-	if !*stage {
+	if src == "" {
 		var err error
 		if src, err = volumeData(req.VolumeId); err != nil {
 			return nil, err
 		}
-	} else if src == "" {
-		return nil, status.Error(codes.FailedPrecondition, "the volume was not staged")
 	}
 	if err := os.MkdirAll(req.TargetPath, 0o750); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
