@@ -44,3 +44,4 @@ fi
 "$(dirname "$0")/ensure-coredns.sh" >/dev/null
 "$(dirname "$0")/ensure-sample-device-plugin.sh" >/dev/null
 "$(dirname "$0")/ensure-csi-plugin.sh" >/dev/null
+"$(dirname "$0")/ensure-local-path-provisioner.sh" >/dev/null

@@ -25,6 +25,8 @@ hack/ensure-coredns.sh >/dev/null
 hack/ensure-sample-device-plugin.sh >/dev/null
 # The CSI node plugin of the CSI test (csi-test's driver harness, about 30 s cold).
 hack/ensure-csi-plugin.sh >/dev/null
+# rancher's local-path-provisioner, for the StatefulSet test (about a minute cold).
+hack/ensure-local-path-provisioner.sh >/dev/null
 # The images the conformance smokes run, built offline (minutes cold: agnhost,
 # busybox from Debian's source).
 hack/conformance-images.sh >/dev/null
