@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,15 +23,20 @@ func TestCorpusOfRealManifests(t *testing.T) {
 	t.Parallel()
 	a := startAgent(t)
 	vals := struct {
-		Image, Root                            string
-		EtcdPort, SchedulerPort, APIServerPort int
-	}{testImage, t.TempDir(), freePort(t), freePort(t), freePort(t)}
+		Image, Root                                          string
+		EtcdPort, SchedulerPort, APIServerPort, ExporterPort int
+	}{testImage, t.TempDir(), freePort(t), freePort(t), freePort(t), freePort(t)}
+	// The host's / of node-exporter: a shared mount, as / is on a systemd
+	// host (this machine's / is private).
+	must(t, exec.Command("mount", "--bind", vals.Root, vals.Root).Run())
+	t.Cleanup(func() { unmountUnder(vals.Root) })
+	must(t, exec.Command("mount", "--make-rshared", vals.Root).Run())
 	// A kubeadm node has /etc/kubernetes: FileOrCreate makes the file, not
 	// its directory (as the kubelet).
 	must(t, os.MkdirAll(filepath.Join(vals.Root, "etc/kubernetes"), 0o755))
 	files, err := filepath.Glob("testdata/corpus/*.yaml")
 	must(t, err)
-	if len(files) < 6 {
+	if len(files) < 7 {
 		t.Fatalf("corpus: %v", files)
 	}
 	for _, f := range files {
@@ -55,6 +61,7 @@ func TestCorpusOfRealManifests(t *testing.T) {
 		"kube-system/etcd": "Burstable", "kube-system/kube-scheduler": "Burstable", "kube-system/kube-apiserver": "Burstable",
 		"default/counter": "BestEffort", "default/kubernetes-downwardapi-volume-example": "Guaranteed",
 		"default/qos-demo": "Guaranteed", "default/qos-demo-2": "Burstable", "default/qos-demo-3": "BestEffort",
+		"monitoring/prometheus-node-exporter": "BestEffort",
 	}
 	for key, class := range qos {
 		waitFor(t, 60*time.Second, func() (bool, string) {
@@ -109,6 +116,27 @@ func TestCorpusOfRealManifests(t *testing.T) {
 	if got, err := strconv.Atoi(oomAdj("qos-demo-2", "qos-demo-2-ctr")); err != nil || got < 3 || got > 999 {
 		t.Errorf("Burstable qos-demo-2: oom_score_adj %d (%v), want between 3 and 999", got, err)
 	}
+
+	// node-exporter: its root with HostToContainer propagation, and a
+	// mount made on the host after it started is seen inside.
+	for _, c := range a.containers("prometheus-node-exporter") {
+		if c.Labels["io.kubernetes.container.name"] != "node-exporter" {
+			continue
+		}
+		binds := strings.Join(inspect(t, c.ID).HostConfig.Binds, " ")
+		if !strings.Contains(binds, vals.Root+":/host/root:ro,rslave") {
+			t.Errorf("node-exporter binds %s, want the root read-only and rslave", binds)
+		}
+	}
+	late := filepath.Join(vals.Root, "late")
+	must(t, os.MkdirAll(late, 0o755))
+	must(t, exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", late).Run())
+	must(t, os.WriteFile(filepath.Join(late, "seen"), []byte("yes"), 0o644))
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		q := url.Values{"command": {"cat", "/host/root/late/seen"}}
+		code, body := request(t, "POST", a.api(false)+"/exec/monitoring/prometheus-node-exporter/node-exporter?"+q.Encode(), "")
+		return code == 200 && strings.Contains(body, "yes"), fmt.Sprintf("exec: %d %s", code, body)
+	})
 
 	// The logging sidecar streams the app's log file.
 	waitFor(t, 20*time.Second, func() (bool, string) {
