@@ -52,9 +52,18 @@ func TestNodeCSIVolume(t *testing.T) {
 		VolumeAttributes: map[string]string{"kind": "scratch"}}}}}
 	createPod(t, c, ns, "inline", inline)
 	waitFailedMount(t, c, ns, "inline", "driver name "+driver+" not found in the list of registered CSI drivers")
+	// Waiting costs the node nothing between tries: no Docker call but the
+	// relist's lists (the periodic one, and one of the pod after each try),
+	// next to no CPU.
+	ops0, cpu0, t0 := a.operations(), a.cpu(), time.Now()
 	time.Sleep(6 * time.Second)
 	if n := failedMounts(t, c, ns, "inline"); n < 2 || n > 8 {
 		t.Errorf("%d FailedMount tries in about 6 s, want one per back-off step of 1-2 s", n)
+	}
+	ops, cores := a.operationsSince(ops0), (a.cpu()-cpu0).Seconds()/time.Since(t0).Seconds()
+	t.Logf("waiting for the driver: Docker calls %v, %.4f cores", ops, cores)
+	if len(ops) > 1 || ops["list_containers"] > 8 || cores > 0.05 {
+		t.Errorf("waiting for the driver cost Docker calls %v and %.4f cores in 6 s, want only the relist's lists and next to no CPU", ops, cores)
 	}
 	if n := len(a.containers("inline")); n != 0 {
 		t.Errorf("%d containers made for a pod whose driver is not registered", n)
