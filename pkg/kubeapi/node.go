@@ -199,6 +199,10 @@ func (r *NodeReporter) sawNode(n *v1.Node) {
 	}
 }
 
+// controllerManagedAttachDetach tells the attach/detach controller that it
+// attaches this node's volumes.
+const controllerManagedAttachDetach = "volumes.kubernetes.io/controller-managed-attach-detach"
+
 // register creates the Node; one that exists already (the agent restarted)
 // is adopted, its default labels reconciled as the kubelet does.
 func (r *NodeReporter) register(ctx context.Context) error {
@@ -212,6 +216,10 @@ func (r *NodeReporter) register(ctx context.Context) error {
 		node.Labels[k] = v
 	}
 	node.Spec.Taints = r.cfg.Taints
+	// Volumes that need attaching are attached by the control plane's
+	// attach/detach controller (its VolumeAttachments), as for a kubelet
+	// with --enable-controller-attach-detach (its default).
+	node.Annotations = map[string]string{controllerManagedAttachDetach: "true"}
 	node.Status = v1.NodeStatus{} // written by the first update, with its times
 	created, err := r.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err == nil {
@@ -232,8 +240,12 @@ func (r *NodeReporter) register(ctx context.Context) error {
 			stale[k] = v
 		}
 	}
-	if len(stale) > 0 {
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": stale}})
+	if len(stale) > 0 || existing.Annotations[controllerManagedAttachDetach] != "true" {
+		meta := map[string]any{"annotations": map[string]string{controllerManagedAttachDetach: "true"}}
+		if len(stale) > 0 {
+			meta["labels"] = stale
+		}
+		patch, _ := json.Marshal(map[string]any{"metadata": meta})
 		if existing, err = r.client.CoreV1().Nodes().Patch(ctx, r.cfg.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			return fmt.Errorf("reconcile the labels of the existing Node: %w", err)
 		}

@@ -131,6 +131,48 @@ func TestNodeCSIVolume(t *testing.T) {
 		t.Errorf("publish %+v, want staged at %s, SINGLE_NODE_WRITER", pub, staging)
 	}
 
+	// A driver without a CSIDriver object needs attaching: the pod waits
+	// for the VolumeAttachment that kube-controller-manager's attach/detach
+	// controller makes (the node says it manages attachments), until the
+	// attacher (the test here) marks it attached; its metadata is the
+	// publish context.
+	attacher := ns[len(ns)-6:] + ".attach.csi.example"
+	p2 := startCSIPlugin(t, a, attacher)
+	attPV, attHandle := "e2e-csi-att-"+ns, "att-"+ns
+	if _, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claimOf("att", attPV), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	makeVolume(t, c, attPV, v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: attacher, VolumeHandle: attHandle}}, nil, ns, "att")
+	ctr = sleepy("app")
+	ctr.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	spec = onNode(a.node, ctr)
+	spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "att"}}}}
+	createPod(t, c, ns, "attached", spec)
+	vaName := fmt.Sprintf("csi-%x", sha256.Sum256([]byte(attHandle+attacher+a.node)))
+	waitFailedMount(t, c, ns, "attached", "volume attachment "+vaName+" is not attached yet")
+	va, err := c.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if va.Spec.Attacher != attacher || va.Spec.NodeName != a.node || ptr.Deref(va.Spec.Source.PersistentVolumeName, "") != attPV {
+		t.Errorf("VolumeAttachment %+v", va.Spec)
+	}
+	va.Status = storagev1.VolumeAttachmentStatus{Attached: true, AttachmentMetadata: map[string]string{"device": "/dev/e2e"}}
+	if _, err := c.StorageV1().VolumeAttachments().UpdateStatus(ctx, va, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	att := waitPodPhase(t, c, ns, "attached", v1.PodRunning, startupWait)
+	attTarget := filepath.Join(a.rootDir, "pods", string(att.UID), "volumes/kubernetes.io~csi", attPV, "mount")
+	if pub := p2.only(t, "NodePublishVolume", attTarget); pub.PublishContext["device"] != "/dev/e2e" {
+		t.Errorf("publish %+v, want the attachment's metadata as its publish context", pub)
+	}
+	if err := c.CoreV1().Pods(ns).Delete(ctx, "attached", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, startupWait, func() (bool, string) {
+		return p2.count(t, "NodeUnstageVolume", "") == 1, "the attached volume is not unstaged"
+	})
+
 	// The agent restarts, and the inline volume's pod is deleted while it
 	// is down: the running pod keeps its container and its volume; the
 	// deleted one's volume, which the new agent never set up, is
@@ -199,6 +241,7 @@ type csiCall struct {
 	StagingTargetPath string            `json:"stagingTargetPath"`
 	TargetPath        string            `json:"targetPath"`
 	VolumeContext     map[string]string `json:"volumeContext"`
+	PublishContext    map[string]string `json:"publishContext"`
 	Mode              string            `json:"accessMode"`
 }
 
