@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
@@ -27,6 +28,7 @@ import (
 // csiNode is a CSI node service that records its calls.
 type csiNode struct {
 	csipb.UnimplementedNodeServer
+	hang  chan struct{} // non-nil: NodePublishVolume answers when it is closed
 	mu    sync.Mutex
 	calls []string
 	last  map[string]any // the last request of each method
@@ -51,12 +53,32 @@ func (n *csiNode) NodeUnstageVolume(_ context.Context, r *csipb.NodeUnstageVolum
 
 func (n *csiNode) NodePublishVolume(_ context.Context, r *csipb.NodePublishVolumeRequest) (*csipb.NodePublishVolumeResponse, error) {
 	n.record("NodePublishVolume", r, "%s %s", r.VolumeId, r.TargetPath)
+	n.mu.Lock()
+	hang := n.hang
+	n.mu.Unlock()
+	if hang != nil {
+		<-hang
+		return &csipb.NodePublishVolumeResponse{}, nil // its caller is gone
+	}
 	return &csipb.NodePublishVolumeResponse{}, os.MkdirAll(r.TargetPath, 0o750)
 }
 
 func (n *csiNode) NodeUnpublishVolume(_ context.Context, r *csipb.NodeUnpublishVolumeRequest) (*csipb.NodeUnpublishVolumeResponse, error) {
 	n.record("NodeUnpublishVolume", r, "%s %s", r.VolumeId, r.TargetPath)
 	return &csipb.NodeUnpublishVolumeResponse{}, os.RemoveAll(r.TargetPath)
+}
+
+func (n *csiNode) setHang(c chan struct{}) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.hang = c
+}
+
+// request is the last request of a method.
+func (n *csiNode) request(method string) any {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.last[method]
 }
 
 func (n *csiNode) take() []string {
@@ -147,7 +169,7 @@ func TestCSIPersistentVolume(t *testing.T) {
 	if got := node.take(); !slices.Equal(got, want) {
 		t.Errorf("calls %q, want %q", got, want)
 	}
-	pub := node.last["NodePublishVolume"].(*csipb.NodePublishVolumeRequest)
+	pub := node.request("NodePublishVolume").(*csipb.NodePublishVolumeRequest)
 	if pub.StagingTargetPath != staging || pub.VolumeCapability.GetAccessMode().GetMode() != csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER ||
 		pub.VolumeCapability.GetMount().GetFsType() != "ext4" || pub.Readonly {
 		t.Errorf("publish request %v", pub)
@@ -185,7 +207,10 @@ func TestCSISetupErrors(t *testing.T) {
 		va      *storagev1.VolumeAttachment
 		wantErr string
 		check   func(*csipb.NodePublishVolumeRequest) bool
+		hang    bool
 	}{
+		{name: "a driver that does not answer in time", vol: pvCSIVolume(csiPV("pv", "csi.example.com", "vol-1"), false), va: attached, hang: true,
+			wantErr: "rpc error: NodePublishVolume: rpc error: code = DeadlineExceeded"},
 		{name: "unregistered driver", vol: pvCSIVolume(csiPV("pv", "other.example.com", "vol-1"), false),
 			wantErr: "kubernetes.io/csi: mounter.SetUpAt failed to get CSI client: driver name other.example.com not found in the list of registered CSI drivers"},
 		{name: "no CSIDriver: attaching is required, and nothing attached it", vol: pvCSIVolume(csiPV("pv", "csi.example.com", "vol-1"), false),
@@ -214,14 +239,20 @@ func TestCSISetupErrors(t *testing.T) {
 			if tc.va != nil {
 				api.attachments[vaName] = tc.va
 			}
-			m := NewManager(Config{RootDir: t.TempDir(), NodeName: "node-1"}, Deps{CSIDrivers: csiDrivers{"csi.example.com": drv}, CSIObjects: api})
+			m := NewManager(Config{RootDir: t.TempDir(), NodeName: "node-1", CSITimeout: 200 * time.Millisecond},
+				Deps{CSIDrivers: csiDrivers{"csi.example.com": drv}, CSIObjects: api})
 			node.take()
+			if tc.hang {
+				hang := make(chan struct{})
+				node.setHang(hang)
+				defer func() { close(hang); node.setHang(nil) }()
+			}
 			_, err := m.setupCSI(context.Background(), pod, tc.vol)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
 				}
-				if calls := node.take(); len(calls) != 0 {
+				if calls := node.take(); len(calls) != 0 && !tc.hang {
 					t.Errorf("the driver was called: %q", calls)
 				}
 				return
@@ -229,7 +260,7 @@ func TestCSISetupErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r := node.last["NodePublishVolume"].(*csipb.NodePublishVolumeRequest); !tc.check(r) {
+			if r := node.request("NodePublishVolume").(*csipb.NodePublishVolumeRequest); !tc.check(r) {
 				t.Errorf("publish request %v", r)
 			}
 		})
