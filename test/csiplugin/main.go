@@ -165,7 +165,8 @@ func (n *node) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeG
 }
 
 func (n *node) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
-	resp := &csi.NodeGetCapabilitiesResponse{}
+	resp := &csi.NodeGetCapabilitiesResponse{Capabilities: []*csi.NodeServiceCapability{{Type: &csi.NodeServiceCapability_Rpc{
+		Rpc: &csi.NodeServiceCapability_RPC{Type: csi.NodeServiceCapability_RPC_GET_VOLUME_STATS}}}}}
 	if *stage {
 		resp.Capabilities = append(resp.Capabilities, &csi.NodeServiceCapability{Type: &csi.NodeServiceCapability_Rpc{
 			Rpc: &csi.NodeServiceCapability_RPC{Type: csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME}}})
@@ -231,6 +232,20 @@ func (n *node) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolu
 		return nil, err
 	}
 	return &csi.NodeUnpublishVolumeResponse{}, nil
+}
+
+// NodeGetVolumeStats measures the published volume's file system.
+func (n *node) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
+	n.calls.record(Call{Method: "NodeGetVolumeStats", VolumeID: req.VolumeId, TargetPath: req.VolumePath, StagingTargetPath: req.StagingTargetPath})
+	var st unix.Statfs_t
+	if err := unix.Statfs(req.VolumePath, &st); err != nil {
+		return nil, status.Errorf(codes.NotFound, "volume path %s: %v", req.VolumePath, err)
+	}
+	bs := int64(st.Bsize)
+	return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{
+		{Unit: csi.VolumeUsage_BYTES, Total: int64(st.Blocks) * bs, Available: int64(st.Bavail) * bs, Used: int64(st.Blocks-st.Bfree) * bs},
+		{Unit: csi.VolumeUsage_INODES, Total: int64(st.Files), Available: int64(st.Ffree), Used: int64(st.Files - st.Ffree)},
+	}}, nil
 }
 
 // volumeData is the volume's directory, made at its first use.

@@ -18,6 +18,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
 )
 
@@ -129,6 +130,35 @@ func TestNodeCSIVolume(t *testing.T) {
 	p.only(t, "NodeStageVolume", staging)
 	if pub := p.only(t, "NodePublishVolume", target); pub.StagingTargetPath != staging || pub.Mode != "SINGLE_NODE_WRITER" {
 		t.Errorf("publish %+v, want staged at %s, SINGLE_NODE_WRITER", pub, staging)
+	}
+
+	// The claim's stats are the driver's (NodeGetVolumeStats on the
+	// publish path), in /stats/summary and /metrics.
+	var fsst syscall.Statfs_t
+	if err := syscall.Statfs(p.backing, &fsst); err != nil {
+		t.Fatal(err)
+	}
+	capacity := fsst.Blocks * uint64(fsst.Bsize)
+	code, body := httpGet(a.api(true) + "/stats/summary")
+	var sum statsapi.Summary
+	if err := json.Unmarshal([]byte(body), &sum); code != 200 || err != nil {
+		t.Fatalf("/stats/summary: %d %v", code, err)
+	}
+	var got []string
+	for _, ps := range sum.Pods {
+		for _, v := range ps.VolumeStats {
+			got = append(got, fmt.Sprintf("%s %s %+v %d", ps.PodRef.Name, v.Name, v.PVCRef, ptr.Deref(v.CapacityBytes, 0)))
+		}
+	}
+	if want := fmt.Sprintf("writer data &{Name:data Namespace:%s} %d", ns, capacity); len(got) != 1 || got[0] != want {
+		t.Errorf("volume stats %q, want only %q", got, want)
+	}
+	if n := p.count(t, "NodeGetVolumeStats", target); n < 1 {
+		t.Errorf("the driver was not asked for the volume's stats")
+	}
+	_, metrics := httpGet(a.api(true) + "/metrics")
+	if series := fmt.Sprintf(`kubelet_volume_stats_capacity_bytes{namespace="%s",persistentvolumeclaim="data"} %g`, ns, float64(capacity)); !strings.Contains(metrics, series) {
+		t.Errorf("/metrics has no %s", series)
 	}
 
 	// A driver without a CSIDriver object needs attaching: the pod waits

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	kubecontainer "github.com/classic-kubelet/kubelet/pkg/kubelet/container"
@@ -215,6 +217,10 @@ func (s *Server) podStats(pod *v1.Pod, disk *diskusage.Stats, runtimeFs *statsap
 	return ps
 }
 
+// csiStatsTimeout bounds a CSI driver's answer to NodeGetVolumeStats: a
+// request for stats does not wait longer for a slow driver.
+const csiStatsTimeout = 5 * time.Second
+
 // claimStats are the file system stats of the pod's measured claims, as the
 // kubelet reports a persistent volume (with its claim's reference).
 func (s *Server) claimStats(pod *v1.Pod) []statsapi.VolumeStats {
@@ -223,7 +229,18 @@ func (s *Server) claimStats(pod *v1.Pod) []statsapi.VolumeStats {
 	}
 	var out []statsapi.VolumeStats
 	for _, c := range s.Claims.MeasuredClaims(pod) {
-		if fs := fsStats(c.Path); fs != nil {
+		var fs *statsapi.FsStats
+		if c.Measure == nil {
+			fs = fsStats(c.Path)
+		} else {
+			ctx, cancel := context.WithTimeout(context.Background(), csiStatsTimeout)
+			var err error
+			if fs, err = c.Measure(ctx); err != nil {
+				klog.V(2).Infof("Pod %s/%s: %v", pod.Namespace, pod.Name, err)
+			}
+			cancel()
+		}
+		if fs != nil {
 			out = append(out, statsapi.VolumeStats{Name: c.Volume, PVCRef: &statsapi.PVCReference{Name: c.Claim, Namespace: pod.Namespace}, FsStats: *fs})
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
 // Claims reads what a persistentVolumeClaim or ephemeral volume resolves
@@ -194,19 +195,31 @@ func (m *Manager) claimReadOnly(uid types.UID, volume string) bool {
 // MeasuredClaim is a pod's claim whose file system the kubelet measures.
 type MeasuredClaim struct {
 	Volume, Claim, Path string
+	// Measure, when set, asks the volume's CSI driver (NodeGetVolumeStats);
+	// otherwise Path is measured with statfs.
+	Measure func(ctx context.Context) (*statsapi.FsStats, error)
 }
 
 // MeasuredClaims are the pod's claims the kubelet measures, by volume
-// name: local volumes (statfs, as its local plugin); a hostPath volume is
-// not measured (the kubelet's hostPath plugin measures nothing, and a host
-// path's file system is the node's).
+// name: local volumes (statfs, as its local plugin) and CSI volumes whose
+// driver reports volume stats; a hostPath volume is not measured (the
+// kubelet's hostPath plugin measures nothing, and a host path's file
+// system is the node's).
 func (m *Manager) MeasuredClaims(pod *v1.Pod) []MeasuredClaim {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []MeasuredClaim
 	for vol, c := range m.claims[pod.UID] {
-		if c.local {
+		switch {
+		case c.local:
 			out = append(out, MeasuredClaim{Volume: vol, Claim: c.name, Path: c.path})
+		case c.csi != nil && m.csiDrivers != nil:
+			if d, err := m.csiDrivers.Driver(c.csi.driver); err == nil && d.VolumeStats {
+				v := *c.csi
+				out = append(out, MeasuredClaim{Volume: vol, Claim: c.name, Measure: func(ctx context.Context) (*statsapi.FsStats, error) {
+					return m.csiVolumeStats(ctx, d, v, pod.UID)
+				}})
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Volume < out[j].Volume })

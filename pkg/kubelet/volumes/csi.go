@@ -15,8 +15,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/classic-kubelet/kubelet/pkg/kubelet/volumes/csi"
 )
@@ -316,6 +318,30 @@ func readVolData(dir string) (volData, error) {
 		return d, fmt.Errorf("%s: %w", filepath.Join(dir, csiDataFile), err)
 	}
 	return d, nil
+}
+
+// csiVolumeStats asks the driver what a published volume holds, as the
+// kubelet's CSI metrics provider does.
+func (m *Manager) csiVolumeStats(ctx context.Context, d *csi.Driver, v csiVolume, uid types.UID) (*statsapi.FsStats, error) {
+	req := &csipb.NodeGetVolumeStatsRequest{VolumeId: v.handle, VolumePath: m.csiTarget(uid, v.specName)}
+	if d.Stage {
+		req.StagingTargetPath = m.csiStaging(v.driver, v.handle)
+	}
+	resp, err := d.Node.NodeGetVolumeStats(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("NodeGetVolumeStats of volume %s (driver %s): %w", v.specName, v.driver, err)
+	}
+	fs := &statsapi.FsStats{Time: metav1.NewTime(m.clock.Now())}
+	for _, u := range resp.Usage {
+		available, total, used := uint64(u.Available), uint64(u.Total), uint64(u.Used)
+		switch u.Unit {
+		case csipb.VolumeUsage_BYTES:
+			fs.AvailableBytes, fs.CapacityBytes, fs.UsedBytes = &available, &total, &used
+		case csipb.VolumeUsage_INODES:
+			fs.InodesFree, fs.Inodes, fs.InodesUsed = &available, &total, &used
+		}
+	}
+	return fs, nil
 }
 
 // tearDownCSI unpublishes the pod's CSI volumes (found by their

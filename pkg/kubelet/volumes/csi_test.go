@@ -68,6 +68,13 @@ func (n *csiNode) NodeUnpublishVolume(_ context.Context, r *csipb.NodeUnpublishV
 	return &csipb.NodeUnpublishVolumeResponse{}, os.RemoveAll(r.TargetPath)
 }
 
+func (n *csiNode) NodeGetVolumeStats(_ context.Context, r *csipb.NodeGetVolumeStatsRequest) (*csipb.NodeGetVolumeStatsResponse, error) {
+	n.record("NodeGetVolumeStats", r, "%s %s", r.VolumeId, r.VolumePath)
+	return &csipb.NodeGetVolumeStatsResponse{Usage: []*csipb.VolumeUsage{
+		{Unit: csipb.VolumeUsage_BYTES, Total: 100, Available: 60, Used: 40},
+		{Unit: csipb.VolumeUsage_INODES, Total: 10, Available: 7, Used: 3}}}, nil
+}
+
 func (n *csiNode) setHang(c chan struct{}) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -156,7 +163,9 @@ func TestCSIPersistentVolume(t *testing.T) {
 	ctx := context.Background()
 	pv := csiPV("pv-1", "csi.example.com", "vol-1")
 	staging := filepath.Join(root, "plugins/kubernetes.io/csi/csi.example.com/d2e8363faaac7ae76def3b14091d8eb5755f6b92e9531627aeec833a8731cc49/globalmount")
-	target := func(uid string) string { return filepath.Join(root, "pods", uid, "volumes/kubernetes.io~csi/pv-1/mount") }
+	target := func(uid string) string {
+		return filepath.Join(root, "pods", uid, "volumes/kubernetes.io~csi/pv-1/mount")
+	}
 	for _, uid := range []string{"a", "b"} {
 		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Name: "p" + uid, Namespace: "ns"}}
 		got, err := m.setupCSI(ctx, pod, pvCSIVolume(pv, false))
@@ -178,8 +187,8 @@ func TestCSIPersistentVolume(t *testing.T) {
 		uid  string
 		want []string
 	}{
-		{"a", []string{"NodeUnpublishVolume vol-1 " + target("a")}},                                      // b still publishes it
-		{"a", nil},                                                                                        // once
+		{"a", []string{"NodeUnpublishVolume vol-1 " + target("a")}}, // b still publishes it
+		{"a", nil}, // once
 		{"b", []string{"NodeUnpublishVolume vol-1 " + target("b"), "NodeUnstageVolume vol-1 " + staging}}, // the last one
 	} {
 		if err := m.TearDown(ctx, types.UID(step.uid)); err != nil {
@@ -264,5 +273,49 @@ func TestCSISetupErrors(t *testing.T) {
 				t.Errorf("publish request %v", r)
 			}
 		})
+	}
+}
+
+// A CSI claim is measured by its driver, when it reports volume stats.
+func TestCSIClaimStats(t *testing.T) {
+	root := t.TempDir()
+	drv, node := serveCSINode(t, "csi.example.com", true)
+	pv := csiPV("pv-1", "csi.example.com", "vol-1")
+	claims := &fakeClaims{
+		pvcs: map[string]*v1.PersistentVolumeClaim{"ns/data": {ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "ns", UID: "uid-data"},
+			Spec: v1.PersistentVolumeClaimSpec{VolumeName: "pv-1"}, Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound}}},
+		pvs: map[string]*v1.PersistentVolume{"pv-1": pv},
+	}
+	pv.Spec.ClaimRef = &v1.ObjectReference{UID: "uid-data"}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u1", Name: "p", Namespace: "ns"}, Spec: v1.PodSpec{Volumes: []v1.Volume{{Name: "vol",
+		VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}}}
+	for _, reports := range []bool{false, true} {
+		drv.VolumeStats = reports
+		m := NewManager(Config{RootDir: root, NodeName: "node-1"}, Deps{Claims: claims, CSIDrivers: csiDrivers{"csi.example.com": drv},
+			CSIObjects: csiAPI{drivers: map[string]*storagev1.CSIDriver{"csi.example.com": {Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)}}}}})
+		if _, err := m.Setup(context.Background(), pod); err != nil {
+			t.Fatal(err)
+		}
+		measured := m.MeasuredClaims(pod)
+		if !reports {
+			if len(measured) != 0 {
+				t.Errorf("a driver without GET_VOLUME_STATS: measured %+v", measured)
+			}
+			continue
+		}
+		if len(measured) != 1 || measured[0].Claim != "data" || measured[0].Measure == nil {
+			t.Fatalf("measured %+v", measured)
+		}
+		fs, err := measured[0].Measure(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *fs.CapacityBytes != 100 || *fs.AvailableBytes != 60 || *fs.UsedBytes != 40 || *fs.Inodes != 10 || *fs.InodesFree != 7 || *fs.InodesUsed != 3 {
+			t.Errorf("stats %+v", fs)
+		}
+		r := node.request("NodeGetVolumeStats").(*csipb.NodeGetVolumeStatsRequest)
+		if r.VolumePath != filepath.Join(root, "pods/u1/volumes/kubernetes.io~csi/pv-1/mount") || r.StagingTargetPath == "" {
+			t.Errorf("stats request %v", r)
+		}
 	}
 }

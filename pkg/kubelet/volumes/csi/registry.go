@@ -53,7 +53,9 @@ type Driver struct {
 	// Stage: the driver stages volumes (STAGE_UNSTAGE_VOLUME) before
 	// they are published to pods.
 	Stage bool
-	Node  csipb.NodeClient
+	// VolumeStats: the driver answers NodeGetVolumeStats.
+	VolumeStats bool
+	Node        csipb.NodeClient
 
 	conn *grpc.ClientConn
 }
@@ -233,8 +235,11 @@ func (d *Driver) describe(ctx context.Context, name string) error {
 		return fmt.Errorf("NodeGetCapabilities: %w", err)
 	}
 	for _, c := range caps.Capabilities {
-		if c.GetRpc().GetType() == csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME {
+		switch c.GetRpc().GetType() {
+		case csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME:
 			d.Stage = true
+		case csipb.NodeServiceCapability_RPC_GET_VOLUME_STATS:
+			d.VolumeStats = true
 		}
 	}
 	return nil
