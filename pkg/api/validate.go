@@ -463,6 +463,8 @@ func validateProjectedVolume(src *v1.ProjectedVolumeSource, p *field.Path, spec 
 		case s.ClusterTrustBundle != nil:
 			errs = append(errs, validateTrustBundleProjection(s.ClusterTrustBundle, sp.Child("clusterTrustBundle"))...)
 			errs = append(errs, claimPath(paths, s.ClusterTrustBundle.Path, sp.Child("clusterTrustBundle", "path"))...)
+		case s.PodCertificate != nil:
+			errs = append(errs, validatePodCertificateProjection(s.PodCertificate, sp.Child("podCertificate"), paths)...)
 		case s.ServiceAccountToken != nil:
 			if err := checkPayloadPath(s.ServiceAccountToken.Path); err != "" {
 				errs = append(errs, field.Invalid(sp.Child("serviceAccountToken", "path"), s.ServiceAccountToken.Path, err))
@@ -499,6 +501,51 @@ func validateTrustBundleProjection(c *v1.ClusterTrustBundleProjection, p *field.
 	}
 	if err := checkPayloadPath(c.Path); err != "" {
 		errs = append(errs, field.Invalid(p.Child("path"), c.Path, err))
+	}
+	if c.User != nil {
+		errs = append(errs, field.Forbidden(p.Child("user"), "not supported by this agent (AtomicWriteVolumeUserFields)"))
+	}
+	return errs
+}
+
+// podCertificateKeyTypes are the key types a podCertificate may ask for.
+var podCertificateKeyTypes = []string{"RSA3072", "RSA4096", "ECDSAP256", "ECDSAP384", "ECDSAP521", "ED25519"}
+
+// validatePodCertificateProjection checks a podCertificate projection as
+// the API server does: a signer, a known key type, a lifetime between an
+// hour and 91 days (a day for kubernetes.io signers), at least one file.
+func validatePodCertificateProjection(c *v1.PodCertificateProjection, p *field.Path, paths sets.Set[string]) field.ErrorList {
+	var errs field.ErrorList
+	if domain, name, ok := strings.Cut(c.SignerName, "/"); !ok || domain == "" || name == "" {
+		errs = append(errs, field.Invalid(p.Child("signerName"), c.SignerName, "must be a fully qualified domain and path of the form 'example.com/signer-name'"))
+	}
+	if !slices.Contains(podCertificateKeyTypes, c.KeyType) {
+		errs = append(errs, field.NotSupported(p.Child("keyType"), c.KeyType, podCertificateKeyTypes))
+	}
+	if e := c.MaxExpirationSeconds; e != nil {
+		limit := int32(91 * 24 * 3600)
+		if strings.HasPrefix(c.SignerName, "kubernetes.io/") {
+			limit = 24 * 3600
+		}
+		if *e < 3600 {
+			errs = append(errs, field.Invalid(p.Child("maxExpirationSeconds"), *e, "if provided, maxExpirationSeconds must be >= 3600"))
+		} else if *e > limit {
+			errs = append(errs, field.Invalid(p.Child("maxExpirationSeconds"), *e, fmt.Sprintf("if provided, maxExpirationSeconds must be <= %d", limit)))
+		}
+	}
+	files := 0
+	for _, f := range []struct{ name, path string }{{"credentialBundlePath", c.CredentialBundlePath}, {"keyPath", c.KeyPath}, {"certificateChainPath", c.CertificateChainPath}} {
+		if f.path == "" {
+			continue
+		}
+		files++
+		if err := checkPayloadPath(f.path); err != "" {
+			errs = append(errs, field.Invalid(p.Child(f.name), f.path, err))
+		}
+		errs = append(errs, claimPath(paths, f.path, p.Child(f.name))...)
+	}
+	if files == 0 {
+		errs = append(errs, field.Required(p, "specify at least one of credentialBundlePath, keyPath, and certificateChainPath"))
 	}
 	if c.User != nil {
 		errs = append(errs, field.Forbidden(p.Child("user"), "not supported by this agent (AtomicWriteVolumeUserFields)"))

@@ -695,6 +695,20 @@ func TestValidateAsTheAPIServer(t *testing.T) {
 		{"clusterTrustBundle path with ..", "ValidateClusterTrustBundleProjection: validateLocalNonReservedPath",
 			projected(nil, v1.VolumeProjection{ClusterTrustBundle: &v1.ClusterTrustBundleProjection{Name: ptr.To("b"), Path: "../ca.pem"}}),
 			"spec.volumes[1].projected.sources[0].clusterTrustBundle.path: Invalid"},
+		{"podCertificate", "validateProjectionSources", projected(nil, v1.VolumeProjection{PodCertificate: &v1.PodCertificateProjection{
+			SignerName: "e2e.example.com/s", KeyType: "ECDSAP256", CredentialBundlePath: "b.pem", MaxExpirationSeconds: ptr.To(int32(3600))}}), ""},
+		{"podCertificate lifetime under an hour", "validateProjectionSources", projected(nil, v1.VolumeProjection{PodCertificate: &v1.PodCertificateProjection{
+			SignerName: "e2e.example.com/s", KeyType: "ECDSAP256", CredentialBundlePath: "b.pem", MaxExpirationSeconds: ptr.To(int32(3599))}}),
+			"spec.volumes[1].projected.sources[0].podCertificate.maxExpirationSeconds: Invalid value: 3599: if provided, maxExpirationSeconds must be >= 3600"},
+		{"podCertificate lifetime over 91 days", "validateProjectionSources", projected(nil, v1.VolumeProjection{PodCertificate: &v1.PodCertificateProjection{
+			SignerName: "e2e.example.com/s", KeyType: "ECDSAP256", CredentialBundlePath: "b.pem", MaxExpirationSeconds: ptr.To(int32(7862401))}}),
+			"if provided, maxExpirationSeconds must be <= 7862400"},
+		{"podCertificate without a file", "validateProjectionSources", projected(nil, v1.VolumeProjection{PodCertificate: &v1.PodCertificateProjection{
+			SignerName: "e2e.example.com/s", KeyType: "ED25519"}}),
+			"spec.volumes[1].projected.sources[0].podCertificate: Required value: specify at least one of credentialBundlePath, keyPath, and certificateChainPath"},
+		{"podCertificate key type", "validateProjectionSources", projected(nil, v1.VolumeProjection{PodCertificate: &v1.PodCertificateProjection{
+			SignerName: "e2e.example.com/s", KeyType: "DSA", KeyPath: "k.pem"}}),
+			`spec.volumes[1].projected.sources[0].podCertificate.keyType: Unsupported value: "DSA"`},
 		// Claims: named, and an ephemeral volume has its template.
 		{"persistentVolumeClaim", "validateVolumeSource", volume(v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}), ""},
 		{"persistentVolumeClaim without claimName", "validatePersistentClaimVolumeSource",

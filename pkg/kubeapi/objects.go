@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -124,4 +125,27 @@ func (o *Objects) PersistentVolume(ctx context.Context, name string) (*v1.Persis
 // affinity names (an operator may have added them).
 func (o *Objects) Node(ctx context.Context, name string) (*v1.Node, error) {
 	return o.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+}
+
+// ServiceAccount returns a service account (a pod certificate request
+// names its UID), as read at most ttl ago.
+func (o *Objects) ServiceAccount(ctx context.Context, namespace, name string) (*v1.ServiceAccount, error) {
+	obj, err := o.get(ctx, "serviceaccount/"+namespace+"/"+name, func() (any, error) {
+		return o.client.CoreV1().ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*v1.ServiceAccount), nil
+}
+
+// CreatePodCertificateRequest asks a signer for a pod's certificate.
+func (o *Objects) CreatePodCertificateRequest(ctx context.Context, pcr *certificatesv1.PodCertificateRequest) (*certificatesv1.PodCertificateRequest, error) {
+	return o.client.CertificatesV1().PodCertificateRequests(pcr.Namespace).Create(ctx, pcr, metav1.CreateOptions{})
+}
+
+// PodCertificateRequest reads a pod's request, never from the cache: the
+// pod waits for it to be issued.
+func (o *Objects) PodCertificateRequest(ctx context.Context, namespace, name string) (*certificatesv1.PodCertificateRequest, error) {
+	return o.client.CertificatesV1().PodCertificateRequests(namespace).Get(ctx, name, metav1.GetOptions{})
 }

@@ -188,12 +188,14 @@ func newKubelet(o *Options, a *agent, rt kubecontainer.Runtime) error {
 	// in node mode their drivers are recorded in the node's CSINode.
 	var csiInfo csi.NodeInfo
 	var csiObjects volumes.CSIObjects
+	var podCerts volumes.PodCertificates
 	if a.nm != nil {
-		csiInfo, csiObjects = kubeapi.NewCSINodes(a.nm.client, node), a.nm.objects
+		csiInfo, csiObjects, podCerts = kubeapi.NewCSINodes(a.nm.client, node), a.nm.objects, a.nm.objects
 	}
 	a.csi = csi.NewRegistry(filepath.Join(o.RootDir, "plugins_registry"), csiInfo)
 	vols := volumes.NewManager(volumes.Config{RootDir: o.RootDir, NodeMemory: memory, NodeName: node},
-		volumes.Deps{Downward: downward, Objects: objects, Claims: claims, TrustBundles: bundles, CSIDrivers: a.csi, CSIObjects: csiObjects})
+		volumes.Deps{Downward: downward, Objects: objects, Claims: claims, TrustBundles: bundles, CSIDrivers: a.csi, CSIObjects: csiObjects,
+			PodCertificates: podCerts})
 	cache := pleg.NewCache()
 	relist := pleg.NewRelister(pleg.Config{Node: node, Period: o.RelistPeriod, Clock: clk},
 		pleg.Deps{Runtime: rt, Hub: a.hub, Cache: cache, Dirty: dirty, Logs: links, Metrics: a.metrics})

@@ -222,7 +222,7 @@ func (m *Manager) payload(ctx context.Context, pod *v1.Pod, v *v1.Volume) (map[s
 		return out, project(out, data, src.Items, modeOf(src.DefaultMode), src.Optional != nil && *src.Optional, "secret "+src.SecretName)
 	}
 	mode := modeOf(v.Projected.DefaultMode)
-	for _, s := range v.Projected.Sources {
+	for i, s := range v.Projected.Sources {
 		switch {
 		case s.ConfigMap != nil:
 			c := s.ConfigMap
@@ -276,7 +276,24 @@ func (m *Manager) payload(ctx context.Context, pod *v1.Pod, v *v1.Volume) (map[s
 			}
 			out[s.ClusterTrustBundle.Path] = file{data, mode}
 		case s.PodCertificate != nil:
-			return nil, fmt.Errorf("projected podCertificate sources are not supported")
+			src := s.PodCertificate
+			key, chain, err := m.podCertificate(ctx, pod, certKey{v.Name, i}, src)
+			if err != nil {
+				return nil, err
+			}
+			md := mode
+			if fsGroup(pod) >= 0 {
+				md = 0o600 // the kubelet's: the key is the owner's (and, with the writer's fsGroup rule, the group's)
+			}
+			if src.CredentialBundlePath != "" {
+				out[src.CredentialBundlePath] = file{append(append([]byte{}, key...), chain...), md}
+			}
+			if src.KeyPath != "" {
+				out[src.KeyPath] = file{key, md}
+			}
+			if src.CertificateChainPath != "" {
+				out[src.CertificateChainPath] = file{chain, md}
+			}
 		}
 	}
 	return out, nil
@@ -446,4 +463,5 @@ func (m *Manager) Forget(uid types.UID) {
 	delete(m.tokens, uid)
 	delete(m.written, uid)
 	delete(m.claims, uid)
+	delete(m.certs, uid)
 }

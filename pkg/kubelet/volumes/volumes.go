@@ -80,6 +80,9 @@ type Deps struct {
 	// nil: csi volumes fail to set up.
 	CSIDrivers CSIDrivers
 	CSIObjects CSIObjects
+	// PodCertificates makes and reads PodCertificateRequests (node mode);
+	// nil: projected podCertificate sources fail to set up.
+	PodCertificates PodCertificates
 }
 
 // Manager sets up the volumes of pods under RootDir/pods/<uid>.
@@ -93,6 +96,7 @@ type Manager struct {
 	csiDrivers   CSIDrivers
 	csiObjects   CSIObjects
 	csiTimeout   time.Duration
+	podCerts     PodCertificates
 	nodeName     string
 	clock        clock.PassiveClock
 
@@ -100,6 +104,7 @@ type Manager struct {
 	tokens  map[types.UID]map[tokenKey]*authenticationv1.TokenRequest // by pod, then projection
 	written map[types.UID]map[string][32]byte                         // by pod, then volume dir: the digest of what it holds
 	claims  map[types.UID]map[string]claimed                          // by pod, then volume: its claim, once bound
+	certs   map[types.UID]map[certKey]*podCert                        // by pod, then podCertificate source
 }
 
 // NewManager returns a volume manager of cfg that reads what volumes hold
@@ -112,8 +117,8 @@ func NewManager(cfg Config, d Deps) *Manager {
 		cfg.CSITimeout = 2 * time.Minute
 	}
 	return &Manager{rootDir: cfg.RootDir, nodeMemory: cfg.NodeMemory, downward: d.Downward, objects: d.Objects, claimsAPI: d.Claims, trustBundles: d.TrustBundles,
-		csiDrivers: d.CSIDrivers, csiObjects: d.CSIObjects, csiTimeout: cfg.CSITimeout, nodeName: cfg.NodeName, clock: cfg.Clock, tokens: map[types.UID]map[tokenKey]*authenticationv1.TokenRequest{},
-		written: map[types.UID]map[string][32]byte{}, claims: map[types.UID]map[string]claimed{}}
+		csiDrivers: d.CSIDrivers, csiObjects: d.CSIObjects, csiTimeout: cfg.CSITimeout, podCerts: d.PodCertificates, nodeName: cfg.NodeName, clock: cfg.Clock, tokens: map[types.UID]map[tokenKey]*authenticationv1.TokenRequest{},
+		written: map[types.UID]map[string][32]byte{}, claims: map[types.UID]map[string]claimed{}, certs: map[types.UID]map[certKey]*podCert{}}
 }
 
 // PodDir is the pod's directory under the root dir.
