@@ -64,7 +64,10 @@ func TestNodeCSIVolume(t *testing.T) {
 	}
 	ops, cores := a.operationsSince(ops0), (a.cpu()-cpu0).Seconds()/time.Since(t0).Seconds()
 	t.Logf("waiting for the driver: Docker calls %v, %.4f cores", ops, cores)
-	if len(ops) > 1 || ops["list_containers"] > 8 || cores > 0.05 {
+	lists := ops["list_containers"]
+	delete(ops, "list_containers")
+	delete(ops, "image_fs_info") // the node's, every 10 s, whatever its pods do
+	if len(ops) > 0 || lists > 8 || cores > 0.05 {
 		t.Errorf("waiting for the driver cost Docker calls %v and %.4f cores in 6 s, want only the relist's lists and next to no CPU", ops, cores)
 	}
 	if n := len(a.containers("inline")); n != 0 {
