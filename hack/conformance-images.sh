@@ -137,6 +137,11 @@ ENTRYPOINT ["/agnhost"]
 CMD ["pause"]
 DOCKERFILE
 build $e2e/agnhost:2.66.1 "$ctx/agnhost"
+# The previous agnhost (the suite's AgnhostPrev, 2.55), which the
+# StatefulSet specs start from and roll away from (a stand-in: the same
+# build under the older tag; those specs compare image names, and run it
+# as they run the current one).
+docker tag $e2e/agnhost:2.66.1 $e2e/agnhost:2.55 && echo "built $e2e/agnhost:2.55"
 
 # kitten and nautilus: agnhost's test-webserver serving a file of its own.
 for img in kitten nautilus; do

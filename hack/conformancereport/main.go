@@ -195,7 +195,8 @@ func write(w io.Writer, runs []run, timesFile string) {
 	fmt.Fprintln(w, "1.37.0 built static from Debian's source package without Debian's installer patch to ash, as upstream's")
 	fmt.Fprintln(w, "(agnhost's shell is Debian's dynamic busybox, with curl, bash and OpenBSD's nc, as upstream's Alpine")
 	fmt.Fprintln(w, "image has); pause is the project's; nginx (busybox's httpd on port 80), nonroot and")
-	fmt.Fprintln(w, "glibc-dns-testing (busybox) are stand-ins with what the specs use of them.")
+	fmt.Fprintln(w, "glibc-dns-testing (busybox) are stand-ins with what the specs use of them; agnhost 2.55, the previous")
+	fmt.Fprintln(w, "agnhost the StatefulSet specs start from, is the current build under that tag.")
 	fmt.Fprintln(w, "The reasons of failures come from hack/conformance-reasons.tsv, or else are the suite's message.")
 	if b, err := os.ReadFile(timesFile); err == nil {
 		fmt.Fprintf(w, "\nRun times:\n\n```\n%s```\n", b)
