@@ -13,7 +13,10 @@
 #                                 hack/conformance-smoke.txt (a few across
 #                                 areas) and the sig-network [Conformance]
 #                                 specs of hack/conformance-network-smoke.txt
-#                                 (cluster DNS, Services); it fails unless
+#                                 (cluster DNS, Services) and the other sigs'
+#                                 of hack/conformance-cluster-smoke.txt (a
+#                                 webhook, kubectl, a Deployment, a
+#                                 StatefulSet, pod certificates); it fails unless
 #                                 each passes, and writes no docs
 #
 # PROCS (default 10: most specs wait) is ginkgo's parallelism; SERIAL=0
@@ -28,7 +31,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 smoke= out=bin/conformance nodes=${NODES:-1}
 case "${1:-}" in
---smoke) smoke=(hack/conformance-smoke.txt hack/conformance-network-smoke.txt) nodes=2 ;;
+--smoke) smoke=(hack/conformance-smoke.txt hack/conformance-network-smoke.txt hack/conformance-cluster-smoke.txt) nodes=2 ;;
 esac
 hack/ensure-docker.sh
 hack/ensure-test-deps.sh
@@ -81,10 +84,10 @@ run() { # name label-filter procs [focus regex]
 }
 parallel=${LABELS:-'NodeConformance && !Serial && !Slow && !Disruptive && !Flaky'}
 if [ -n "$smoke" ]; then
-  # sig-network's specs are [Conformance], not NodeConformance: they ask
-  # for a cluster. Both lists in one run, one cluster: the network specs
-  # mostly wait (DNS probes, endpoints, the NodePort spec's minute), and
-  # the node specs run beside them.
+  # sig-network's and the other sigs' specs are [Conformance], not
+  # NodeConformance: they ask for a cluster. The lists in one run, one
+  # cluster: the cluster specs mostly wait (DNS probes, endpoints, the
+  # NodePort spec's minute, rollouts), and the node specs run beside them.
   parallel='(NodeConformance || Conformance) && !Serial && !Slow && !Disruptive && !Flaky'
   run smoke "$parallel" "${PROCS:-8}" "$(cat "${smoke[@]}" | grep -v '^#' | paste -sd'|')"
   go run ./hack/conformancereport --check "$out/smoke.xml"

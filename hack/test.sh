@@ -56,6 +56,7 @@ long='^(TestNodeHundredPodsAtOnce|TestFleet|TestNodeIdleCostsTheAPIServerLittle|
 # Kubernetes' own specs against two agents as a real cluster's nodes, with
 # kube-proxy and CoreDNS, in one run: a smoke of NodeConformance specs
 # across areas (hack/conformance-smoke.txt; `make conformance` runs all of
-# them) and sig-network's DNS and Service [Conformance] specs
-# (hack/conformance-network-smoke.txt).
+# them), sig-network's DNS and Service [Conformance] specs
+# (hack/conformance-network-smoke.txt) and [Conformance] specs of other
+# sigs (hack/conformance-cluster-smoke.txt).
 hack/conformance.sh --smoke
