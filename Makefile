@@ -52,8 +52,11 @@ scale: images
 
 # Kubernetes' own NodeConformance specs (e2e.test v1.37.2) against the agent
 # as the node of a real control plane; writes docs/conformance.md.
+# SUITE=conformance: the whole [Conformance] suite against a two-node
+# cluster (kube-proxy, CoreDNS); writes docs/conformance-full.md.
+SUITE ?= node
 conformance:
-	hack/conformance.sh
+	SUITE=$(SUITE) hack/conformance.sh
 
 # The images those specs run, built offline under the suite's names.
 conformance-images:

@@ -55,6 +55,7 @@ func main() {
 	check := flag.Bool("check", false, "fail unless every spec that ran passed; write nothing")
 	times := flag.String("times", "", "the runs' times file (hack/conformance.sh writes it)")
 	reasonsFile := flag.String("reasons", "hack/conformance-reasons.tsv", "known failures' reasons")
+	title := flag.String("title", "NodeConformance: Kubernetes v1.37.2's own node suite against the agent", "the document's title")
 	flag.Parse()
 	if flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: conformancereport [--check] [--times F] RUN.xml...")
@@ -90,7 +91,7 @@ func main() {
 		}
 		return
 	}
-	write(os.Stdout, runs, *times)
+	write(os.Stdout, runs, *times, *title)
 }
 
 type run struct {
@@ -185,11 +186,11 @@ func (c *count) add(result string) {
 	}
 }
 
-func write(w io.Writer, runs []run, timesFile string) {
-	fmt.Fprintln(w, "# NodeConformance: Kubernetes v1.37.2's own node suite against the agent")
+func write(w io.Writer, runs []run, timesFile, title string) {
+	fmt.Fprintln(w, "# "+title)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Written by `make conformance` (hack/conformance.sh): `e2e.test` of k8s.io/kubernetes v1.37.2, run")
-	fmt.Fprintln(w, "as published by its ginkgo, against a real v1.37.2 control plane whose one node is the agent on this")
+	fmt.Fprintln(w, "as published by its ginkgo, against a real v1.37.2 control plane whose nodes are agents on this")
 	fmt.Fprintln(w, "machine's Docker. Images are built offline under the suite's names (hack/conformance-images.sh).")
 	fmt.Fprintln(w, "agnhost (and kitten, nautilus on it) and nonewprivs are built from the module's own sources; busybox is")
 	fmt.Fprintln(w, "1.37.0 built static from Debian's source package without Debian's installer patch to ash, as upstream's")
