@@ -169,6 +169,11 @@ func (m *Manager) setupCSI(ctx context.Context, pod *v1.Pod, v csiVolume) (strin
 		if err := writeVolData(staging, data); err != nil {
 			return "", err
 		}
+		// CSI: the CO makes the staging directory (the publish target's
+		// parent only: the driver makes the target).
+		if err := os.MkdirAll(staging, 0o750); err != nil {
+			return "", fmt.Errorf("staging directory: %w", err)
+		}
 		if _, err := d.Node.NodeStageVolume(ctx, &csipb.NodeStageVolumeRequest{VolumeId: v.handle, PublishContext: publishContext,
 			StagingTargetPath: staging, VolumeCapability: capability, Secrets: secrets, VolumeContext: v.attributes}); err != nil {
 			return "", fmt.Errorf("MountVolume.MountDevice failed for volume %q : rpc error: NodeStageVolume: %w", v.specName, err)
@@ -391,10 +396,9 @@ func (m *Manager) unpublish(ctx context.Context, d volData, target string) error
 	if mounted, _ := isMountPoint(target); mounted {
 		return fmt.Errorf("%s is still mounted after NodeUnpublishVolume", target)
 	}
-	if err := os.Remove(target); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	if err := os.RemoveAll(filepath.Dir(target)); err != nil {
+	// Removed one by one, as the kubelet does: a target the driver left
+	// files in is an error, never data removed.
+	if err := removeVolumeDir(target); err != nil {
 		return err
 	}
 	staging := m.csiStaging(d.DriverName, d.VolumeHandle)
@@ -408,7 +412,18 @@ func (m *Manager) unpublish(ctx context.Context, d volData, target string) error
 		return fmt.Errorf("%s is still mounted after NodeUnstageVolume", staging)
 	}
 	klog.V(2).Infof("CSI volume %s of driver %s unstaged", d.VolumeHandle, d.DriverName)
-	return os.RemoveAll(filepath.Dir(staging))
+	return removeVolumeDir(staging)
+}
+
+// removeVolumeDir removes a (staging or publish) target, the vol_data.json
+// beside it and their directory, each only if it is what it should be.
+func removeVolumeDir(target string) error {
+	for _, p := range []string{target, filepath.Join(filepath.Dir(target), csiDataFile), filepath.Dir(target)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // published reports whether some pod directory on the node still holds a

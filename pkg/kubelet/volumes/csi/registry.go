@@ -158,35 +158,27 @@ func (r *Registry) found(ctx context.Context, path string) {
 		return
 	}
 	status := &registerapi.RegistrationStatus{PluginRegistered: true}
-	if err := r.register(cctx, path, info); err != nil {
+	if endpoint, err := r.register(cctx, path, info); err != nil {
 		klog.Errorf("CSI plugin registration: %s (%s): %v", info.Name, path, err)
 		status = &registerapi.RegistrationStatus{Error: err.Error()}
 	} else {
-		klog.Infof("CSI driver %s registered (endpoint %s)", info.Name, r.endpoint(info.Name))
+		klog.Infof("CSI driver %s registered (endpoint %s)", info.Name, endpoint)
 	}
 	if _, err := plugin.NotifyRegistrationStatus(cctx, status); err != nil {
 		klog.Warningf("CSI plugin registration: NotifyRegistrationStatus of %s: %v", path, err)
 	}
 }
 
-func (r *Registry) endpoint(name string) string {
-	d, err := r.Driver(name)
-	if err != nil {
-		return ""
-	}
-	return d.Endpoint
-}
-
 // register validates the plugin's info as the kubelet's CSI plugin does
-// and records the driver.
-func (r *Registry) register(ctx context.Context, socket string, info *registerapi.PluginInfo) error {
+// and records the driver; it returns the driver's endpoint.
+func (r *Registry) register(ctx context.Context, socket string, info *registerapi.PluginInfo) (string, error) {
 	switch {
 	case info.Type != registerapi.CSIPlugin:
-		return fmt.Errorf("plugin type %q is not supported by this agent (only %s)", info.Type, registerapi.CSIPlugin)
+		return "", fmt.Errorf("plugin type %q is not supported by this agent (only %s)", info.Type, registerapi.CSIPlugin)
 	case info.Name == "":
-		return errors.New("the plugin gave no driver name")
+		return "", errors.New("the plugin gave no driver name")
 	case !supportsV1(info.SupportedVersions):
-		return fmt.Errorf("none of the versions %q is supported: the agent speaks CSI 1.x", info.SupportedVersions)
+		return "", fmt.Errorf("none of the versions %q is supported: the agent speaks CSI 1.x", info.SupportedVersions)
 	}
 	endpoint := info.Endpoint
 	if endpoint == "" {
@@ -194,17 +186,17 @@ func (r *Registry) register(ctx context.Context, socket string, info *registerap
 	}
 	conn, err := dial(endpoint)
 	if err != nil {
-		return err
+		return "", err
 	}
 	d := &Driver{Endpoint: endpoint, Node: csipb.NewNodeClient(conn), conn: conn}
 	if err := d.describe(ctx, info.Name); err != nil {
 		conn.Close()
-		return err
+		return "", err
 	}
 	if r.info != nil {
 		if err := r.info.InstallDriver(ctx, d.DriverInfo); err != nil {
 			conn.Close()
-			return fmt.Errorf("record the driver in the node's CSINode: %w", err)
+			return "", fmt.Errorf("record the driver in the node's CSINode: %w", err)
 		}
 	}
 	r.mu.Lock()
@@ -214,7 +206,7 @@ func (r *Registry) register(ctx context.Context, socket string, info *registerap
 	}
 	r.drivers[info.Name] = d
 	r.sockets[socket] = info.Name
-	return nil
+	return endpoint, nil
 }
 
 // describe asks the driver what it is on this node.
