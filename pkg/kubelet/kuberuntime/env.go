@@ -199,8 +199,10 @@ func (m *Manager) objectKey(ctx context.Context, namespace, kind, name, key stri
 }
 
 // envFrom is the container's envFrom variables, in order (a later source
-// wins a name), each key with the source's prefix; keys that are not valid
-// variable names are left out, as the kubelet does.
+// wins a name), each key with the source's prefix. Any printable ASCII name
+// is kept, as the kubelet keeps them since relaxed variable names went GA
+// (a prefix may start with a digit or hold '$'); only a name Docker could
+// not pass (one with '=', a control or non-ASCII character) is left out.
 func (m *Manager) envFrom(ctx context.Context, pod *v1.Pod, c *v1.Container) ([]v1.EnvVar, error) {
 	var out []v1.EnvVar
 	index := map[string]int{}
@@ -223,7 +225,7 @@ func (m *Manager) envFrom(ctx context.Context, pod *v1.Pod, c *v1.Container) ([]
 		keys := slices.Sorted(maps.Keys(data))
 		for _, key := range keys {
 			name := src.Prefix + key
-			if len(validation.IsEnvVarName(name)) > 0 {
+			if len(validation.IsRelaxedEnvVarName(name)) > 0 {
 				continue
 			}
 			if i, ok := index[name]; ok {

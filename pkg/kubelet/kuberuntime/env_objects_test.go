@@ -88,6 +88,8 @@ func TestContainerEnvFromObjects(t *testing.T) {
 		{"envFrom: sorted keys, invalid names left out, later source wins", objs,
 			[]v1.EnvFromSource{cmRef("cm", nil), secRef("sec", "", nil)}, nil, "A=cm-a B=sec-b PASS=hunter2", ""},
 		{"envFrom prefix", objs, []v1.EnvFromSource{secRef("sec", "S_", nil)}, nil, "S_B=sec-b S_PASS=hunter2", ""},
+		{"envFrom prefix starting with a digit, or with $ (relaxed names)", objs,
+			[]v1.EnvFromSource{secRef("sec", "1-", nil), secRef("sec", "$_-", nil)}, nil, "1-B=sec-b 1-PASS=hunter2 $_-B=sec-b $_-PASS=hunter2", ""},
 		{"env names a variable again: env's value", objs,
 			[]v1.EnvFromSource{cmRef("cm", nil)}, []v1.EnvVar{{Name: "A", Value: "own $(B)"}}, "B=cm-b A=own cm-b", ""},
 		{"optional absent source: nothing", objs, []v1.EnvFromSource{cmRef("gone", &yes), secRef("gone", "", &yes)}, nil, "", ""},
