@@ -175,7 +175,7 @@ var FieldTables = map[reflect.Type]map[string]FieldRule{
 		"name":              impl("must name a volume of the pod"),
 		"mountPath":         impl("absolute, unique in the container"),
 		"readOnly":          impl(""),
-		"subPath":           impl("a path inside the volume, resolved without following symlinks; '..' and absolute paths are refused"),
+		"subPath":           impl("a path inside the volume, resolved beneath its root by the kernel (openat2 RESOLVE_BENEATH): links that stay inside are followed (a configMap or secret key's link into ..data), one that leads out is refused (CreateContainerConfigError: not within volume path), as by the kubelet; a missing path is made, refusing links; '..' and absolute paths are refused"),
 		"subPathExpr":       impl("subPath with $(VAR) expanded from the container's env"),
 		"mountPropagation":  impl("None (default; Docker's rprivate), HostToContainer (rslave: mounts made on the host under the path appear in the container) or Bidirectional (rshared: the container's mounts appear on the host too; privileged containers only, as by the API server). The path must be on a shared mount (or, HostToContainer, a slave one), else CreateContainerError names the path and its mount, as the runtime's check; the agent makes its root dir a shared mount at start, as the kubelet, so pod volumes qualify"),
 		"recursiveReadOnly": impl("Disabled; IfPossible is a plain read-only mount and Enabled waits with CreateContainerConfigError (the kubelet's message): Docker 20.10's binds cannot be made recursively read-only, as the node's runtimeHandlers features say. Needs readOnly and no mountPropagation, as by the API server"),

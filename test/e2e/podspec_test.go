@@ -401,7 +401,7 @@ spec:
 	if _, out := a.execIn("good", "c", "cat", "/mnt/sub/app.ini"); out != "[app]\nok=1\n" {
 		t.Errorf("subPathExpr file: %q", out)
 	}
-	a.expectConfigError("evil", "c", "symlink", "a subPath through a symlink")
+	a.expectConfigError("evil", "c", "not within volume path", "a subPath through a symlink leading out of the volume")
 }
 
 func TestTerminationMessages(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -613,11 +614,33 @@ func openBeneath(root, sub string) (int, bool, error) {
 		return -1, false, err
 	}
 	parts := strings.Split(filepath.Clean(sub), "/")
-	for i, part := range parts {
-		if part == ".." {
-			unix.Close(fd)
-			return -1, false, errors.New("must not contain '..'")
+	if slices.Contains(parts, "..") {
+		unix.Close(fd)
+		return -1, false, errors.New("must not contain '..'")
+	}
+	// A path that exists is resolved by the kernel beneath the volume's
+	// root: links that stay inside are followed (an atomic writer's
+	// names are links into ..data), one that leads out (an absolute link,
+	// '..' past the root) is refused, as the kubelet refuses a subPath
+	// that does not evaluate to a path within the volume; no step can be
+	// swapped for a link between a check and the open.
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
+	switch resolved, err := unix.Openat2(fd, filepath.Clean(sub), &how); {
+	case err == nil:
+		unix.Close(fd)
+		var st unix.Stat_t
+		if err := unix.Fstat(resolved, &st); err != nil {
+			unix.Close(resolved)
+			return -1, false, err
 		}
+		return resolved, st.Mode&unix.S_IFMT == unix.S_IFDIR, nil
+	case errors.Is(err, unix.EXDEV), errors.Is(err, unix.ELOOP):
+		unix.Close(fd)
+		return -1, false, fmt.Errorf("subpath %q not within volume path %q (a symlink leads out of it)", sub, root)
+	}
+	// Otherwise it is made, one component at a time, as Kubernetes
+	// makes a missing subPath; a link met on the way is refused.
+	for i, part := range parts {
 		if part == "." || part == "" {
 			continue
 		}

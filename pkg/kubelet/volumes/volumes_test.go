@@ -52,22 +52,28 @@ func TestMemoryVolumeSize(t *testing.T) {
 	}
 }
 
-// A subPath is opened one component at a time: a symlink anywhere in it
-// is refused, whatever it points at.
+// A subPath is resolved beneath the volume's root: links that stay inside
+// are followed (an atomic writer's names), one that leads out is refused;
+// a missing path is made one component at a time, refusing links.
 func TestOpenBeneath(t *testing.T) {
 	root := t.TempDir()
 	mustMkdir(t, root+"/a/b")
 	mustSymlink(t, "/etc", root+"/link")
 	mustSymlink(t, "b", root+"/a/rel")
+	mustSymlink(t, "../a/b", root+"/a/up")
+	mustSymlink(t, "../../x", root+"/a/esc")
 	cases := []struct {
 		sub     string
 		wantErr string
 	}{
 		{"a/b", ""},
 		{"a/new/dir", ""}, // created, as Kubernetes does
-		{"link", "symlink"},
-		{"link/passwd", "symlink"},
-		{"a/rel", "symlink"},
+		{"a/rel", ""},
+		{"a/up", ""},
+		{"link", "not within volume path"},
+		{"link/passwd", "not within volume path"},
+		{"a/esc", "not within volume path"},
+		{"link/new", "not within volume path"},
 		{"../x", "'..'"},
 		{"/etc", "relative"},
 	}
