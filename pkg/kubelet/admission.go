@@ -113,6 +113,12 @@ func runs(state *kubecontainer.PodState) bool {
 // make room; k.admitMu is held.
 func (k *Kubelet) decide(pod *v1.Pod, rec *podRecord) {
 	holding, preemptable := k.admittedPods(pod.UID)
+	// Host ports first, as the kubelet's predicates: no preemption frees
+	// them.
+	if allocation.HostPortConflict(pod, holding) {
+		rec.setFit(fitDecision{decided: true, rejected: &lifecycle.Rejection{Reason: allocation.ReasonNodePorts, Message: allocation.MessageNodePorts}}, nil)
+		return
+	}
 	short := allocation.Fit(pod, holding, k.cfg.Allocatable)
 	if len(short) == 0 {
 		rec.setFit(fitDecision{decided: true}, nil)

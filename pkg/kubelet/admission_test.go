@@ -189,3 +189,30 @@ func TestCriticalPod(t *testing.T) {
 		})
 	}
 }
+
+// A pod whose host port an admitted pod holds is refused, as the
+// kubelet's NodePorts predicate refuses it (a StatefulSet's controller
+// makes it again, elsewhere or once the port is free).
+func TestHostPortAdmission(t *testing.T) {
+	fake := containertest.NewFakeClient("pause:1", "img:1")
+	rec := events.New("n")
+	k, updates, stop := startFitKubelet(t, fake, rec)
+	defer stop()
+	withPort := func(name string) *v1.Pod {
+		p := cpuPod(name, "100m")
+		p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 80, HostPort: 21017}}
+		return p
+	}
+	a, b := withPort("a"), withPort("b")
+	updates <- api.PodUpdate{Op: api.ADD, Pods: []*v1.Pod{a}}
+	waitUntil(t, func() bool { return len(containersOf(fake, "a", true)) == 2 })
+	updates <- api.PodUpdate{Op: api.ADD, Pods: []*v1.Pod{b}}
+	waitUntil(t, terminatedIdle(k, b))
+	if c := containersOf(fake, "b", false); len(c) != 0 {
+		t.Errorf("the refused pod got containers %v", c)
+	}
+	if st, _ := k.status.Get(b.UID); st.Phase != v1.PodFailed || st.Reason != allocation.ReasonNodePorts ||
+		st.Message != "Pod was rejected: "+allocation.MessageNodePorts {
+		t.Errorf("refused pod's status %s %s %q, want Failed NodePorts", st.Phase, st.Reason, st.Message)
+	}
+}

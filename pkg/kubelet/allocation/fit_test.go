@@ -89,3 +89,31 @@ func TestSum(t *testing.T) {
 		t.Errorf("Sum = %+v, want %+v", got, want)
 	}
 }
+
+func TestHostPortConflict(t *testing.T) {
+	pod := func(ports ...v1.ContainerPort) *v1.Pod {
+		return &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Ports: ports}}}}
+	}
+	port := func(hostIP string, proto v1.Protocol, p int32) v1.ContainerPort {
+		return v1.ContainerPort{ContainerPort: 80, HostIP: hostIP, Protocol: proto, HostPort: p}
+	}
+	held := []*v1.Pod{pod(port("127.0.0.1", "", 8080)), pod(port("", v1.ProtocolUDP, 53)), pod(v1.ContainerPort{ContainerPort: 9000})}
+	for _, tc := range []struct {
+		name string
+		pod  *v1.Pod
+		want bool
+	}{
+		{"no host port", pod(v1.ContainerPort{ContainerPort: 8080}), false},
+		{"same port, IP and protocol", pod(port("127.0.0.1", v1.ProtocolTCP, 8080)), true},
+		{"all addresses against one", pod(port("", "", 8080)), true},
+		{"another IP", pod(port("10.0.0.1", "", 8080)), false},
+		{"another protocol", pod(port("127.0.0.1", v1.ProtocolUDP, 8080)), false},
+		{"one IP against all addresses", pod(port("10.0.0.1", v1.ProtocolUDP, 53)), true},
+		{"another port", pod(port("", "", 8081)), false},
+		{"an init container's", &v1.Pod{Spec: v1.PodSpec{InitContainers: []v1.Container{{Name: "i", Ports: []v1.ContainerPort{port("", v1.ProtocolUDP, 53)}}}}}, true},
+	} {
+		if got := HostPortConflict(tc.pod, held); got != tc.want {
+			t.Errorf("%s: conflict %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
