@@ -675,6 +675,13 @@ func (m *Merger) refusal(c candidate, key string, held *claimed) (reason, msg st
 	if m.opts.MaxPods > 0 && held.pods >= m.opts.MaxPods {
 		return "OutOfpods", fmt.Sprintf("pod %s from source %q rejected (OutOfpods): the node already runs its maximum of %d pods (--max-pods)", key, c.source, m.opts.MaxPods)
 	}
+	// An API server's pod whose host port is taken is refused by the
+	// Kubelet's admission instead, for good (Failed, NodePorts), as the
+	// kubelet refuses it: its controller makes another (a StatefulSet's
+	// evicted pod). A node's own pods wait here until the port is free.
+	if c.source == api.SourceAPIServer {
+		return "", ""
+	}
 	for _, hp := range api.HostPorts(c.pod) {
 		for _, p := range held.ports {
 			if hp.Conflicts(p.hp) {
