@@ -115,45 +115,19 @@ const (
 	MessageNodePorts = "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
 )
 
-// HostPortConflict reports whether a host port of pod (its containers' and
-// init containers') is held by one of the admitted pods, as the
-// scheduler's NodePorts filter decides it: the same port and protocol on
-// the same host IP, or on any address where either side binds them all.
+// HostPortConflict reports whether a host port of pod is held by one of
+// the admitted pods (the same port and protocol on the same host IP, or on
+// any address where either side binds them all), as the merger decides it
+// for the node's own pods (api.HostPort.Conflicts).
 func HostPortConflict(pod *v1.Pod, admitted []*v1.Pod) bool {
-	type hostPort struct {
-		ip       string
-		protocol v1.Protocol
-		port     int32
-	}
-	ports := func(p *v1.Pod) []hostPort {
-		var out []hostPort
-		for _, cs := range [][]v1.Container{p.Spec.InitContainers, p.Spec.Containers} {
-			for _, c := range cs {
-				for _, cp := range c.Ports {
-					if cp.HostPort <= 0 {
-						continue
-					}
-					hp := hostPort{ip: cp.HostIP, protocol: cp.Protocol, port: cp.HostPort}
-					if hp.ip == "" {
-						hp.ip = "0.0.0.0"
-					}
-					if hp.protocol == "" {
-						hp.protocol = v1.ProtocolTCP
-					}
-					out = append(out, hp)
-				}
-			}
-		}
-		return out
-	}
-	want := ports(pod)
+	want := api.HostPorts(pod)
 	if len(want) == 0 {
 		return false
 	}
 	for _, other := range admitted {
-		for _, held := range ports(other) {
+		for _, held := range api.HostPorts(other) {
 			for _, w := range want {
-				if w.port == held.port && w.protocol == held.protocol && (w.ip == held.ip || w.ip == "0.0.0.0" || held.ip == "0.0.0.0") {
+				if w.Conflicts(held) {
 					return true
 				}
 			}

@@ -110,7 +110,6 @@ func TestHostPortConflict(t *testing.T) {
 		{"another protocol", pod(port("127.0.0.1", v1.ProtocolUDP, 8080)), false},
 		{"one IP against all addresses", pod(port("10.0.0.1", v1.ProtocolUDP, 53)), true},
 		{"another port", pod(port("", "", 8081)), false},
-		{"an init container's", &v1.Pod{Spec: v1.PodSpec{InitContainers: []v1.Container{{Name: "i", Ports: []v1.ContainerPort{port("", v1.ProtocolUDP, 53)}}}}}, true},
 	} {
 		if got := HostPortConflict(tc.pod, held); got != tc.want {
 			t.Errorf("%s: conflict %v, want %v", tc.name, got, tc.want)
