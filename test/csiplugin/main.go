@@ -309,4 +309,3 @@ func mounted(path string) bool {
 func unescape(s string) string {
 	return strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`).Replace(s)
 }
-
