@@ -141,6 +141,24 @@ func hackCheck(root, script string) (string, error) {
 	return strings.TrimSpace(stdout.String()), nil
 }
 
+// builtTool is what hack/<script> built for the tests (a binary's path):
+// a test without it fails under CI=true and is skipped otherwise.
+func builtTool(t *testing.T, script string) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := hackCheck(root, script)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skipf("%v", err)
+	}
+	return out
+}
+
 func tailFile(path string, lines int) string {
 	data, _ := os.ReadFile(path)
 	return tail(strings.TrimRight(string(data), "\n"), lines)

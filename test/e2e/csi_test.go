@@ -282,17 +282,7 @@ type csiCall struct {
 // sockets removed) at cleanup.
 func startCSIPlugin(t *testing.T, a *agent, driver string) *csiPlugin {
 	t.Helper()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := hackCheck(root, "ensure-csi-plugin.sh")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skipf("%v", err)
-	}
+	bin := builtTool(t, "ensure-csi-plugin.sh")
 	sock, err := os.MkdirTemp("", "csi") // a socket's path has at most 108 bytes
 	if err != nil {
 		t.Fatal(err)

@@ -32,17 +32,7 @@ const samplePluginResource = "example.com/resource"
 // cleanup.
 func startSamplePlugin(t *testing.T, a *agent) {
 	t.Helper()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := hackCheck(root, "ensure-sample-device-plugin.sh")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skipf("%v", err)
-	}
+	bin := builtTool(t, "ensure-sample-device-plugin.sh")
 	if _, err := exec.LookPath("unshare"); err != nil {
 		t.Skipf("unshare (util-linux) is needed to run the sample device plugin: %v", err)
 	}

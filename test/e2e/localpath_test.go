@@ -32,17 +32,7 @@ func TestNodeLocalPathStatefulSet(t *testing.T) {
 	a := startNode(t)
 	c, ns := readyNode(t, cl, a)
 	ctx := context.Background()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := hackCheck(root, "ensure-local-path-provisioner.sh")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skipf("%v", err)
-	}
+	bin := builtTool(t, "ensure-local-path-provisioner.sh")
 	storage := t.TempDir()
 	provisioner := "e2e.example/local-path-" + ns[len(ns)-6:]
 	// The provisioner's ConfigMap and service account, as its manifest
